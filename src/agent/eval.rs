@@ -1,0 +1,450 @@
+//! Agent evals: a JSONL suite of tasks, each with optional workspace files and a checker.
+//!
+//! One task per line:
+//! `{"id": "mul", "task": "What is 1234 * 5678?", "check": {"type": "number_within", "value": 7006652}}`.
+//! Optional fields: `files` (relative path → content, written into a fresh workspace), `shell`
+//! (enable the shell tool for this task), `max_steps`. Checkers: `exact`, `contains`, `regex`,
+//! `number_within` (any number in the answer within `tolerance` of `value`; `1,234` counts as
+//! 1234). A task passes when the run completes and the checker accepts the answer.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::lm::CancelToken;
+
+use super::planner::Planner;
+use super::react::{self, AgentError, AgentEvent, Limits};
+use super::rundir::{RunDir, RunDirError};
+use super::tools::{Sandbox, SandboxError, ShellPolicy, Toolset};
+use super::types::StopReason;
+
+/// How an answer is checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Checker {
+    /// Equal after trimming whitespace, quotes and a trailing period (case-insensitive).
+    Exact {
+        /// Expected answer.
+        value: String,
+    },
+    /// Contains the value.
+    Contains {
+        /// Expected substring.
+        value: String,
+        /// Compare case-insensitively (default true).
+        #[serde(default = "yes")]
+        ignore_case: bool,
+    },
+    /// Matches the regex.
+    Regex {
+        /// The pattern (Rust `regex` syntax).
+        pattern: String,
+    },
+    /// Some number in the answer is within `tolerance` of `value`.
+    NumberWithin {
+        /// Expected value.
+        value: f64,
+        /// Allowed absolute difference (default 0: exact, up to 1e-9).
+        #[serde(default)]
+        tolerance: f64,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The numbers written in a text (`1,234.5` is 1234.5; `-3` is negative).
+pub fn numbers_in(text: &str) -> Vec<f64> {
+    static PATTERN: &str = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?";
+    let Ok(re) = regex::Regex::new(PATTERN) else {
+        return Vec::new();
+    };
+    re.find_iter(text)
+        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
+        .collect()
+}
+
+fn normalize(s: &str) -> String {
+    let mut cur = s;
+    loop {
+        let next = cur
+            .trim()
+            .trim_matches(|c| c == '"' || c == '\'' || c == '`')
+            .trim_end_matches('.');
+        if next.len() == cur.len() {
+            return next.to_lowercase();
+        }
+        cur = next;
+    }
+}
+
+impl Checker {
+    /// Check the checker itself (regex compiles, tolerance is sane).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Checker::Regex { pattern } => regex::Regex::new(pattern)
+                .map(|_| ())
+                .map_err(|e| format!("bad regex {pattern:?}: {e}")),
+            Checker::NumberWithin { value, tolerance } => {
+                if !value.is_finite() || !tolerance.is_finite() || *tolerance < 0.0 {
+                    Err("number_within needs a finite value and a tolerance >= 0".into())
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `answer` passes.
+    pub fn check(&self, answer: &str) -> bool {
+        match self {
+            Checker::Exact { value } => normalize(answer) == normalize(value),
+            Checker::Contains { value, ignore_case } => {
+                if *ignore_case {
+                    answer.to_lowercase().contains(&value.to_lowercase())
+                } else {
+                    answer.contains(value.as_str())
+                }
+            }
+            Checker::Regex { pattern } => {
+                regex::Regex::new(pattern).is_ok_and(|re| re.is_match(answer))
+            }
+            Checker::NumberWithin { value, tolerance } => numbers_in(answer)
+                .iter()
+                .any(|n| (n - value).abs() <= tolerance.max(1e-9)),
+        }
+    }
+}
+
+/// One eval task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalTask {
+    /// Unique id.
+    pub id: String,
+    /// The task text.
+    pub task: String,
+    /// Workspace files: relative path → content.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// How to check the answer.
+    pub check: Checker,
+    /// Enable the shell tool.
+    #[serde(default)]
+    pub shell: bool,
+    /// Step budget for this task.
+    #[serde(default)]
+    pub max_steps: Option<usize>,
+    /// Which tool the task is meant to exercise (informational).
+    #[serde(default)]
+    pub tool: Option<String>,
+}
+
+/// Errors loading or running a suite.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// The suite file could not be read.
+    #[error("cannot read suite {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not a valid task.
+    #[error("{path}:{line}: {reason}")]
+    BadTask {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The suite has no tasks.
+    #[error("{path} has no tasks")]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The workspace could not be prepared.
+    #[error("task {id}: cannot prepare the workspace: {reason}")]
+    Workspace {
+        /// Task id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The run directory failed.
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    /// The agent failed.
+    #[error("task {id}: {source}")]
+    Agent {
+        /// Task id.
+        id: String,
+        /// The error.
+        #[source]
+        source: AgentError,
+    },
+}
+
+/// Parse a suite from JSONL text (blank lines and lines starting with `#` or `//` are skipped).
+pub fn parse_suite(text: &str, path: &Path) -> Result<Vec<EvalTask>, EvalError> {
+    let mut tasks = Vec::new();
+    let mut ids = HashSet::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with("//") {
+            continue;
+        }
+        let bad = |reason: String| EvalError::BadTask {
+            path: path.to_path_buf(),
+            line: i + 1,
+            reason,
+        };
+        let task: EvalTask = serde_json::from_str(t).map_err(|e| bad(e.to_string()))?;
+        if task.id.trim().is_empty() || task.task.trim().is_empty() {
+            return Err(bad("id and task must be non-empty".into()));
+        }
+        if !ids.insert(task.id.clone()) {
+            return Err(bad(format!("duplicate id {:?}", task.id)));
+        }
+        task.check.validate().map_err(bad)?;
+        for f in task.files.keys() {
+            check_rel_path(f).map_err(|e| bad(format!("file {f:?}: {e}")))?;
+        }
+        tasks.push(task);
+    }
+    if tasks.is_empty() {
+        return Err(EvalError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(tasks)
+}
+
+fn check_rel_path(p: &str) -> Result<(), SandboxError> {
+    // Lexical check against a throwaway root: same rules as the sandbox.
+    let root = std::env::temp_dir();
+    let sb = Sandbox::new(&root)?;
+    sb.lexical(p).map(|_| ())
+}
+
+/// Load a suite file.
+pub fn load_suite(path: &Path) -> Result<Vec<EvalTask>, EvalError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_suite(&text, path)
+}
+
+/// Result of one task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    /// Task id.
+    pub id: String,
+    /// Passed the checker after completing.
+    pub passed: bool,
+    /// Why the run stopped.
+    pub stop: StopReason,
+    /// The answer, if any.
+    pub answer: Option<String>,
+    /// Steps.
+    pub steps: usize,
+    /// Prompt tokens prefilled.
+    pub prefilled_tokens: usize,
+    /// Prompt tokens reused from the KV cache.
+    pub reused_tokens: usize,
+    /// Generated tokens.
+    pub generated_tokens: usize,
+    /// Unparseable planner outputs.
+    pub parse_failures: usize,
+    /// Wall time in seconds.
+    pub elapsed_s: f64,
+    /// Run id.
+    pub run_id: String,
+    /// Tools called, in order.
+    pub tools_used: Vec<String>,
+}
+
+/// A whole suite's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// Suite path.
+    pub suite: PathBuf,
+    /// Planner name.
+    pub planner: String,
+    /// Per task.
+    pub results: Vec<TaskResult>,
+    /// Tasks passed.
+    pub passed: usize,
+    /// Tasks run.
+    pub total: usize,
+    /// passed / total.
+    pub success_rate: f64,
+    /// Unparseable outputs over the suite.
+    pub parse_failures: usize,
+    /// Wall time in seconds.
+    pub elapsed_s: f64,
+}
+
+impl EvalReport {
+    /// Build the totals from results.
+    pub fn new(suite: PathBuf, planner: String, results: Vec<TaskResult>, elapsed_s: f64) -> Self {
+        let passed = results.iter().filter(|r| r.passed).count();
+        let total = results.len();
+        Self {
+            suite,
+            planner,
+            passed,
+            total,
+            success_rate: if total == 0 {
+                0.0
+            } else {
+                passed as f64 / total as f64
+            },
+            parse_failures: results.iter().map(|r| r.parse_failures).sum(),
+            elapsed_s,
+            results,
+        }
+    }
+}
+
+/// How eval tasks run.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// Budgets (a task's `max_steps` overrides the step budget).
+    pub limits: Limits,
+    /// `$BOYD_HOME` (run directories go under `runs/`).
+    pub home: PathBuf,
+}
+
+/// Run one task with `planner` in a fresh workspace.
+pub fn run_task(
+    task: &EvalTask,
+    planner: &mut dyn Planner,
+    opts: &EvalOptions,
+    cancel: &CancelToken,
+    on_event: &mut dyn FnMut(&AgentEvent<'_>),
+) -> Result<TaskResult, EvalError> {
+    let ws_err = |reason: String| EvalError::Workspace {
+        id: task.id.clone(),
+        reason,
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("boyd-eval-")
+        .tempdir()
+        .map_err(|e| ws_err(e.to_string()))?;
+    let sandbox = Sandbox::new(dir.path()).map_err(|e| ws_err(e.to_string()))?;
+    for (rel, content) in &task.files {
+        let path = sandbox.prepare_write(rel).map_err(|e| ws_err(e.to_string()))?;
+        std::fs::write(&path, content).map_err(|e| ws_err(format!("{rel}: {e}")))?;
+    }
+    let tools = Toolset::builtin(task.shell.then(ShellPolicy::default));
+    let mut limits = opts.limits.clone();
+    if let Some(n) = task.max_steps {
+        limits.max_steps = n;
+    }
+    let run_dir = RunDir::create(&opts.home)?;
+    let mut tools_used = Vec::new();
+    let mut events = |ev: &AgentEvent<'_>| {
+        if let AgentEvent::Observed { step } = ev {
+            if let Some(super::types::Action::ToolCall { name, .. }) = &step.action {
+                tools_used.push(name.clone());
+            }
+        }
+        on_event(ev);
+    };
+    let outcome = react::run(
+        &task.task,
+        planner,
+        &tools,
+        &limits,
+        run_dir,
+        Some(sandbox),
+        cancel,
+        &mut events,
+    )
+    .map_err(|source| EvalError::Agent {
+        id: task.id.clone(),
+        source,
+    })?;
+    let passed = outcome.stop == StopReason::Completed
+        && outcome
+            .answer
+            .as_deref()
+            .is_some_and(|a| task.check.check(a));
+    Ok(TaskResult {
+        id: task.id.clone(),
+        passed,
+        stop: outcome.stop,
+        answer: outcome.answer,
+        steps: outcome.steps,
+        prefilled_tokens: outcome.usage.prefilled_tokens,
+        reused_tokens: outcome.usage.reused_tokens,
+        generated_tokens: outcome.usage.generated_tokens,
+        parse_failures: outcome.parse_failures,
+        elapsed_s: outcome.elapsed_s,
+        run_id: outcome.run_id,
+        tools_used,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkers() {
+        let n = Checker::NumberWithin {
+            value: 7006652.0,
+            tolerance: 0.0,
+        };
+        assert!(n.check("7006652"));
+        assert!(n.check("The answer is 7,006,652."));
+        assert!(!n.check("7006653"));
+        assert!(!n.check("no number"));
+        let t = Checker::NumberWithin {
+            value: 3.14,
+            tolerance: 0.01,
+        };
+        assert!(t.check("about 3.141"));
+        assert!(Checker::Exact { value: "blue".into() }.check(" \"Blue\". "));
+        assert!(!Checker::Exact { value: "blue".into() }.check("light blue"));
+        assert!(Checker::Contains {
+            value: "Paris".into(),
+            ignore_case: true
+        }
+        .check("it is paris"));
+        assert!(Checker::Regex {
+            pattern: r"^\d{4}-\d{2}$".into()
+        }
+        .check("2024-05"));
+        assert!(Checker::Regex {
+            pattern: "(".into()
+        }
+        .validate()
+        .is_err());
+    }
+
+    #[test]
+    fn suite_parse_errors_name_the_line() {
+        let p = Path::new("s.jsonl");
+        let ok = "# comment\n{\"id\":\"a\",\"task\":\"t\",\"check\":{\"type\":\"exact\",\"value\":\"x\"}}\n";
+        assert_eq!(parse_suite(ok, p).map(|t| t.len()).ok(), Some(1));
+        let dup = format!("{ok}{}", ok.lines().nth(1).unwrap_or(""));
+        assert!(matches!(parse_suite(&dup, p), Err(EvalError::BadTask { line: 3, .. })));
+        let esc = "{\"id\":\"a\",\"task\":\"t\",\"files\":{\"../x\":\"\"},\"check\":{\"type\":\"exact\",\"value\":\"x\"}}";
+        assert!(matches!(parse_suite(esc, p), Err(EvalError::BadTask { line: 1, .. })));
+        assert!(matches!(parse_suite("\n\n", p), Err(EvalError::Empty { .. })));
+        assert!(matches!(parse_suite("{nope", p), Err(EvalError::BadTask { line: 1, .. })));
+    }
+}

@@ -1,0 +1,682 @@
+//! The `calculator` tool: an arithmetic expression evaluator.
+//!
+//! A recursive-descent parser over `+ - * / % ^` (also `**`, `×`, `÷`), parentheses, unary minus,
+//! decimals and scientific notation, the constants `pi` and `e`, and functions (`sqrt`, `abs`,
+//! `round`, `floor`, `ceil`, `ln`, `log10`, `log2`, `exp`, `sin`, `cos`, `tan`, `min`, `max`,
+//! `pow`). Integers stay exact (`i128`) as long as every operation on them is exact —
+//! `1234 * 5678` is `7006652`, `2^100` is exact — and fall back to `f64` otherwise. Precedence:
+//! `^` binds tighter than unary minus (`-2^2 = -4`) and is right-associative.
+
+use serde::Deserialize;
+
+use super::{parse_args, Tool, ToolContext, ToolError};
+
+/// The calculator tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Calculator;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    expression: String,
+}
+
+impl Tool for Calculator {
+    fn name(&self) -> &str {
+        "calculator"
+    }
+    fn description(&self) -> &str {
+        "Evaluate an arithmetic expression exactly, e.g. \"1234 * 5678\", \"(3 + 4.5) / 2\", \"2^10\", \"sqrt(144)\", \"17 % 5\". Operators: + - * / % ^ and parentheses; functions: sqrt abs round floor ceil ln log10 exp min max pow."
+    }
+    fn args_schema(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {"expression": {"type": "string", "description": "the expression, using only numbers, operators and functions"}},
+            "required": ["expression"],
+            "additionalProperties": false
+        })
+    }
+    fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+        let a: Args = parse_args(args)?;
+        evaluate(&a.expression)
+            .map(|n| n.to_string())
+            .map_err(|e| ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression)))
+    }
+}
+
+/// A calculator value: exact integer or float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Number {
+    /// Exact integer.
+    Int(i128),
+    /// Floating point.
+    Float(f64),
+}
+
+impl Number {
+    /// As f64.
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+}
+
+impl std::fmt::Display for Number {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Number::Int(i) => write!(f, "{i}"),
+            Number::Float(x) => {
+                if x == x.trunc() && x.abs() < 1e15 {
+                    write!(f, "{}", x as i64)
+                } else if x.abs() >= 1e15 || x.abs() < 1e-6 {
+                    write!(f, "{x:e}")
+                } else {
+                    // 12 significant digits, trailing zeros trimmed.
+                    let digits = 12 - (x.abs().log10().floor() as i32 + 1);
+                    let digits = digits.clamp(0, 15) as usize;
+                    let s = format!("{x:.digits$}");
+                    let s = if s.contains('.') {
+                        s.trim_end_matches('0').trim_end_matches('.').to_string()
+                    } else {
+                        s
+                    };
+                    f.write_str(&s)
+                }
+            }
+        }
+    }
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalcError {
+    /// Empty input.
+    #[error("the expression is empty")]
+    Empty,
+    /// Input too long.
+    #[error("the expression is longer than {max} characters")]
+    TooLong {
+        /// Limit.
+        max: usize,
+    },
+    /// An unexpected character.
+    #[error("unexpected character {ch:?} at position {pos}")]
+    BadChar {
+        /// The character.
+        ch: char,
+        /// Character position.
+        pos: usize,
+    },
+    /// Bad number literal.
+    #[error("bad number {text:?}")]
+    BadNumber {
+        /// The literal.
+        text: String,
+    },
+    /// Syntax error.
+    #[error("{0}")]
+    Syntax(String),
+    /// Unknown function or constant.
+    #[error("unknown name {0:?} (functions: sqrt abs round floor ceil ln log10 log2 exp sin cos tan min max pow; constants: pi e)")]
+    UnknownName(String),
+    /// Wrong argument count.
+    #[error("{name} takes {expected} argument(s), got {got}")]
+    Arity {
+        /// Function.
+        name: String,
+        /// Expected count (text).
+        expected: &'static str,
+        /// Given.
+        got: usize,
+    },
+    /// Division or modulo by zero.
+    #[error("division by zero")]
+    DivZero,
+    /// Result not finite or outside a function's domain.
+    #[error("{0}")]
+    Domain(String),
+    /// Too deeply nested.
+    #[error("the expression is nested too deeply")]
+    TooDeep,
+}
+
+const MAX_LEN: usize = 2000;
+const MAX_DEPTH: usize = 64;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(Number),
+    Ident(String),
+    Op(char),
+    LParen,
+    RParen,
+    Comma,
+}
+
+fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            c if c.is_whitespace() => i += 1,
+            '0'..='9' | '.' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_') {
+                    i += 1;
+                }
+                // exponent
+                if i < chars.len() && (chars[i] == 'e' || chars[i] == 'E') {
+                    let mut j = i + 1;
+                    if j < chars.len() && (chars[j] == '+' || chars[j] == '-') {
+                        j += 1;
+                    }
+                    if j < chars.len() && chars[j].is_ascii_digit() {
+                        while j < chars.len() && chars[j].is_ascii_digit() {
+                            j += 1;
+                        }
+                        i = j;
+                    }
+                }
+                let text: String = chars[start..i].iter().filter(|c| **c != '_').collect();
+                out.push(Tok::Num(parse_number(&text)?));
+            }
+            'a'..='z' | 'A'..='Z' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                out.push(Tok::Ident(chars[start..i].iter().collect::<String>().to_ascii_lowercase()));
+            }
+            '*' if i + 1 < chars.len() && chars[i + 1] == '*' => {
+                out.push(Tok::Op('^'));
+                i += 2;
+            }
+            '+' | '-' | '*' | '/' | '%' | '^' => {
+                out.push(Tok::Op(c));
+                i += 1;
+            }
+            '×' | '·' => {
+                out.push(Tok::Op('*'));
+                i += 1;
+            }
+            '÷' => {
+                out.push(Tok::Op('/'));
+                i += 1;
+            }
+            '−' => {
+                out.push(Tok::Op('-'));
+                i += 1;
+            }
+            '(' | '[' => {
+                out.push(Tok::LParen);
+                i += 1;
+            }
+            ')' | ']' => {
+                out.push(Tok::RParen);
+                i += 1;
+            }
+            ',' => {
+                out.push(Tok::Comma);
+                i += 1;
+            }
+            other => return Err(CalcError::BadChar { ch: other, pos: i }),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_number(text: &str) -> Result<Number, CalcError> {
+    let bad = || CalcError::BadNumber { text: text.into() };
+    if text.is_empty() || text == "." || text.matches('.').count() > 1 {
+        return Err(bad());
+    }
+    if !text.contains(['.', 'e', 'E']) {
+        if let Ok(i) = text.parse::<i128>() {
+            return Ok(Number::Int(i));
+        }
+    }
+    text.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(Number::Float)
+        .ok_or_else(bad)
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+    depth: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+    fn next(&mut self) -> Option<Tok> {
+        let t = self.toks.get(self.pos).cloned();
+        self.pos += 1;
+        t
+    }
+    fn enter(&mut self) -> Result<(), CalcError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            Err(CalcError::TooDeep)
+        } else {
+            Ok(())
+        }
+    }
+
+    // expr := term (('+'|'-') term)*
+    fn expr(&mut self) -> Result<Number, CalcError> {
+        self.enter()?;
+        let mut acc = self.term()?;
+        while let Some(Tok::Op(op @ ('+' | '-'))) = self.peek().cloned() {
+            self.pos += 1;
+            let rhs = self.term()?;
+            acc = binop(op, acc, rhs)?;
+        }
+        self.depth -= 1;
+        Ok(acc)
+    }
+
+    // term := unary (('*'|'/'|'%') unary | implicit-mult)*
+    fn term(&mut self) -> Result<Number, CalcError> {
+        let mut acc = self.unary()?;
+        loop {
+            match self.peek().cloned() {
+                Some(Tok::Op(op @ ('*' | '/' | '%'))) => {
+                    self.pos += 1;
+                    let rhs = self.unary()?;
+                    acc = binop(op, acc, rhs)?;
+                }
+                // "2(3+4)" and "2pi": implicit multiplication.
+                Some(Tok::LParen) | Some(Tok::Ident(_)) => {
+                    let rhs = self.unary()?;
+                    acc = binop('*', acc, rhs)?;
+                }
+                _ => break,
+            }
+        }
+        Ok(acc)
+    }
+
+    // unary := ('-'|'+') unary | power
+    fn unary(&mut self) -> Result<Number, CalcError> {
+        match self.peek() {
+            Some(Tok::Op('-')) => {
+                self.pos += 1;
+                self.enter()?;
+                let v = self.unary()?;
+                self.depth -= 1;
+                negate(v)
+            }
+            Some(Tok::Op('+')) => {
+                self.pos += 1;
+                self.enter()?;
+                let v = self.unary();
+                self.depth -= 1;
+                v
+            }
+            _ => self.power(),
+        }
+    }
+
+    // power := atom ('^' unary)?   (right-associative; exponent may be negative)
+    fn power(&mut self) -> Result<Number, CalcError> {
+        let base = self.atom()?;
+        if let Some(Tok::Op('^')) = self.peek() {
+            self.pos += 1;
+            self.enter()?;
+            let exp = self.unary()?;
+            self.depth -= 1;
+            return pow(base, exp);
+        }
+        Ok(base)
+    }
+
+    fn atom(&mut self) -> Result<Number, CalcError> {
+        match self.next() {
+            Some(Tok::Num(n)) => Ok(n),
+            Some(Tok::LParen) => {
+                let v = self.expr()?;
+                match self.next() {
+                    Some(Tok::RParen) => Ok(v),
+                    _ => Err(CalcError::Syntax("missing closing parenthesis".into())),
+                }
+            }
+            Some(Tok::Ident(name)) => {
+                if let Some(Tok::LParen) = self.peek() {
+                    self.pos += 1;
+                    let mut args = Vec::new();
+                    if let Some(Tok::RParen) = self.peek() {
+                        self.pos += 1;
+                    } else {
+                        loop {
+                            args.push(self.expr()?);
+                            match self.next() {
+                                Some(Tok::Comma) => continue,
+                                Some(Tok::RParen) => break,
+                                _ => {
+                                    return Err(CalcError::Syntax(format!(
+                                        "expected ',' or ')' in the arguments of {name}"
+                                    )))
+                                }
+                            }
+                        }
+                    }
+                    call(&name, &args)
+                } else {
+                    match name.as_str() {
+                        "pi" => Ok(Number::Float(std::f64::consts::PI)),
+                        "e" => Ok(Number::Float(std::f64::consts::E)),
+                        _ => Err(CalcError::UnknownName(name)),
+                    }
+                }
+            }
+            Some(Tok::RParen) => Err(CalcError::Syntax("unexpected ')'".into())),
+            Some(Tok::Comma) => Err(CalcError::Syntax("unexpected ','".into())),
+            Some(Tok::Op(op)) => Err(CalcError::Syntax(format!("unexpected operator '{op}'"))),
+            None => Err(CalcError::Syntax("the expression ends too early".into())),
+        }
+    }
+}
+
+fn float(x: f64) -> Result<Number, CalcError> {
+    if x.is_finite() {
+        Ok(Number::Float(x))
+    } else {
+        Err(CalcError::Domain("the result is not a finite number".into()))
+    }
+}
+
+fn negate(v: Number) -> Result<Number, CalcError> {
+    match v {
+        Number::Int(i) => Ok(i.checked_neg().map(Number::Int).unwrap_or(Number::Float(-(i as f64)))),
+        Number::Float(f) => float(-f),
+    }
+}
+
+fn binop(op: char, a: Number, b: Number) -> Result<Number, CalcError> {
+    use Number::Int;
+    match (a, b) {
+        (Int(x), Int(y)) => {
+            let exact = match op {
+                '+' => x.checked_add(y),
+                '-' => x.checked_sub(y),
+                '*' => x.checked_mul(y),
+                '/' => {
+                    if y == 0 {
+                        return Err(CalcError::DivZero);
+                    }
+                    if x % y == 0 {
+                        x.checked_div(y)
+                    } else {
+                        None
+                    }
+                }
+                '%' => {
+                    if y == 0 {
+                        return Err(CalcError::DivZero);
+                    }
+                    x.checked_rem(y)
+                }
+                _ => None,
+            };
+            match exact {
+                Some(v) => Ok(Int(v)),
+                None => binop_f(op, x as f64, y as f64),
+            }
+        }
+        _ => binop_f(op, a.as_f64(), b.as_f64()),
+    }
+}
+
+fn binop_f(op: char, x: f64, y: f64) -> Result<Number, CalcError> {
+    match op {
+        '+' => float(x + y),
+        '-' => float(x - y),
+        '*' => float(x * y),
+        '/' if y == 0.0 => Err(CalcError::DivZero),
+        '/' => float(x / y),
+        '%' if y == 0.0 => Err(CalcError::DivZero),
+        '%' => float(x % y),
+        _ => Err(CalcError::Syntax(format!("unknown operator '{op}'"))),
+    }
+}
+
+fn pow(base: Number, exp: Number) -> Result<Number, CalcError> {
+    if let (Number::Int(b), Number::Int(e)) = (base, exp) {
+        if (0..=u32::MAX as i128).contains(&e) {
+            if let Some(v) = b.checked_pow(e as u32) {
+                return Ok(Number::Int(v));
+            }
+        }
+    }
+    let (b, e) = (base.as_f64(), exp.as_f64());
+    if b == 0.0 && e < 0.0 {
+        return Err(CalcError::DivZero);
+    }
+    if b < 0.0 && e.fract() != 0.0 {
+        return Err(CalcError::Domain(
+            "a negative number to a fractional power is not a real number".into(),
+        ));
+    }
+    float(b.powf(e))
+}
+
+fn call(name: &str, args: &[Number]) -> Result<Number, CalcError> {
+    let one = |args: &[Number]| -> Result<f64, CalcError> {
+        if args.len() == 1 {
+            Ok(args[0].as_f64())
+        } else {
+            Err(CalcError::Arity {
+                name: name.into(),
+                expected: "1",
+                got: args.len(),
+            })
+        }
+    };
+    match name {
+        "sqrt" => {
+            let x = one(args)?;
+            if x < 0.0 {
+                return Err(CalcError::Domain("sqrt of a negative number".into()));
+            }
+            // Exact integer square roots stay integers.
+            if let Number::Int(i) = args[0] {
+                let r = (i as f64).sqrt().round() as i128;
+                if r.checked_mul(r) == Some(i) {
+                    return Ok(Number::Int(r));
+                }
+            }
+            float(x.sqrt())
+        }
+        "abs" => {
+            one(args)?;
+            match args[0] {
+                Number::Int(i) => Ok(i.checked_abs().map(Number::Int).unwrap_or(Number::Float((i as f64).abs()))),
+                Number::Float(f) => float(f.abs()),
+            }
+        }
+        "round" | "floor" | "ceil" | "trunc" => {
+            if args.len() == 2 && name == "round" {
+                let digits = args[1].as_f64();
+                if digits.fract() != 0.0 || !(0.0..=15.0).contains(&digits) {
+                    return Err(CalcError::Domain("round(x, n) needs n between 0 and 15".into()));
+                }
+                let m = 10f64.powi(digits as i32);
+                return float((args[0].as_f64() * m).round() / m);
+            }
+            let x = one(args)?;
+            if let Number::Int(i) = args[0] {
+                return Ok(Number::Int(i));
+            }
+            let r = match name {
+                "round" => x.round(),
+                "floor" => x.floor(),
+                "ceil" => x.ceil(),
+                _ => x.trunc(),
+            };
+            if r.abs() < 1e30 {
+                Ok(Number::Int(r as i128))
+            } else {
+                float(r)
+            }
+        }
+        "ln" | "log" => {
+            let x = one(args)?;
+            if x <= 0.0 {
+                return Err(CalcError::Domain(format!("{name} of a number <= 0")));
+            }
+            float(x.ln())
+        }
+        "log10" | "log2" => {
+            let x = one(args)?;
+            if x <= 0.0 {
+                return Err(CalcError::Domain(format!("{name} of a number <= 0")));
+            }
+            float(if name == "log10" { x.log10() } else { x.log2() })
+        }
+        "exp" => float(one(args)?.exp()),
+        "sin" => float(one(args)?.sin()),
+        "cos" => float(one(args)?.cos()),
+        "tan" => float(one(args)?.tan()),
+        "pow" => {
+            if args.len() != 2 {
+                return Err(CalcError::Arity {
+                    name: name.into(),
+                    expected: "2",
+                    got: args.len(),
+                });
+            }
+            pow(args[0], args[1])
+        }
+        "min" | "max" => {
+            let first = *args.first().ok_or(CalcError::Arity {
+                name: name.into(),
+                expected: "at least 1",
+                got: 0,
+            })?;
+            Ok(args.iter().skip(1).fold(first, |acc, &x| {
+                let better = if name == "min" {
+                    x.as_f64() < acc.as_f64()
+                } else {
+                    x.as_f64() > acc.as_f64()
+                };
+                if better {
+                    x
+                } else {
+                    acc
+                }
+            }))
+        }
+        _ => Err(CalcError::UnknownName(name.into())),
+    }
+}
+
+/// Evaluate an expression.
+pub fn evaluate(expr: &str) -> Result<Number, CalcError> {
+    if expr.chars().count() > MAX_LEN {
+        return Err(CalcError::TooLong { max: MAX_LEN });
+    }
+    // Tolerate a trailing "=" and thousands separators written as "1,234" only when no function
+    // call uses commas: keep it simple and strip a trailing '='.
+    let expr = expr.trim().trim_end_matches('=').trim();
+    if expr.is_empty() {
+        return Err(CalcError::Empty);
+    }
+    let toks = lex(expr)?;
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
+    let v = p.expr()?;
+    if p.pos < p.toks.len() {
+        return Err(CalcError::Syntax(format!(
+            "unexpected {} after a complete expression",
+            match &p.toks[p.pos] {
+                Tok::RParen => "')'".to_string(),
+                Tok::Comma => "','".to_string(),
+                t => format!("{t:?}"),
+            }
+        )));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(s: &str) -> String {
+        match evaluate(s) {
+            Ok(n) => n.to_string(),
+            Err(e) => format!("ERR {e}"),
+        }
+    }
+
+    #[test]
+    fn exact_integers_and_precedence() {
+        assert_eq!(ev("1234 * 5678"), "7006652");
+        assert_eq!(ev("2 + 3 * 4"), "14");
+        assert_eq!(ev("(2 + 3) * 4"), "20");
+        assert_eq!(ev("2^10"), "1024");
+        assert_eq!(ev("2^3^2"), "512");
+        assert_eq!(ev("-2^2"), "-4");
+        assert_eq!(ev("(-2)^2"), "4");
+        assert_eq!(ev("2^100"), "1267650600228229401496703205376");
+        assert_eq!(ev("17 % 5"), "2");
+        assert_eq!(ev("10 / 4"), "2.5");
+        assert_eq!(ev("10 / 5"), "2");
+        assert_eq!(ev("--3"), "3");
+        assert_eq!(ev("2 ** 8"), "256");
+        assert_eq!(ev("3 × 4 ÷ 2"), "6");
+        assert_eq!(ev("2(3+4)"), "14");
+    }
+
+    #[test]
+    fn floats_and_functions() {
+        assert_eq!(ev("0.1 + 0.2"), "0.3");
+        assert_eq!(ev("sqrt(144)"), "12");
+        assert_eq!(ev("sqrt(2)"), "1.41421356237");
+        assert_eq!(ev("abs(-7)"), "7");
+        assert_eq!(ev("round(2.5)"), "3");
+        assert_eq!(ev("round(3.14159, 2)"), "3.14");
+        assert_eq!(ev("max(3, 9, 4)"), "9");
+        assert_eq!(ev("min(3, -9, 4)"), "-9");
+        assert_eq!(ev("pow(3, 4)"), "81");
+        assert_eq!(ev("1.5e3"), "1500");
+        assert_eq!(ev("floor(-2.5)"), "-3");
+    }
+
+    #[test]
+    fn errors_are_typed_not_panics() {
+        assert_eq!(evaluate("1/0"), Err(CalcError::DivZero));
+        assert_eq!(evaluate("5 % 0"), Err(CalcError::DivZero));
+        assert_eq!(evaluate(""), Err(CalcError::Empty));
+        assert!(matches!(evaluate("2 +"), Err(CalcError::Syntax(_))));
+        assert!(matches!(evaluate("(1"), Err(CalcError::Syntax(_))));
+        assert!(matches!(evaluate("1)"), Err(CalcError::Syntax(_))));
+        assert!(matches!(evaluate("foo(1)"), Err(CalcError::UnknownName(_))));
+        assert!(matches!(evaluate("sqrt(-1)"), Err(CalcError::Domain(_))));
+        assert!(matches!(evaluate("1 $ 2"), Err(CalcError::BadChar { .. })));
+        assert!(matches!(evaluate("1.2.3"), Err(CalcError::BadNumber { .. })));
+        let deep = format!("{}1{}", "(".repeat(500), ")".repeat(500));
+        assert_eq!(evaluate(&deep), Err(CalcError::TooDeep));
+        let deep_neg = "-".repeat(1000) + "1";
+        assert_eq!(evaluate(&deep_neg), Err(CalcError::TooDeep));
+    }
+
+    #[test]
+    fn integer_overflow_falls_back_to_float() {
+        let big = "170141183460469231731687303715884105727 + 1";
+        assert!(matches!(evaluate(big), Ok(Number::Float(_))));
+        assert!(matches!(evaluate("10^400"), Err(CalcError::Domain(_))));
+    }
+}

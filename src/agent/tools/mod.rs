@@ -1,0 +1,351 @@
+//! Tools the agent can call: the `Tool` trait, its error type, and the built-in tools.
+//!
+//! A tool takes JSON arguments and returns text. Arguments are deserialized into a typed struct
+//! first; a mismatch is a `ToolErrorKind::InvalidArgs` whose text tells the model what was wrong.
+//! Tool errors are the model's (or the world's) problem and become observations; they never end
+//! the run. File tools only see paths inside the workspace root (`sandbox`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::lm::CancelToken;
+
+pub mod blob;
+pub mod calculator;
+pub mod files;
+pub mod sandbox;
+pub mod shell;
+
+pub use blob::ReadBlob;
+pub use calculator::Calculator;
+pub use files::{ListDir, ReadFile, SearchText};
+pub use sandbox::{Sandbox, SandboxError};
+pub use shell::{Shell, ShellPolicy};
+
+/// What kind of failure a tool reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// The arguments do not match the tool's schema or make no sense.
+    InvalidArgs,
+    /// The tool, file or blob does not exist.
+    NotFound,
+    /// The action is outside what this run may do (sandbox, allow-list).
+    PermissionDenied,
+    /// The tool ran past its time limit and was stopped.
+    Timeout,
+    /// The tool ran and failed.
+    Failed,
+}
+
+impl ToolErrorKind {
+    /// Short name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::InvalidArgs => "invalid_args",
+            ToolErrorKind::NotFound => "not_found",
+            ToolErrorKind::PermissionDenied => "permission_denied",
+            ToolErrorKind::Timeout => "timeout",
+            ToolErrorKind::Failed => "failed",
+        }
+    }
+
+    /// Advice for the model that goes with this kind of error.
+    pub fn advice(self) -> &'static str {
+        match self {
+            ToolErrorKind::InvalidArgs => "Fix the arguments to match the tool's schema.",
+            ToolErrorKind::NotFound => "Check the name; list what exists before guessing.",
+            ToolErrorKind::PermissionDenied => {
+                "This is not allowed in this run; do not retry it, use another tool or approach."
+            }
+            ToolErrorKind::Timeout => "The tool was stopped; try a smaller or different request.",
+            ToolErrorKind::Failed => "Read the error and try a different approach.",
+        }
+    }
+}
+
+/// A tool's failure, with text meant for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind_str}: {message}", kind_str = kind.as_str())]
+pub struct ToolError {
+    /// What kind of failure.
+    pub kind: ToolErrorKind,
+    /// What happened, in words the model can act on.
+    pub message: String,
+}
+
+impl ToolError {
+    /// A new error.
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+    /// `InvalidArgs`.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidArgs, message)
+    }
+    /// `NotFound`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::NotFound, message)
+    }
+    /// `PermissionDenied`.
+    pub fn denied(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::PermissionDenied, message)
+    }
+    /// `Failed`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Failed, message)
+    }
+
+    /// The observation text for the model.
+    pub fn for_model(&self) -> String {
+        format!(
+            "Error ({}): {} {}",
+            self.kind.as_str(),
+            self.message,
+            self.kind.advice()
+        )
+    }
+}
+
+/// How much an action costs and whether it can be undone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RiskProfile {
+    /// Rough cost of one call.
+    pub cost: Cost,
+    /// Whether the effect can be undone (read-only tools are reversible).
+    pub reversible: bool,
+}
+
+impl Default for RiskProfile {
+    fn default() -> Self {
+        Self {
+            cost: Cost::Low,
+            reversible: true,
+        }
+    }
+}
+
+/// Rough cost of one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cost {
+    /// Microseconds to milliseconds, no side effects.
+    Low,
+    /// Spawns a process or reads many files.
+    Medium,
+    /// Long-running or resource-heavy.
+    High,
+}
+
+/// What a tool may use while it runs.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace file tools are confined to; `None` when the run has no workspace.
+    pub workspace: Option<Sandbox>,
+    /// The run directory's blob store (`<run>/blobs`).
+    pub blob_dir: PathBuf,
+    /// Cancellation.
+    pub cancel: CancelToken,
+}
+
+impl ToolContext {
+    /// The workspace, or a `PermissionDenied` error saying there is none.
+    pub fn workspace(&self) -> Result<&Sandbox, ToolError> {
+        self.workspace.as_ref().ok_or_else(|| {
+            ToolError::denied("this run has no workspace directory, so file tools are unavailable.")
+        })
+    }
+}
+
+/// A tool the agent can call.
+pub trait Tool: Send + Sync {
+    /// Name the model uses (lowercase, `[a-z_]+`).
+    fn name(&self) -> &str;
+    /// One or two sentences for the model: what it does and when to use it.
+    fn description(&self) -> &str;
+    /// JSON schema of the arguments object.
+    fn args_schema(&self) -> serde_json::Value;
+    /// Cost and reversibility.
+    fn risk(&self) -> RiskProfile {
+        RiskProfile::default()
+    }
+    /// Whether calling it repeatedly with the same arguments is legitimate (polling); such calls
+    /// are exempt from the repeated-action guard.
+    fn polls(&self) -> bool {
+        false
+    }
+    /// Run it.
+    fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// Deserialize tool arguments into a typed struct; a mismatch is `InvalidArgs` with the reason.
+pub fn parse_args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, ToolError> {
+    let args = if args.is_null() {
+        serde_json::Value::Object(serde_json::Map::new())
+    } else {
+        args
+    };
+    serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("bad arguments: {e}.")))
+}
+
+/// The `final_answer` tool: ends the run with an answer. The loop treats a call to it as
+/// `Action::Final`; `call` only echoes the answer.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FinalAnswer;
+
+/// Name of the final-answer tool.
+pub const FINAL_ANSWER: &str = "final_answer";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FinalArgs {
+    answer: serde_json::Value,
+}
+
+impl FinalAnswer {
+    /// Extract the answer text from `final_answer` arguments (strings as-is, numbers printed).
+    pub fn answer_from_args(args: &serde_json::Value) -> Result<String, ToolError> {
+        let a: FinalArgs = parse_args(args.clone())?;
+        Ok(match a.answer {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        })
+    }
+}
+
+impl Tool for FinalAnswer {
+    fn name(&self) -> &str {
+        FINAL_ANSWER
+    }
+    fn description(&self) -> &str {
+        "Give the final answer to the task and stop. Use it as soon as an observation contains the answer."
+    }
+    fn args_schema(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "the answer, short"}},
+            "required": ["answer"],
+            "additionalProperties": false
+        })
+    }
+    fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+        Self::answer_from_args(&args)
+    }
+}
+
+/// A set of tools by name, in a stable order (the order they are shown to the model).
+#[derive(Clone, Default)]
+pub struct Toolset {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Toolset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl Toolset {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a tool; a tool with the same name is replaced.
+    pub fn with(mut self, tool: impl Tool + 'static) -> Self {
+        self.add(Arc::new(tool));
+        self
+    }
+
+    /// Add a shared tool; a tool with the same name is replaced in place.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) {
+        if let Some(slot) = self.tools.iter_mut().find(|t| t.name() == tool.name()) {
+            *slot = tool;
+        } else {
+            self.tools.push(tool);
+        }
+    }
+
+    /// Look a tool up by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+
+    /// All tools in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter()
+    }
+
+    /// Tool names in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The built-in tools. File tools need a workspace at call time; `shell` is included only
+    /// when `shell` is `Some` (it is off unless enabled). `final_answer` is always last.
+    pub fn builtin(shell: Option<ShellPolicy>) -> Self {
+        let mut set = Toolset::new()
+            .with(Calculator)
+            .with(ListDir)
+            .with(ReadFile)
+            .with(SearchText)
+            .with(ReadBlob);
+        if let Some(policy) = shell {
+            set = set.with(Shell::new(policy));
+        }
+        set.with(FinalAnswer)
+    }
+
+    /// Names and one-line descriptions, for listings.
+    pub fn describe(&self) -> BTreeMap<String, String> {
+        self.tools
+            .iter()
+            .map(|t| (t.name().to_string(), t.description().to_string()))
+            .collect()
+    }
+}
+
+/// Truncate `s` to at most `max` bytes on a char boundary.
+pub(crate) fn truncate_str(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Display a path relative to the workspace root with `/` separators.
+pub(crate) fn rel_display(root: &Path, p: &Path) -> String {
+    let rel = p.strip_prefix(root).unwrap_or(p);
+    let s = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
+    if s.is_empty() {
+        ".".to_string()
+    } else {
+        s
+    }
+}

@@ -1,0 +1,232 @@
+//! The typed vocabulary of an agent run: actions, observations, steps, stop reasons, outcomes.
+//!
+//! The prompt is always derived from a `Vec<Step>` (see `planner::render_messages`), never kept as
+//! a growing string, so what the model saw at any step can be rebuilt from the transcript.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::lm::Usage;
+
+use super::tools::ToolErrorKind;
+
+/// What the planner decided to do next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Action {
+    /// Call a tool with JSON arguments (checked by the tool, not here).
+    ToolCall {
+        /// Tool name as the model wrote it.
+        name: String,
+        /// Arguments as a JSON value (normally an object).
+        args: serde_json::Value,
+    },
+    /// Stop with an answer.
+    Final {
+        /// The answer text.
+        answer: String,
+    },
+}
+
+impl Action {
+    /// A tool call.
+    pub fn tool(name: impl Into<String>, args: serde_json::Value) -> Self {
+        Action::ToolCall {
+            name: name.into(),
+            args,
+        }
+    }
+    /// A final answer.
+    pub fn answer(answer: impl Into<String>) -> Self {
+        Action::Final {
+            answer: answer.into(),
+        }
+    }
+}
+
+/// Where an observation came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ObservationKind {
+    /// The tool's normal output.
+    Output,
+    /// The tool reported an error (the model's mistake or the world's, never ours).
+    ToolError {
+        /// What kind of error.
+        kind: ToolErrorKind,
+    },
+    /// The loop refused to run the action (repeat of a failed action, approval needed).
+    Guard,
+    /// The planner's output could not be parsed into an action.
+    ParseError,
+    /// The run ended with a final answer; the observation echoes it.
+    Final,
+}
+
+/// What the model sees after an action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Where it came from.
+    pub kind: ObservationKind,
+    /// The text shown to the model (a preview when condensed or collapsed).
+    pub text: String,
+    /// Size in bytes of the full output.
+    pub bytes: usize,
+    /// SHA-256 of the full output when it is stored in `blobs/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Whether the text was collapsed to a short preview to save context.
+    #[serde(default)]
+    pub collapsed: bool,
+}
+
+impl Observation {
+    /// An observation shown in full.
+    pub fn new(kind: ObservationKind, text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            kind,
+            bytes: text.len(),
+            text,
+            blob: None,
+            collapsed: false,
+        }
+    }
+
+    /// Whether this observation reports a failure of the action.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self.kind,
+            ObservationKind::ToolError { .. } | ObservationKind::Guard | ObservationKind::ParseError
+        )
+    }
+}
+
+/// Wall time of one step, in seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepTimings {
+    /// Time in the planner (rendering, prefill, decode, parse).
+    pub plan_s: f64,
+    /// Time in the tool.
+    pub tool_s: f64,
+    /// Whole step.
+    pub total_s: f64,
+}
+
+/// One Thought → Action → Observation turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// 1-based step number.
+    pub index: usize,
+    /// The planner's reasoning for this step.
+    pub thought: String,
+    /// The parsed action; `None` when the output did not parse.
+    pub action: Option<Action>,
+    /// The raw planner output (the assistant message in later prompts); empty for scripted plans.
+    #[serde(default)]
+    pub raw: String,
+    /// What came back.
+    pub observation: Observation,
+    /// Fingerprint of the action (tool calls only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Timings.
+    pub timings: StepTimings,
+    /// Model token usage for this step.
+    pub usage: Usage,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The planner gave a final answer.
+    Completed,
+    /// The step budget ran out.
+    MaxSteps,
+    /// The same action was chosen too many times.
+    Stuck,
+    /// The transcript no longer fits the model's context, even collapsed.
+    ContextExhausted,
+    /// The cancel token fired.
+    Cancelled,
+    /// An action needs a human decision (irreversible without approval).
+    Escalated,
+    /// The wall-clock budget ran out.
+    WallClock,
+    /// The generated-token budget ran out.
+    TokenBudget,
+}
+
+impl StopReason {
+    /// Short name (as in JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::MaxSteps => "max_steps",
+            StopReason::Stuck => "stuck",
+            StopReason::ContextExhausted => "context_exhausted",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Escalated => "escalated",
+            StopReason::WallClock => "wall_clock",
+            StopReason::TokenBudget => "token_budget",
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Token totals over a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageTotals {
+    /// Prompt tokens over all steps.
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose KV came from the cache.
+    pub reused_tokens: usize,
+    /// Prompt tokens run through the model.
+    pub prefilled_tokens: usize,
+    /// Generated tokens.
+    pub generated_tokens: usize,
+}
+
+impl UsageTotals {
+    /// Add one step's usage.
+    pub fn add(&mut self, u: &Usage) {
+        self.prompt_tokens += u.prompt_tokens;
+        self.reused_tokens += u.reused_tokens;
+        self.prefilled_tokens += u.prefilled_tokens;
+        self.generated_tokens += u.generated_tokens;
+    }
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// Run id (the run directory's name).
+    pub run_id: String,
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The task.
+    pub task: String,
+    /// Why it ended.
+    pub stop: StopReason,
+    /// The final answer when `stop == Completed`.
+    pub answer: Option<String>,
+    /// Human-readable detail about the stop (which budget, which action).
+    pub detail: Option<String>,
+    /// Steps taken.
+    pub steps: usize,
+    /// Token totals.
+    pub usage: UsageTotals,
+    /// Wall time in seconds.
+    pub elapsed_s: f64,
+    /// Planner name (model name for `LmPlanner`).
+    pub planner: String,
+    /// Number of planner outputs that did not parse.
+    pub parse_failures: usize,
+}

@@ -1,0 +1,116 @@
+//! `boyd eval SUITE.jsonl [--loop react]`: run an agent task suite and report pass/fail.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use super::run::{cancel_on_ctrl_c, load_agent_model, print_event, AgentOpts};
+use super::GlobalOpts;
+use crate::agent::eval::{load_suite, run_task, EvalOptions, EvalReport};
+use crate::agent::planner::LmPlanner;
+use crate::agent::react::AgentEvent;
+use crate::agent::rundir::boyd_home;
+use crate::lm::CancelToken;
+
+/// Arguments of `boyd eval`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The suite: JSONL, one task per line (see evals/basic.jsonl).
+    pub suite: PathBuf,
+    /// Run only tasks whose id contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Stream every step of every task.
+    #[arg(long)]
+    pub trace: bool,
+    /// Loop options.
+    #[command(flatten)]
+    pub agent: AgentOpts,
+}
+
+/// Run `boyd eval`.
+pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    args.agent.require_react()?;
+    let limits = args.agent.limits()?;
+    let mut tasks = load_suite(&args.suite)?;
+    if let Some(f) = &args.filter {
+        tasks.retain(|t| t.id.contains(f.as_str()));
+        if tasks.is_empty() {
+            anyhow::bail!("no task id in {} contains {f:?}", args.suite.display());
+        }
+    }
+    let home = boyd_home()?;
+    let mut model = load_agent_model(g)?;
+    let planner_name = model.name();
+    let cancel = CancelToken::new();
+    cancel_on_ctrl_c(&cancel);
+    let opts = EvalOptions { limits, home };
+    let start = Instant::now();
+    let mut results = Vec::new();
+    if !g.json {
+        println!(
+            "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>7}  ANSWER",
+            "TASK", "RESULT", "STOP", "STEPS", "PREFILL", "REUSED", "GEN", "TIME"
+        );
+    }
+    for task in &tasks {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let mut planner = LmPlanner::new(model.as_mut(), args.agent.planner_config());
+        let trace = args.trace && !g.json;
+        let mut on_event = |ev: &AgentEvent<'_>| {
+            if trace {
+                print_event(ev);
+            }
+        };
+        let r = run_task(task, &mut planner, &opts, &cancel, &mut on_event)?;
+        if !g.json {
+            let answer: String = r
+                .answer
+                .as_deref()
+                .unwrap_or("-")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let answer: String = answer.chars().take(40).collect();
+            println!(
+                "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>6.1}s  {}",
+                r.id,
+                if r.passed { "pass" } else { "FAIL" },
+                r.stop.as_str(),
+                r.steps,
+                r.prefilled_tokens,
+                r.reused_tokens,
+                r.generated_tokens,
+                r.elapsed_s,
+                answer
+            );
+        }
+        results.push(r);
+    }
+    let report = EvalReport::new(
+        args.suite.clone(),
+        planner_name,
+        results,
+        start.elapsed().as_secs_f64(),
+    );
+    if g.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "\n{}/{} passed ({:.0} %) · {} parse failures · planner {} · {:.1} s",
+            report.passed,
+            report.total,
+            report.success_rate * 100.0,
+            report.parse_failures,
+            report.planner,
+            report.elapsed_s
+        );
+    }
+    Ok(if report.passed == report.total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}

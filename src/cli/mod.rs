@@ -1,0 +1,79 @@
+//! The command line. One file per subcommand; this is the only module that prints.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod models;
+pub mod run;
+pub mod eval;
+pub mod runs;
+
+/// Global options shared by every subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalOpts {
+    /// Model: a catalog name (see `boyd models list`) or a path to a .gguf file.
+    #[arg(long, short = 'm', global = true, env = "BOYD_MODEL")]
+    pub model: Option<String>,
+    /// Device to run on: cpu, cuda[:N], metal or auto.
+    #[arg(long, global = true, default_value = "cpu")]
+    pub device: String,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// boyd: a local-inference agent — run GGUF models, size and measure them, run agent loops.
+#[derive(Debug, Parser)]
+#[command(name = "boyd", version, about, long_about = None)]
+pub struct Cli {
+    /// Options shared by every subcommand.
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The model catalog and store: list, pull, verify.
+    Models(models::Args),
+    /// Run an agent loop on a task with the in-process model, streaming each step.
+    Run(run::Args),
+    /// Run an agent task suite (JSONL) and report pass/fail per task and the success rate.
+    Eval(eval::Args),
+    /// List past agent runs or show one run's transcript.
+    Runs(runs::Args),
+}
+
+/// Set up tracing to stderr; `RUST_LOG` wins over `-v`.
+pub fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Run one parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let g = cli.global;
+    match cli.command {
+        Command::Models(args) => models::run(args, &g),
+        Command::Run(args) => run::run(args, &g),
+        Command::Eval(args) => eval::run(args, &g),
+        Command::Runs(args) => runs::run(args, &g),
+    }
+}

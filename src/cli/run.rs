@@ -1,0 +1,303 @@
+//! `boyd run --loop react "task"`: run an agent loop with the in-process model and stream it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::ValueEnum;
+
+use super::GlobalOpts;
+use crate::agent::planner::{ConstraintMode, LmPlanner, LmPlannerConfig};
+use crate::agent::react::{self, AgentEvent, Limits};
+use crate::agent::rundir::{boyd_home, RunDir};
+use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
+use crate::agent::types::{Action, ObservationKind, RunOutcome, StopReason};
+use crate::lm::{CancelToken, LanguageModel};
+
+/// The catalog name of the agent's default model (used when `--model` is not given).
+pub const DEFAULT_AGENT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
+
+/// Which agent loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoopKind {
+    /// Thought → Action → Observation.
+    React,
+    /// Observe → Orient → Decide → Act (not available yet).
+    Ooda,
+}
+
+/// Which output constraint the planner uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConstraintArg {
+    /// A JSON schema with one branch per tool.
+    JsonSchema,
+    /// A Lark grammar with the exact key order.
+    Lark,
+    /// No constraint (tolerant parsing only).
+    None,
+}
+
+impl From<ConstraintArg> for ConstraintMode {
+    fn from(c: ConstraintArg) -> Self {
+        match c {
+            ConstraintArg::JsonSchema => ConstraintMode::JsonSchema,
+            ConstraintArg::Lark => ConstraintMode::Lark,
+            ConstraintArg::None => ConstraintMode::None,
+        }
+    }
+}
+
+/// Options shared by `boyd run` and `boyd eval`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentOpts {
+    /// The agent loop.
+    #[arg(long = "loop", value_enum, default_value = "react")]
+    pub loop_kind: LoopKind,
+    /// Most steps per task.
+    #[arg(long, default_value_t = 12)]
+    pub max_steps: usize,
+    /// Wall-clock budget per task, in seconds.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Most generated tokens per task (no limit by default).
+    #[arg(long)]
+    pub max_tokens: Option<usize>,
+    /// Most tokens the model may generate per step.
+    #[arg(long, default_value_t = 256)]
+    pub step_tokens: usize,
+    /// Output constraint for the model's actions.
+    #[arg(long, value_enum, default_value = "json-schema")]
+    pub constraint: ConstraintArg,
+}
+
+impl AgentOpts {
+    /// The loop's limits.
+    pub fn limits(&self) -> anyhow::Result<Limits> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0) {
+            anyhow::bail!("--timeout must be a positive number of seconds");
+        }
+        if self.max_steps == 0 {
+            anyhow::bail!("--max-steps must be at least 1");
+        }
+        Ok(Limits {
+            max_steps: self.max_steps,
+            wall_clock: Some(Duration::from_secs_f64(self.timeout)),
+            max_generated_tokens: self.max_tokens,
+            ..Limits::default()
+        })
+    }
+
+    /// The planner's settings.
+    pub fn planner_config(&self) -> LmPlannerConfig {
+        LmPlannerConfig {
+            max_tokens: self.step_tokens,
+            constraint: self.constraint.into(),
+            ..LmPlannerConfig::default()
+        }
+    }
+
+    /// Refuse loops that are not available.
+    pub fn require_react(&self) -> anyhow::Result<()> {
+        match self.loop_kind {
+            LoopKind::React => Ok(()),
+            LoopKind::Ooda => anyhow::bail!("the OODA loop is not available yet; use --loop react"),
+        }
+    }
+}
+
+/// Arguments of `boyd run`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The task, in words.
+    pub task: String,
+    /// Workspace directory the file tools may read (default: none, so file tools refuse).
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Enable the shell tool (allow-listed programs only, run in the workspace).
+    #[arg(long)]
+    pub enable_shell: bool,
+    /// Programs the shell tool may run (comma-separated); replaces the default allow-list.
+    #[arg(long, value_delimiter = ',')]
+    pub shell_allow: Vec<String>,
+    /// Loop options.
+    #[command(flatten)]
+    pub agent: AgentOpts,
+}
+
+/// Load the model the agent plans with: `--model` or the agent default.
+///
+/// This is the seam to the in-process runtime: it must return the runtime's session (which
+/// implements `LanguageModel`) for `g.model.unwrap_or(DEFAULT_AGENT_MODEL)` on `g.device`.
+pub fn load_agent_model(g: &GlobalOpts) -> anyhow::Result<Box<dyn LanguageModel>> {
+    let name = g.model.as_deref().unwrap_or(DEFAULT_AGENT_MODEL);
+    anyhow::bail!(
+        "in-process runtime not wired yet: cannot load {name} on {} for the agent",
+        g.device
+    )
+}
+
+/// Cancel `cancel` on Ctrl-C (a second Ctrl-C exits at once).
+pub fn cancel_on_ctrl_c(cancel: &CancelToken) {
+    let cancel = cancel.clone();
+    let _ = std::thread::Builder::new()
+        .name("ctrl-c".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\ninterrupted: stopping after the current step (Ctrl-C again to quit)");
+                    cancel.cancel();
+                }
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            });
+        });
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+/// Print one event readably (for `run` and `eval --verbose`-style output).
+pub fn print_event(ev: &AgentEvent<'_>) {
+    let mut out = std::io::stdout().lock();
+    let _ = match ev {
+        AgentEvent::Started { run_id, task, .. } => {
+            writeln!(out, "task: {task}\nrun:  {run_id}")
+        }
+        AgentEvent::Decided {
+            index,
+            thought,
+            action,
+        } => {
+            let action = match action {
+                Ok(Action::ToolCall { name, args }) => format!("{name} {args}"),
+                Ok(Action::Final { answer }) => format!("final_answer {answer:?}"),
+                Err(e) => format!("(unparseable: {e})"),
+            };
+            writeln!(
+                out,
+                "\n[{index}] Thought: {}\n    Action: {}",
+                one_line(thought, 300),
+                one_line(&action, 300)
+            )
+        }
+        AgentEvent::Observed { step } => {
+            if step.observation.kind == ObservationKind::Final {
+                Ok(())
+            } else {
+                let label = match step.observation.kind {
+                    ObservationKind::Output => "Observation",
+                    ObservationKind::ToolError { .. } => "Error",
+                    ObservationKind::Guard => "Guard",
+                    ObservationKind::ParseError => "Parse error",
+                    ObservationKind::Final => "Final",
+                };
+                let mut text: String = step.observation.text.lines().take(8).collect::<Vec<_>>().join("\n      ");
+                if step.observation.text.lines().count() > 8 {
+                    text.push_str("\n      …");
+                }
+                writeln!(out, "    {label}: {text}")
+            }
+        }
+        AgentEvent::Collapsed { steps } => {
+            writeln!(out, "    (context: collapsed the observations of steps {steps:?})")
+        }
+        AgentEvent::Finished { .. } => Ok(()),
+    };
+}
+
+/// The one-line summary of a run.
+pub fn summary_line(o: &RunOutcome) -> String {
+    format!(
+        "{} · {} step{} · prompt {} tokens ({} prefilled, {} reused) · {} generated · {:.1} s · run {}",
+        o.stop,
+        o.steps,
+        if o.steps == 1 { "" } else { "s" },
+        o.usage.prompt_tokens,
+        o.usage.prefilled_tokens,
+        o.usage.reused_tokens,
+        o.usage.generated_tokens,
+        o.elapsed_s,
+        o.run_id
+    )
+}
+
+/// Run `boyd run`.
+pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    args.agent.require_react()?;
+    let limits = args.agent.limits()?;
+    let workspace = match &args.workspace {
+        Some(dir) => Some(
+            Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let shell = if args.enable_shell {
+        Some(if args.shell_allow.is_empty() {
+            ShellPolicy::default()
+        } else {
+            ShellPolicy::with_allow(args.shell_allow.iter().map(|s| s.trim().to_string()))
+        })
+    } else {
+        if !args.shell_allow.is_empty() {
+            anyhow::bail!("--shell-allow needs --enable-shell");
+        }
+        None
+    };
+    let tools = Toolset::builtin(shell);
+    let home = boyd_home()?;
+    let mut model = load_agent_model(g)?;
+    let cancel = CancelToken::new();
+    cancel_on_ctrl_c(&cancel);
+    let run_dir = RunDir::create(&home)?;
+    let mut planner = LmPlanner::new(model.as_mut(), args.agent.planner_config());
+    let json = g.json;
+    let mut on_event = |ev: &AgentEvent<'_>| {
+        if !json {
+            print_event(ev);
+        }
+    };
+    let outcome = react::run(
+        &args.task,
+        &mut planner,
+        &tools,
+        &limits,
+        run_dir,
+        workspace,
+        &cancel,
+        &mut on_event,
+    )?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        println!();
+        match &outcome.answer {
+            Some(a) => println!("Answer: {a}"),
+            None => println!(
+                "No answer: {}",
+                outcome.detail.as_deref().unwrap_or(outcome.stop.as_str())
+            ),
+        }
+        println!("{}", summary_line(&outcome));
+    }
+    Ok(match outcome.stop {
+        StopReason::Completed => ExitCode::SUCCESS,
+        StopReason::Cancelled => ExitCode::from(130),
+        _ => ExitCode::from(2),
+    })
+}

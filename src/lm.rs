@@ -1,0 +1,216 @@
+//! The `LanguageModel` seam: what the agent loops need from a model, with no candle types.
+//!
+//! The in-process runtime (`runtime::session`) implements it; a remote OpenAI-compatible backend
+//! can too. Requests are chat messages plus sampling, stop rules, an optional output constraint
+//! and budgets; the reply carries usage, including how much of the prompt came from the KV cache.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Who said a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions.
+    System,
+    /// The user or the agent loop speaking for the user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result.
+    Tool,
+}
+
+impl Role {
+    /// The role name chat templates expect.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Speaker.
+    pub role: Role,
+    /// Text.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A message with the given role.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// Sampling settings. `temperature == 0` is greedy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingParams {
+    /// Softmax temperature; 0 means greedy (argmax).
+    pub temperature: f32,
+    /// Keep only the k most likely tokens (0 = off).
+    pub top_k: usize,
+    /// Nucleus sampling mass (1.0 = off).
+    pub top_p: f32,
+    /// Repetition penalty over the last `repeat_last_n` tokens (1.0 = off).
+    pub repeat_penalty: f32,
+    /// Window of the repetition penalty.
+    pub repeat_last_n: usize,
+    /// Seed of the sampler's RNG.
+    pub seed: u64,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        Self {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            repeat_penalty: 1.0,
+            repeat_last_n: 64,
+            seed: 299_792_458,
+        }
+    }
+}
+
+/// A constraint on the generated text, applied as a mask in the sampler chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "spec", rename_all = "snake_case")]
+pub enum Constraint {
+    /// Output must be one JSON value matching this JSON schema.
+    JsonSchema(serde_json::Value),
+    /// Output must match this Lark grammar (llguidance dialect).
+    Lark(String),
+}
+
+/// One generation request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenRequest {
+    /// The conversation; the model's chat template renders it.
+    pub messages: Vec<ChatMessage>,
+    /// Sampling settings.
+    pub sampling: SamplingParams,
+    /// Most tokens to generate.
+    pub max_tokens: usize,
+    /// Stop when the output ends with one of these strings (not included in the text).
+    pub stop: Vec<String>,
+    /// Optional output constraint.
+    pub constraint: Option<Constraint>,
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// End-of-sequence or end-of-turn token.
+    Eos,
+    /// A stop string matched.
+    Stop,
+    /// `max_tokens` reached.
+    Length,
+    /// The constraint is complete.
+    ConstraintDone,
+    /// Cancelled between tokens.
+    Cancelled,
+}
+
+/// Token and time accounting for one request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the rendered prompt.
+    pub prompt_tokens: usize,
+    /// Prompt tokens whose KV came from the cache.
+    pub reused_tokens: usize,
+    /// Prompt tokens run through the model now.
+    pub prefilled_tokens: usize,
+    /// Tokens generated.
+    pub generated_tokens: usize,
+    /// Prefill wall time in seconds.
+    pub prefill_s: f64,
+    /// Decode wall time in seconds.
+    pub decode_s: f64,
+    /// KV-cache bytes in use after the request.
+    pub kv_bytes: u64,
+    /// Tokens in the cache after the request.
+    pub context_used: usize,
+}
+
+/// A finished generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenOutput {
+    /// The generated text (stop string removed).
+    pub text: String,
+    /// Why it ended.
+    pub finish: FinishReason,
+    /// Accounting.
+    pub usage: Usage,
+}
+
+/// Errors a language model reports.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LmError {
+    /// The prompt plus `max_tokens` does not fit the context.
+    #[error("context budget exceeded: prompt has {prompt} tokens, {max_new} more requested, context is {context}; shorten the prompt or lower --max-tokens")]
+    ContextExceeded {
+        /// Prompt tokens.
+        prompt: usize,
+        /// Requested new tokens.
+        max_new: usize,
+        /// Context length.
+        context: usize,
+    },
+    /// The constraint could not be compiled or applied.
+    #[error("output constraint error: {0}")]
+    Constraint(String),
+    /// Any other failure of the backend.
+    #[error("{0}")]
+    Backend(String),
+}
+
+/// A cooperative cancel flag, checked between tokens and between agent steps.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A fresh, un-cancelled token.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Request cancellation.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    /// Whether cancellation was requested.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A chat model that generates with streaming.
+pub trait LanguageModel {
+    /// Generate a reply; `on_text` receives each new piece of valid UTF-8 as it is produced.
+    fn generate(
+        &mut self,
+        req: &GenRequest,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<GenOutput, LmError>;
+
+    /// The context length in tokens.
+    fn context_length(&self) -> usize;
+
+    /// A short name for logs and reports.
+    fn name(&self) -> String;
+}

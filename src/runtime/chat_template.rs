@@ -1,0 +1,295 @@
+//! Chat templates: the GGUF's `tokenizer.chat_template` (Jinja) rendered with minijinja.
+//!
+//! Templates are written for Python's Jinja2 as Hugging Face runs it, so the environment here
+//! mirrors that one: `trim_blocks` and `lstrip_blocks` on, Python string methods (`.strip()`,
+//! `.startswith()`, `.items()` ...) through minijinja-contrib's pycompat, `raise_exception`,
+//! `strftime_now`, and the variables `messages`, `add_generation_prompt`, `bos_token`,
+//! `eos_token` and `tools`. A model without a template gets ChatML, stated by
+//! [`ChatTemplate::is_fallback`], rather than a silent guess per architecture.
+//!
+//! For KV-cache prefix reuse the agent relies on one property, tested for the real models:
+//! with `add_generation_prompt = false`, rendering messages `[m1..mk]` yields a string prefix
+//! of rendering `[m1..mk, mk+1]`.
+
+use minijinja::{Environment, Error, ErrorKind};
+
+use crate::lm::ChatMessage;
+
+/// Why a chat template could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatTemplateError {
+    /// The template does not parse.
+    #[error("the model's chat template does not parse: {detail}")]
+    Syntax {
+        /// minijinja's message, with line.
+        detail: String,
+    },
+    /// Rendering failed (including the template's own `raise_exception`).
+    #[error("rendering the chat template failed: {detail}")]
+    Render {
+        /// minijinja's message, with line.
+        detail: String,
+    },
+    /// `tokenizer.chat_template` is present but not a string.
+    #[error("GGUF metadata key \"tokenizer.chat_template\" is not a string")]
+    NotAString,
+}
+
+/// ChatML, used when the GGUF has no template.
+pub const CHATML_TEMPLATE: &str = "{%- for message in messages %}\
+{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}\
+{%- endfor %}\
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+const NAME: &str = "chat";
+
+/// A compiled chat template.
+#[derive(Clone)]
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    source: String,
+    fallback: bool,
+    bos: String,
+    eos: String,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("fallback", &self.fallback)
+            .field("source_len", &self.source.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn detail(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+fn raise_exception(msg: String) -> Result<String, Error> {
+    Err(Error::new(ErrorKind::InvalidOperation, msg))
+}
+
+/// `strftime_now(format)` for templates that print today's date (UTC).
+fn strftime_now(format: String) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    strftime(secs, &format)
+}
+
+fn strftime(unix_secs: u64, format: &str) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    const DAYS: [&str; 7] = [
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+    ];
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let month_name = MONTHS[(month - 1) as usize];
+    let day_name = DAYS[days.rem_euclid(7) as usize];
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => out.push_str(&format!("{day:02}")),
+            Some('m') => out.push_str(&format!("{month:02}")),
+            Some('Y') => out.push_str(&year.to_string()),
+            Some('y') => out.push_str(&format!("{:02}", year % 100)),
+            Some('b') => out.push_str(&month_name[..3]),
+            Some('B') => out.push_str(month_name),
+            Some('a') => out.push_str(&day_name[..3]),
+            Some('A') => out.push_str(day_name),
+            Some('H') => out.push_str(&format!("{:02}", rem / 3600)),
+            Some('M') => out.push_str(&format!("{:02}", rem / 60 % 60)),
+            Some('S') => out.push_str(&format!("{:02}", rem % 60)),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+impl ChatTemplate {
+    /// Compile `source`; `bos` and `eos` are the texts of the model's BOS/EOS tokens.
+    pub fn new(source: &str, bos: &str, eos: &str) -> Result<Self, ChatTemplateError> {
+        Self::build(source, bos, eos, false)
+    }
+
+    /// The ChatML fallback.
+    pub fn chatml(bos: &str, eos: &str) -> Self {
+        match Self::build(CHATML_TEMPLATE, bos, eos, true) {
+            Ok(t) => t,
+            // CHATML_TEMPLATE is a constant that parses (tested); keep a usable value anyway.
+            Err(_) => Self {
+                env: Environment::new(),
+                source: String::new(),
+                fallback: true,
+                bos: bos.to_string(),
+                eos: eos.to_string(),
+            },
+        }
+    }
+
+    fn build(
+        source: &str,
+        bos: &str,
+        eos: &str,
+        fallback: bool,
+    ) -> Result<Self, ChatTemplateError> {
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_template_owned(NAME, source.to_string())
+            .map_err(|e| ChatTemplateError::Syntax { detail: detail(&e) })?;
+        Ok(Self {
+            env,
+            source: source.to_string(),
+            fallback,
+            bos: bos.to_string(),
+            eos: eos.to_string(),
+        })
+    }
+
+    /// Whether this is the ChatML fallback (the GGUF had no template).
+    pub fn is_fallback(&self) -> bool {
+        self.fallback
+    }
+
+    /// The Jinja source.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Render `messages`; with `add_generation_prompt` the text ends where the assistant's
+    /// reply begins.
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<String, ChatTemplateError> {
+        self.render_with_tools(messages, add_generation_prompt, None)
+    }
+
+    /// Render with an optional list of tool definitions (JSON schemas, OpenAI style) that
+    /// templates such as Qwen2.5's put into the system prompt.
+    pub fn render_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        tools: Option<&serde_json::Value>,
+    ) -> Result<String, ChatTemplateError> {
+        let tmpl = self
+            .env
+            .get_template(NAME)
+            .map_err(|e| ChatTemplateError::Render { detail: detail(&e) })?;
+        let ctx = minijinja::context! {
+            messages => messages,
+            add_generation_prompt => add_generation_prompt,
+            bos_token => self.bos.as_str(),
+            eos_token => self.eos.as_str(),
+            tools => tools,
+        };
+        tmpl.render(ctx)
+            .map_err(|e| ChatTemplateError::Render { detail: detail(&e) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lm::Role;
+
+    #[test]
+    fn chatml_fallback_renders_turns() {
+        let t = ChatTemplate::chatml("", "");
+        assert!(t.is_fallback());
+        let msgs = [
+            ChatMessage::new(Role::System, "Be brief."),
+            ChatMessage::new(Role::User, "Hi"),
+        ];
+        let s = t.render(&msgs, true).expect("renders");
+        assert_eq!(
+            s,
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn pycompat_raise_exception_and_bos() {
+        let src = "{{ bos_token }}{% for m in messages %}{% if m.role == 'tool' %}{{ raise_exception('no tools') }}{% endif %}{{ m.content.strip() | upper }}{% endfor %}";
+        let t = ChatTemplate::new(src, "<s>", "</s>").expect("compiles");
+        let ok = t
+            .render(&[ChatMessage::new(Role::User, "  hi  ")], false)
+            .expect("renders");
+        assert_eq!(ok, "<s>HI");
+        let err = t
+            .render(&[ChatMessage::new(Role::Tool, "x")], false)
+            .expect_err("raises");
+        assert!(err.to_string().contains("no tools"), "{err}");
+    }
+
+    #[test]
+    fn syntax_error_is_typed() {
+        let err = ChatTemplate::new("{% for %}", "", "").expect_err("bad template");
+        assert!(matches!(err, ChatTemplateError::Syntax { .. }));
+    }
+
+    #[test]
+    fn strftime_formats_a_known_date() {
+        // 2024-07-26 13:05:09 UTC, a Friday.
+        assert_eq!(strftime(1_722_085_509 - 86_400, "%d %b %Y"), "26 Jul 2024");
+        assert_eq!(
+            strftime(1_722_085_509, "%A %B %d %H:%M:%S %%"),
+            "Saturday July 27 13:05:09 %"
+        );
+    }
+}

@@ -1,0 +1,469 @@
+//! The one llama-family decoder.
+//!
+//! Llama, Mistral, Qwen2 and Qwen3 share one block: RMS norm → attention with RoPE and grouped
+//! KV heads → residual → RMS norm → SwiGLU feed-forward → residual. Their differences are
+//! switches read from `ArchParams`: biases on Q/K/V (Qwen2), per-head RMS norms on Q and K
+//! (Qwen3), the RoPE pairing (llama.cpp stores llama/mistral weights for interleaved pairs and
+//! qwen for split halves), tied output embeddings, and a sliding window. There is one
+//! implementation and one KV cache (`kv_cache::KvCache`), not a copied file per model.
+//!
+//! Weights stay quantized and go through candle's quantized matmul; the token embedding is
+//! looked up row by row from its quantized form, so no dequantized copy is kept.
+//!
+//! Grouped-query attention never repeats K/V: the query heads of one KV head are folded into
+//! the row dimension, `(1, kv_heads, group × t, d) × (1, kv_heads, d, T)`, so attention at depth
+//! reads the cache once per KV head.
+
+use std::sync::Arc;
+
+use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor, D};
+
+use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
+use crate::runtime::kv_cache::{KvCache, KvConfig};
+use crate::sizing::{ArchParams, Architecture, GgmlType, RopeScaling};
+
+/// Errors building or running the decoder.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecoderError {
+    /// The file is malformed or lacks something.
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    /// The architecture is known but the decoder cannot run it.
+    #[error("architecture {0} is supported for sizing only, not for running")]
+    NotRunnable(Architecture),
+    /// A tensor has the wrong shape.
+    #[error("tensor {name:?} has shape {found:?}, expected {expected:?}")]
+    Shape {
+        /// Tensor name.
+        name: String,
+        /// Expected shape (outermost first).
+        expected: Vec<usize>,
+        /// Shape in the file.
+        found: Vec<usize>,
+    },
+    /// A GGML type candle cannot compute with.
+    #[error("tensor {name:?} uses GGML type {ty}, which the runtime cannot compute with")]
+    UnsupportedType {
+        /// Tensor name.
+        name: String,
+        /// Type name.
+        ty: &'static str,
+    },
+    /// A candle error while loading or computing.
+    #[error("tensor computation failed: {0}")]
+    Candle(#[from] candle_core::Error),
+}
+
+type Result<T> = std::result::Result<T, DecoderError>;
+
+/// The candle type for a GGML type, when candle can compute with it.
+pub fn candle_dtype(t: GgmlType) -> Option<GgmlDType> {
+    Some(match t {
+        GgmlType::F32 => GgmlDType::F32,
+        GgmlType::F16 => GgmlDType::F16,
+        GgmlType::BF16 => GgmlDType::BF16,
+        GgmlType::Q4_0 => GgmlDType::Q4_0,
+        GgmlType::Q4_1 => GgmlDType::Q4_1,
+        GgmlType::Q5_0 => GgmlDType::Q5_0,
+        GgmlType::Q5_1 => GgmlDType::Q5_1,
+        GgmlType::Q8_0 => GgmlDType::Q8_0,
+        GgmlType::Q8_1 => GgmlDType::Q8_1,
+        GgmlType::Q2_K => GgmlDType::Q2K,
+        GgmlType::Q3_K => GgmlDType::Q3K,
+        GgmlType::Q4_K => GgmlDType::Q4K,
+        GgmlType::Q5_K => GgmlDType::Q5K,
+        GgmlType::Q6_K => GgmlDType::Q6K,
+        GgmlType::Q8_K => GgmlDType::Q8K,
+        _ => return None,
+    })
+}
+
+/// Reads tensors from a GGUF file onto a device, checking names and shapes.
+struct Loader<'a> {
+    file: &'a mut GgufFile,
+    device: &'a Device,
+    loaded_bytes: u64,
+}
+
+impl Loader<'_> {
+    fn info(&self, name: &str) -> Result<TensorInfo> {
+        self.file
+            .header
+            .tensor(name)
+            .cloned()
+            .ok_or_else(|| GgufError::MissingTensor(name.to_string()).into())
+    }
+
+    fn qtensor(&mut self, name: &str, shape: &[usize]) -> Result<QTensor> {
+        let info = self.info(name)?;
+        let found = info.shape();
+        if found != shape {
+            return Err(DecoderError::Shape {
+                name: name.to_string(),
+                expected: shape.to_vec(),
+                found,
+            });
+        }
+        let dtype = candle_dtype(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
+            name: name.to_string(),
+            ty: info.ggml_type.name(),
+        })?;
+        let data = self.file.tensor_data(&info)?;
+        self.loaded_bytes += info.bytes;
+        Ok(qtensor_from_ggml(dtype, &data, found, self.device)?)
+    }
+
+    fn matmul(&mut self, name: &str, out: usize, inp: usize) -> Result<QMatMul> {
+        Ok(QMatMul::from_qtensor(self.qtensor(name, &[out, inp])?)?)
+    }
+
+    fn vector(&mut self, name: &str, len: usize) -> Result<Tensor> {
+        Ok(self
+            .qtensor(name, &[len])?
+            .dequantize(self.device)?
+            .to_dtype(DType::F32)?)
+    }
+
+    fn opt_vector(&mut self, name: &str, len: usize) -> Result<Option<Tensor>> {
+        if self.file.header.tensor(name).is_none() {
+            return Ok(None);
+        }
+        self.vector(name, len).map(Some)
+    }
+}
+
+struct Attention {
+    wq: QMatMul,
+    wk: QMatMul,
+    wv: QMatMul,
+    bq: Option<Tensor>,
+    bk: Option<Tensor>,
+    bv: Option<Tensor>,
+    q_norm: Option<Tensor>,
+    k_norm: Option<Tensor>,
+    wo: QMatMul,
+}
+
+struct Block {
+    attn_norm: Tensor,
+    attn: Attention,
+    ffn_norm: Tensor,
+    gate: QMatMul,
+    up: QMatMul,
+    down: QMatMul,
+}
+
+/// Precomputed RoPE cos/sin tables, `(positions, head_dim / 2)`.
+struct Rope {
+    cos: Tensor,
+    sin: Tensor,
+    interleaved: bool,
+}
+
+impl Rope {
+    fn new(p: &ArchParams, positions: usize, device: &Device) -> Result<Self> {
+        let half = p.head_dim as usize / 2;
+        let scale = match p.rope_scaling {
+            Some(RopeScaling::Linear { factor }) if factor > 0.0 => 1.0 / factor,
+            _ => 1.0,
+        };
+        let inv_freq: Vec<f32> = (0..half)
+            .map(|i| 1.0 / p.rope_base.powf(2.0 * i as f32 / p.head_dim as f32))
+            .collect();
+        let mut angles = Vec::with_capacity(positions * half);
+        for pos in 0..positions {
+            let pos = pos as f32 * scale;
+            angles.extend(inv_freq.iter().map(|f| pos * f));
+        }
+        let angles = Tensor::from_vec(angles, (positions, half), device)?;
+        Ok(Self {
+            cos: angles.cos()?,
+            sin: angles.sin()?,
+            // llama.cpp's converter permutes llama/mistral Q/K rows for adjacent-pair rotation;
+            // qwen models keep the split-halves ("neox") layout.
+            interleaved: matches!(p.architecture, Architecture::Llama | Architecture::Mistral),
+        })
+    }
+
+    fn apply(&self, x: &Tensor, pos: usize) -> Result<Tensor> {
+        let t = x.dim(2)?;
+        let cos = self.cos.narrow(0, pos, t)?;
+        let sin = self.sin.narrow(0, pos, t)?;
+        Ok(if self.interleaved {
+            candle_nn::rotary_emb::rope_i(x, &cos, &sin)?
+        } else {
+            candle_nn::rotary_emb::rope(x, &cos, &sin)?
+        })
+    }
+}
+
+/// Weight memory as loaded, by role.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadedBytes {
+    /// Bytes of tensor data read from the file.
+    pub file_tensors: u64,
+}
+
+/// A llama-family decoder with its weights on one device.
+pub struct Decoder {
+    params: ArchParams,
+    device: Device,
+    embed: Arc<QTensor>,
+    blocks: Vec<Block>,
+    norm: Tensor,
+    output: QMatMul,
+    rope: Rope,
+    loaded: LoadedBytes,
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoder")
+            .field("params", &self.params)
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Decoder {
+    /// Load every tensor from an open, validated GGUF file.
+    pub fn load(file: &mut GgufFile, device: &Device) -> Result<Self> {
+        let params = file.header.arch_params()?;
+        if !params.architecture.runnable() {
+            return Err(DecoderError::NotRunnable(params.architecture));
+        }
+        if params.head_dim != params.head_dim_v || params.head_dim % 2 != 0 {
+            return Err(GgufError::Inconsistent(format!(
+                "head dims k={} v={} are not equal and even",
+                params.head_dim, params.head_dim_v
+            ))
+            .into());
+        }
+        let (h, hd) = (params.hidden as usize, params.head_dim as usize);
+        let (nh, nkv) = (params.n_heads as usize, params.n_kv_heads as usize);
+        let (ffn, vocab) = (params.ffn as usize, params.vocab as usize);
+        let arch = params.architecture;
+        let mut l = Loader {
+            file,
+            device,
+            loaded_bytes: 0,
+        };
+        let embed = Arc::new(l.qtensor("token_embd.weight", &[vocab, h])?);
+        let mut blocks = Vec::with_capacity(params.n_layers as usize);
+        for i in 0..params.n_layers {
+            let n = |s: &str| format!("blk.{i}.{s}");
+            let bias = |l: &mut Loader, s: &str, len| -> Result<Option<Tensor>> {
+                if arch.qkv_bias() {
+                    l.vector(&n(s), len).map(Some)
+                } else {
+                    l.opt_vector(&n(s), len)
+                }
+            };
+            let attn = Attention {
+                wq: l.matmul(&n("attn_q.weight"), nh * hd, h)?,
+                wk: l.matmul(&n("attn_k.weight"), nkv * hd, h)?,
+                wv: l.matmul(&n("attn_v.weight"), nkv * hd, h)?,
+                bq: bias(&mut l, "attn_q.bias", nh * hd)?,
+                bk: bias(&mut l, "attn_k.bias", nkv * hd)?,
+                bv: bias(&mut l, "attn_v.bias", nkv * hd)?,
+                q_norm: if arch.qk_norm() {
+                    Some(l.vector(&n("attn_q_norm.weight"), hd)?)
+                } else {
+                    None
+                },
+                k_norm: if arch.qk_norm() {
+                    Some(l.vector(&n("attn_k_norm.weight"), hd)?)
+                } else {
+                    None
+                },
+                wo: l.matmul(&n("attn_output.weight"), h, nh * hd)?,
+            };
+            blocks.push(Block {
+                attn_norm: l.vector(&n("attn_norm.weight"), h)?,
+                attn,
+                ffn_norm: l.vector(&n("ffn_norm.weight"), h)?,
+                gate: l.matmul(&n("ffn_gate.weight"), ffn, h)?,
+                up: l.matmul(&n("ffn_up.weight"), ffn, h)?,
+                down: l.matmul(&n("ffn_down.weight"), h, ffn)?,
+            });
+        }
+        let norm = l.vector("output_norm.weight", h)?;
+        let output = if params.tied_embeddings {
+            QMatMul::from_arc(embed.clone())?
+        } else {
+            l.matmul("output.weight", vocab, h)?
+        };
+        let loaded = LoadedBytes {
+            file_tensors: l.loaded_bytes,
+        };
+        let rope = Rope::new(&params, params.context_length as usize, device)?;
+        Ok(Self {
+            params,
+            device: device.clone(),
+            embed,
+            blocks,
+            norm,
+            output,
+            rope,
+            loaded,
+        })
+    }
+
+    /// The architecture parameters.
+    pub fn params(&self) -> &ArchParams {
+        &self.params
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Bytes of weights loaded.
+    pub fn loaded_bytes(&self) -> LoadedBytes {
+        self.loaded
+    }
+
+    /// A KV cache shaped for this model. `max_len` is capped at the context length.
+    pub fn new_cache(&self, max_len: usize) -> KvCache {
+        let dtype = if self.device.is_cpu() {
+            DType::F32
+        } else {
+            DType::F16
+        };
+        KvCache::new(
+            KvConfig {
+                n_layers: self.params.n_layers as usize,
+                n_kv_heads: self.params.n_kv_heads as usize,
+                head_dim_k: self.params.head_dim as usize,
+                head_dim_v: self.params.head_dim_v as usize,
+                dtype,
+                chunk: 256,
+                max_len: max_len.min(self.params.context_length as usize),
+            },
+            &self.device,
+        )
+    }
+
+    /// Run `tokens` at the cache's current position, append their K/V, and return logits of
+    /// shape `(vocab,)` for the last token, or `(t, vocab)` for every token when `all` is set.
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, all: bool) -> Result<Tensor> {
+        let t = tokens.len();
+        if t == 0 {
+            return Err(candle_core::Error::Msg("forward called with no tokens".into()).into());
+        }
+        let pos = cache.len();
+        cache.reserve(t)?;
+        let ids = Tensor::new(tokens, &self.device)?;
+        let mut x = self.embed.embedding(&ids)?.unsqueeze(0)?; // (1, t, hidden)
+        let mask = self.mask(t, pos)?;
+        for (i, b) in self.blocks.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, self.params.norm_eps)?;
+            let a = self.attention(i, &b.attn, &h, pos, mask.as_ref(), cache)?;
+            x = (x + a)?;
+            let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, self.params.norm_eps)?;
+            let g = b.gate.forward(&h)?.silu()?;
+            let u = b.up.forward(&h)?;
+            x = (x + b.down.forward(&(g * u)?)?)?;
+        }
+        cache.advance(t);
+        let x = if all { x } else { x.narrow(1, t - 1, 1)? };
+        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.params.norm_eps)?;
+        let logits = self.output.forward(&x)?.squeeze(0)?;
+        Ok(if all { logits } else { logits.squeeze(0)? })
+    }
+
+    /// Additive causal (and sliding-window) mask of shape `(t, pos + t)`, or `None` when every
+    /// cached position is visible (a single decode step inside the window).
+    fn mask(&self, t: usize, pos: usize) -> Result<Option<Tensor>> {
+        let total = pos + t;
+        let window = self.params.sliding_window.map(|w| w as usize);
+        if t == 1 && window.is_none_or(|w| total <= w) {
+            return Ok(None);
+        }
+        let mut m = vec![0f32; t * total];
+        for i in 0..t {
+            let q = pos + i;
+            for j in 0..total {
+                let outside = j > q || window.is_some_and(|w| q >= w && j <= q - w);
+                if outside {
+                    m[i * total + j] = f32::NEG_INFINITY;
+                }
+            }
+        }
+        Ok(Some(Tensor::from_vec(m, (t, total), &self.device)?))
+    }
+
+    fn attention(
+        &self,
+        layer: usize,
+        a: &Attention,
+        x: &Tensor,
+        pos: usize,
+        mask: Option<&Tensor>,
+        cache: &mut KvCache,
+    ) -> Result<Tensor> {
+        let (_, t, _) = x.dims3()?;
+        let p = &self.params;
+        let (nh, nkv, hd) = (
+            p.n_heads as usize,
+            p.n_kv_heads as usize,
+            p.head_dim as usize,
+        );
+        let proj = |w: &QMatMul, b: &Option<Tensor>, heads: usize| -> Result<Tensor> {
+            let mut y = w.forward(x)?;
+            if let Some(b) = b {
+                y = y.broadcast_add(b)?;
+            }
+            Ok(y.reshape((1, t, heads, hd))?
+                .transpose(1, 2)?
+                .contiguous()?)
+        };
+        let mut q = proj(&a.wq, &a.bq, nh)?;
+        let mut k = proj(&a.wk, &a.bk, nkv)?;
+        let v = proj(&a.wv, &a.bv, nkv)?;
+        if let (Some(qn), Some(kn)) = (&a.q_norm, &a.k_norm) {
+            q = candle_nn::ops::rms_norm(&q, qn, p.norm_eps)?;
+            k = candle_nn::ops::rms_norm(&k, kn, p.norm_eps)?;
+        }
+        let q = self.rope.apply(&q, pos)?;
+        let k = self.rope.apply(&k, pos)?;
+        let (k, v) = cache.write(layer, &k, &v)?;
+        let (k, v) = if k.dtype() == q.dtype() {
+            (k, v)
+        } else {
+            (k.to_dtype(q.dtype())?, v.to_dtype(q.dtype())?)
+        };
+        let total = k.dim(2)?;
+        let group = nh / nkv;
+        // Fold the query heads of each KV head into rows: (1, nkv, group * t, hd).
+        let q = q.reshape((1, nkv, group * t, hd))?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let mut scores = (q.matmul(&k.t()?)? * scale)?;
+        if let Some(m) = mask {
+            scores = scores
+                .reshape((1, nkv, group, t, total))?
+                .broadcast_add(m)?
+                .reshape((1, nkv, group * t, total))?;
+        }
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = probs.matmul(&v)?; // (1, nkv, group * t, hd)
+        let out = out
+            .reshape((1, nh, t, hd))?
+            .transpose(1, 2)?
+            .reshape((1, t, nh * hd))?;
+        Ok(a.wo.forward(&out)?)
+    }
+
+    /// Dimension of the logits.
+    pub fn vocab(&self) -> usize {
+        self.params.vocab as usize
+    }
+}
+
+/// Run `D::Minus1` argmax on a logits vector.
+pub fn argmax(logits: &Tensor) -> Result<u32> {
+    Ok(logits.argmax(D::Minus1)?.to_scalar::<u32>()?)
+}

@@ -1,0 +1,313 @@
+//! The KV cache: per-layer key and value buffers, pre-allocated in chunks.
+//!
+//! Each layer owns one K and one V buffer of shape `(1, kv_heads, capacity, head_dim)`. New
+//! positions are written in place (`slice_set`), and attention reads a narrowed view of the
+//! first `len` positions, so a decode step costs no re-concatenation. When the buffers are full
+//! they grow by whole chunks (the copy happens once per chunk, not once per token), up to the
+//! model's context length.
+//!
+//! The numbers the sizing and measurement code read — `len`, `capacity`, `used_bytes`,
+//! `allocated_bytes` — come straight from this structure. A prefix "snapshot" is just a length:
+//! positions below it are never rewritten unless the cache is truncated below it, which
+//! `restore` checks.
+
+use candle_core::{DType, Device, Result, Tensor};
+
+/// A marker for a cached prefix; `KvCache::restore` rolls back to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvSnapshot {
+    len: usize,
+    epoch: u64,
+}
+
+impl KvSnapshot {
+    /// Number of positions in the snapshot.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the snapshot is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Shape and storage settings of a cache.
+#[derive(Debug, Clone)]
+pub struct KvConfig {
+    /// Transformer layers.
+    pub n_layers: usize,
+    /// KV heads.
+    pub n_kv_heads: usize,
+    /// Key head dimension.
+    pub head_dim_k: usize,
+    /// Value head dimension.
+    pub head_dim_v: usize,
+    /// Element type of the buffers.
+    pub dtype: DType,
+    /// Positions added per growth step.
+    pub chunk: usize,
+    /// Largest capacity (the context length).
+    pub max_len: usize,
+}
+
+/// The per-layer K/V buffers.
+#[derive(Debug)]
+pub struct KvCache {
+    cfg: KvConfig,
+    device: Device,
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    len: usize,
+    capacity: usize,
+    /// The length each truncation cut back to, in order; a snapshot taken after `epoch`
+    /// cuts stays valid while every later cut kept its positions.
+    cuts: Vec<usize>,
+}
+
+impl KvCache {
+    /// An empty cache; nothing is allocated until the first `reserve`.
+    pub fn new(cfg: KvConfig, device: &Device) -> Self {
+        Self {
+            cfg,
+            device: device.clone(),
+            k: Vec::new(),
+            v: Vec::new(),
+            len: 0,
+            capacity: 0,
+            cuts: Vec::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &KvConfig {
+        &self.cfg
+    }
+
+    /// Positions stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no positions are stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Positions that fit without growing.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Largest number of positions the cache will hold.
+    pub fn max_len(&self) -> usize {
+        self.cfg.max_len
+    }
+
+    /// Bytes of one position across all layers, K and V.
+    pub fn bytes_per_token(&self) -> u64 {
+        let per_layer = self.cfg.n_kv_heads * (self.cfg.head_dim_k + self.cfg.head_dim_v);
+        (self.cfg.n_layers * per_layer * self.cfg.dtype.size_in_bytes()) as u64
+    }
+
+    /// Bytes holding the stored positions: 2 × layers × kv heads × head dim × len × elem size
+    /// (with K and V dims summed when they differ).
+    pub fn used_bytes(&self) -> u64 {
+        self.bytes_per_token() * self.len as u64
+    }
+
+    /// Bytes allocated for the buffers (capacity, not length).
+    pub fn allocated_bytes(&self) -> u64 {
+        self.bytes_per_token() * self.capacity as u64
+    }
+
+    /// Make room for `extra` more positions, growing by whole chunks.
+    pub fn reserve(&mut self, extra: usize) -> Result<()> {
+        let need = self.len + extra;
+        if need > self.cfg.max_len {
+            candle_core::bail!(
+                "KV cache full: {need} positions needed, context is {}",
+                self.cfg.max_len
+            );
+        }
+        if need <= self.capacity {
+            return Ok(());
+        }
+        let chunk = self.cfg.chunk.max(1);
+        let new_cap = need
+            .div_ceil(chunk)
+            .saturating_mul(chunk)
+            .min(self.cfg.max_len);
+        let (h, dk, dv) = (
+            self.cfg.n_kv_heads,
+            self.cfg.head_dim_k,
+            self.cfg.head_dim_v,
+        );
+        let mut k = Vec::with_capacity(self.cfg.n_layers);
+        let mut v = Vec::with_capacity(self.cfg.n_layers);
+        for layer in 0..self.cfg.n_layers {
+            let nk = Tensor::zeros((1, h, new_cap, dk), self.cfg.dtype, &self.device)?;
+            let nv = Tensor::zeros((1, h, new_cap, dv), self.cfg.dtype, &self.device)?;
+            if self.len > 0 {
+                nk.slice_set(&self.k[layer].narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+                nv.slice_set(&self.v[layer].narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+            }
+            k.push(nk);
+            v.push(nv);
+        }
+        self.k = k;
+        self.v = v;
+        self.capacity = new_cap;
+        Ok(())
+    }
+
+    /// Write `k`/`v` of shape `(1, kv_heads, t, dim)` for `layer` at positions
+    /// `len..len + t` and return views of positions `0..len + t`. Call `reserve(t)` first and
+    /// `advance(t)` after every layer has been written.
+    pub fn write(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+        let t = k.dim(2)?;
+        if self.len + t > self.capacity {
+            candle_core::bail!(
+                "KV write of {t} positions at {} exceeds capacity {}",
+                self.len,
+                self.capacity
+            );
+        }
+        let kb = &self.k[layer];
+        let vb = &self.v[layer];
+        kb.slice_set(&k.to_dtype(self.cfg.dtype)?.contiguous()?, 2, self.len)?;
+        vb.slice_set(&v.to_dtype(self.cfg.dtype)?.contiguous()?, 2, self.len)?;
+        let end = self.len + t;
+        Ok((kb.narrow(2, 0, end)?, vb.narrow(2, 0, end)?))
+    }
+
+    /// Commit `t` positions written to every layer.
+    pub fn advance(&mut self, t: usize) {
+        self.len = (self.len + t).min(self.capacity);
+    }
+
+    /// Keep only the first `n` positions (no reallocation).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len {
+            self.len = n;
+            self.cuts.push(n);
+        }
+    }
+
+    /// Drop every position and free the buffers.
+    pub fn clear(&mut self) {
+        self.k.clear();
+        self.v.clear();
+        self.len = 0;
+        self.capacity = 0;
+        self.cuts.push(0);
+    }
+
+    /// Mark the current prefix so it can be restored later.
+    pub fn snapshot(&self) -> KvSnapshot {
+        KvSnapshot {
+            len: self.len,
+            epoch: self.cuts.len() as u64,
+        }
+    }
+
+    /// Roll back to a snapshot. Fails if positions inside it were discarded since.
+    pub fn restore(&mut self, snap: KvSnapshot) -> Result<()> {
+        let later_cuts = self.cuts.get(snap.epoch as usize..).unwrap_or(&[]);
+        if snap.len > self.len || later_cuts.iter().any(|&cut| cut < snap.len) {
+            candle_core::bail!("KV snapshot of {} positions is no longer valid", snap.len);
+        }
+        self.truncate(snap.len);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> KvConfig {
+        KvConfig {
+            n_layers: 3,
+            n_kv_heads: 2,
+            head_dim_k: 4,
+            head_dim_v: 4,
+            dtype: DType::F32,
+            chunk: 8,
+            max_len: 64,
+        }
+    }
+
+    fn step(c: &mut KvCache, t: usize, fill: f32) -> Result<Vec<(Tensor, Tensor)>> {
+        c.reserve(t)?;
+        let k = Tensor::full(fill, (1, 2, t, 4), &Device::Cpu)?;
+        let v = Tensor::full(-fill, (1, 2, t, 4), &Device::Cpu)?;
+        let mut out = Vec::new();
+        for layer in 0..3 {
+            out.push(c.write(layer, &k, &v)?);
+        }
+        c.advance(t);
+        Ok(out)
+    }
+
+    #[test]
+    fn used_bytes_is_the_formula() -> Result<()> {
+        let mut c = KvCache::new(cfg(), &Device::Cpu);
+        step(&mut c, 5, 1.0)?;
+        // 2 x layers x kv heads x head dim x len x 4 bytes
+        assert_eq!(c.used_bytes(), 2 * 3 * 2 * 4 * 5 * 4);
+        assert_eq!(c.capacity(), 8);
+        assert_eq!(c.allocated_bytes(), 2 * 3 * 2 * 4 * 8 * 4);
+        Ok(())
+    }
+
+    #[test]
+    fn grows_by_chunks_and_keeps_contents() -> Result<()> {
+        let mut c = KvCache::new(cfg(), &Device::Cpu);
+        step(&mut c, 6, 1.0)?;
+        let views = step(&mut c, 5, 2.0)?;
+        assert_eq!(c.len(), 11);
+        assert_eq!(c.capacity(), 16);
+        let k = views[2].0.squeeze(0)?.to_vec3::<f32>()?;
+        assert_eq!(k[1][0][0], 1.0);
+        assert_eq!(k[1][5][0], 1.0);
+        assert_eq!(k[1][6][0], 2.0);
+        assert_eq!(k[1][10][3], 2.0);
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_past_max_len() -> Result<()> {
+        let mut c = KvCache::new(cfg(), &Device::Cpu);
+        step(&mut c, 60, 1.0)?;
+        assert!(c.reserve(5).is_err());
+        assert_eq!(c.len(), 60);
+        Ok(())
+    }
+
+    #[test]
+    fn truncate_and_snapshot() -> Result<()> {
+        let mut c = KvCache::new(cfg(), &Device::Cpu);
+        step(&mut c, 4, 1.0)?;
+        let snap = c.snapshot();
+        step(&mut c, 4, 2.0)?;
+        c.restore(snap)?;
+        assert_eq!(c.len(), 4);
+        let views = step(&mut c, 1, 3.0)?;
+        assert_eq!(views[0].0.dim(2)?, 5);
+        let long = c.snapshot();
+        c.restore(snap)?;
+        step(&mut c, 1, 4.0)?;
+        assert!(
+            c.restore(long).is_err(),
+            "position 4 was rewritten after `long` was taken"
+        );
+        c.truncate(2);
+        assert!(
+            c.restore(snap).is_err(),
+            "positions inside the snapshot were dropped"
+        );
+        assert_eq!(c.used_bytes(), 2 * 3 * 2 * 4 * 2 * 4);
+        Ok(())
+    }
+}
