@@ -141,7 +141,7 @@ pub enum CatalogError {
         known: Vec<String>,
     },
     /// A path was given but nothing is there.
-    #[error("model file {} does not exist", path.display())]
+    #[error("model file {} does not exist or is not a file", path.display())]
     PathNotFound {
         /// The path.
         path: PathBuf,
@@ -557,12 +557,10 @@ pub fn resolve_model_with(
                 path: as_path.to_owned(),
             })
         }
-        None => Err(catalog
-            .require(spec)
-            .err()
-            .unwrap_or(CatalogError::NoSource {
-                name: spec.to_owned(),
-            })),
+        None => Err(CatalogError::UnknownModel {
+            name: spec.to_owned(),
+            known: catalog.names().map(str::to_owned).collect(),
+        }),
     }
 }
 
@@ -612,4 +610,40 @@ pub fn list_models(catalog: &Catalog, store: &Store) -> Vec<ModelRow> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one() {
+        let text = "a = 1\nbb = 2\nccc";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 6), (2, 1));
+        assert_eq!(line_col(text, 9), (2, 4));
+        assert_eq!(line_col(text, 999), (3, 4), "offsets past the end clamp");
+    }
+
+    #[test]
+    fn plain_names_only() {
+        assert!(is_plain_name("qwen2.5-coder-0.5b-instruct"));
+        for bad in ["", ".", "..", "a/b", "a\\b", "../x"] {
+            assert!(!is_plain_name(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_alt_kind_is_a_parse_error_with_a_line() {
+        let shipped = Catalog::shipped().expect("shipped");
+        let entry = shipped.get(DEFAULT_MODEL).expect("default");
+        let text = toml::to_string(entry)
+            .expect("serialize")
+            .replace("pip-wheel", "carrier-pigeon");
+        let err = parse_entry("x.toml", DEFAULT_MODEL, &text).expect_err("unknown kind");
+        assert!(
+            matches!(err, CatalogError::Parse { line, .. } if line > 1),
+            "{err:?}"
+        );
+    }
 }

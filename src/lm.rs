@@ -192,6 +192,10 @@ impl CancelToken {
     pub fn cancel(&self) {
         self.0.store(true, Ordering::SeqCst);
     }
+    /// Clear a cancellation (interactive use: the next turn starts un-cancelled).
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
     /// Whether cancellation was requested.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)

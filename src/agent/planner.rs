@@ -63,7 +63,7 @@ pub enum PlannerError {
     #[error("the scripted planner has no more turns")]
     ScriptExhausted,
     /// The model failed.
-    #[error("language model error: {0}")]
+    #[error("language model error")]
     Lm(#[source] LmError),
 }
 
@@ -294,12 +294,15 @@ impl Default for LmPlannerConfig {
     }
 }
 
+/// A callback receiving generated text as it streams.
+pub type TextSink<'m> = Box<dyn FnMut(&str) + 'm>;
+
 /// A planner backed by a language model.
 pub struct LmPlanner<'m> {
     model: &'m mut dyn LanguageModel,
     config: LmPlannerConfig,
     chars_per_token: f64,
-    on_text: Option<Box<dyn FnMut(&str) + 'm>>,
+    on_text: Option<TextSink<'m>>,
 }
 
 impl<'m> LmPlanner<'m> {

@@ -112,7 +112,7 @@ pub enum AgentError {
     #[error(transparent)]
     RunDir(#[from] RunDirError),
     /// A blob could not be written.
-    #[error("cannot write blob in {dir}: {source}")]
+    #[error("cannot write blob in {dir}")]
     Blob {
         /// Blob directory.
         dir: std::path::PathBuf,
@@ -121,7 +121,7 @@ pub enum AgentError {
         source: std::io::Error,
     },
     /// The planner failed (model backend error, script exhausted).
-    #[error("planner failed: {0}")]
+    #[error("planner failed")]
     Planner(#[source] PlannerError),
 }
 

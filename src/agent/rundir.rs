@@ -18,7 +18,7 @@ use super::types::{RunOutcome, Step};
 #[non_exhaustive]
 pub enum RunDirError {
     /// An I/O error on a path.
-    #[error("{action} {path}: {source}")]
+    #[error("cannot {action} {path}")]
     Io {
         /// What we were doing.
         action: &'static str,
@@ -29,7 +29,7 @@ pub enum RunDirError {
         source: std::io::Error,
     },
     /// A record could not be (de)serialized.
-    #[error("bad record in {path}: {source}")]
+    #[error("bad record in {path}")]
     Json {
         /// The file.
         path: PathBuf,

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use super::run::{cancel_on_ctrl_c, load_agent_model, print_event, AgentOpts};
+use super::cancel_on_ctrl_c;
+use super::run::{load_agent_model, print_event, AgentOpts};
 use super::GlobalOpts;
 use crate::agent::eval::{load_suite, run_task, EvalOptions, EvalReport};
 use crate::agent::planner::LmPlanner;

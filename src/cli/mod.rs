@@ -5,10 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod chat;
+pub mod generate;
 pub mod models;
 pub mod run;
 pub mod eval;
 pub mod runs;
+pub mod size;
 
 /// Global options shared by every subcommand.
 #[derive(Debug, Clone, clap::Args)]
@@ -42,6 +45,10 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Generate a reply to one prompt with the chat template applied, streaming tokens.
+    Generate(generate::Args),
+    /// Chat interactively; the KV cache is kept between turns.
+    Chat(chat::Args),
     /// The model catalog and store: list, pull, verify.
     Models(models::Args),
     /// Run an agent loop on a task with the in-process model, streaming each step.
@@ -50,6 +57,36 @@ pub enum Command {
     Eval(eval::Args),
     /// List past agent runs or show one run's transcript.
     Runs(runs::Args),
+    /// Predict memory and speed of a model on a device: will it fit, with how much context,
+    /// how fast.
+    Size(size::Args),
+}
+
+/// Cancel `token` on the first Ctrl-C; a second Ctrl-C exits at once (status 130).
+pub fn cancel_on_ctrl_c(token: &crate::lm::CancelToken) {
+    let token = token.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ctrl-c".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    token.cancel();
+                    eprintln!("\n(cancelling; press Ctrl-C again to quit now)");
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                }
+            });
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch for Ctrl-C: {e}");
+    }
 }
 
 /// Set up tracing to stderr; `RUST_LOG` wins over `-v`.
@@ -71,9 +108,12 @@ pub fn init_tracing(verbose: u8) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let g = cli.global;
     match cli.command {
+        Command::Generate(args) => generate::run(args, &g),
+        Command::Chat(args) => chat::run(args, &g),
         Command::Models(args) => models::run(args, &g),
         Command::Run(args) => run::run(args, &g),
         Command::Eval(args) => eval::run(args, &g),
         Command::Runs(args) => runs::run(args, &g),
+        Command::Size(args) => size::run(args, &g),
     }
 }

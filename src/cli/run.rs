@@ -17,7 +17,7 @@ use crate::agent::types::{Action, ObservationKind, RunOutcome, StopReason};
 use crate::lm::{CancelToken, LanguageModel};
 
 /// The catalog name of the agent's default model (used when `--model` is not given).
-pub const DEFAULT_AGENT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
+pub const DEFAULT_AGENT_MODEL: &str = crate::catalog::AGENT_DEFAULT_MODEL;
 
 /// Which agent loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -131,35 +131,10 @@ pub struct Args {
 /// This is the seam to the in-process runtime: it must return the runtime's session (which
 /// implements `LanguageModel`) for `g.model.unwrap_or(DEFAULT_AGENT_MODEL)` on `g.device`.
 pub fn load_agent_model(g: &GlobalOpts) -> anyhow::Result<Box<dyn LanguageModel>> {
-    let name = g.model.as_deref().unwrap_or(DEFAULT_AGENT_MODEL);
-    anyhow::bail!(
-        "in-process runtime not wired yet: cannot load {name} on {} for the agent",
-        g.device
-    )
-}
-
-/// Cancel `cancel` on Ctrl-C (a second Ctrl-C exits at once).
-pub fn cancel_on_ctrl_c(cancel: &CancelToken) {
-    let cancel = cancel.clone();
-    let _ = std::thread::Builder::new()
-        .name("ctrl-c".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("\ninterrupted: stopping after the current step (Ctrl-C again to quit)");
-                    cancel.cancel();
-                }
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            });
-        });
+    let (model, resolved) =
+        super::generate::load_model(g, crate::catalog::AGENT_DEFAULT_MODEL, Some(8192))?;
+    tracing::info!(path = %resolved.path.display(), "agent model loaded");
+    Ok(Box::new(model))
 }
 
 fn one_line(s: &str, max: usize) -> String {
@@ -263,7 +238,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let home = boyd_home()?;
     let mut model = load_agent_model(g)?;
     let cancel = CancelToken::new();
-    cancel_on_ctrl_c(&cancel);
+    super::cancel_on_ctrl_c(&cancel);
     let run_dir = RunDir::create(&home)?;
     let mut planner = LmPlanner::new(model.as_mut(), args.agent.planner_config());
     let json = g.json;

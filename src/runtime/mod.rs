@@ -5,6 +5,7 @@ pub mod chat_template;
 pub mod decoder;
 pub mod gguf;
 pub mod kv_cache;
+pub mod local;
 pub mod reference;
 pub mod sampling;
 pub mod session;

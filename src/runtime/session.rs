@@ -18,6 +18,16 @@ use crate::runtime::sampling::Sampler;
 /// Tokens run through the model per forward call during prefill (llama.cpp's ubatch).
 pub const PREFILL_CHUNK: usize = 512;
 
+/// The prefill chunk: `BOYD_PREFILL_CHUNK` when set to a positive number, else
+/// [`PREFILL_CHUNK`].
+fn prefill_chunk() -> usize {
+    std::env::var("BOYD_PREFILL_CHUNK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(PREFILL_CHUNK)
+}
+
 /// What `prefill` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PrefillStats {
@@ -122,7 +132,7 @@ impl Session {
         self.cache.truncate(reused);
         self.tokens.truncate(reused);
         let mut logits = None;
-        for chunk in prompt[reused..].chunks(PREFILL_CHUNK) {
+        for chunk in prompt[reused..].chunks(prefill_chunk()) {
             logits = Some(self.decoder.forward(chunk, &mut self.cache, false)?);
             self.tokens.extend_from_slice(chunk);
         }

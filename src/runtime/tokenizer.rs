@@ -936,6 +936,28 @@ impl GgufTokenizer {
         }
     }
 
+    /// Render `messages` with the chat template and tokenize the text for a prompt: special
+    /// tokens parsed, BOS prepended when the model asks for it and the template did not already
+    /// write it (templates such as Llama 3's start with `{{ bos_token }}`), never EOS.
+    pub fn encode_chat(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+    ) -> Result<Vec<u32>> {
+        let text = self.render_chat(messages, add_generation_prompt)?;
+        let mut ids = self.encode(&text, false)?;
+        if self.add_bos {
+            let bos = self
+                .special
+                .bos
+                .ok_or(TokenizerError::MissingSpecial("BOS"))?;
+            if ids.first() != Some(&bos) {
+                ids.insert(0, bos);
+            }
+        }
+        Ok(ids)
+    }
+
     /// A standalone `tokenizers::Tokenizer` with the special tokens registered as added tokens
     /// (control tokens as special, user-defined ones as normal added tokens) and a decoder,
     /// for code that wants the crate's API (e.g. a constraint engine). Plain-text ids equal
@@ -1183,6 +1205,12 @@ fn parse_byte_token(text: &str) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokenizer_is_shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<GgufTokenizer>();
+    }
 
     #[test]
     fn byte_token_parsing() {

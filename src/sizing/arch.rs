@@ -163,7 +163,7 @@ impl ArchParams {
                 return Err(ArchError::Zero { field });
             }
         }
-        if self.n_heads % self.n_kv_heads != 0 {
+        if !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return Err(ArchError::KvHeadsDoNotDivide {
                 n_heads: self.n_heads,
                 n_kv_heads: self.n_kv_heads,

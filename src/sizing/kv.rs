@@ -67,7 +67,7 @@ impl KvDtype {
     /// Bytes of one row of `elems` values, or an error if the row is not whole blocks.
     pub fn row_bytes(self, elems: u64) -> Result<u64, SizingError> {
         let t = self.ggml();
-        if elems % t.block_elems() != 0 {
+        if !elems.is_multiple_of(t.block_elems()) {
             return Err(SizingError::KvRow {
                 dtype: self.name(),
                 block: t.block_elems(),

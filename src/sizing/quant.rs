@@ -326,7 +326,7 @@ impl GgmlType {
     /// number of blocks or the size overflows `u64`.
     pub fn tensor_bytes(self, n_elems: u64) -> Option<u64> {
         let be = self.block_elems();
-        if n_elems % be != 0 {
+        if !n_elems.is_multiple_of(be) {
             return None;
         }
         (n_elems / be).checked_mul(self.block_bytes())

@@ -81,7 +81,7 @@ where
                 what: "tensor elements",
             })?;
         let bytes = ty.tensor_bytes(elems).ok_or_else(|| {
-            if elems % ty.block_elems() != 0 {
+            if !elems.is_multiple_of(ty.block_elems()) {
                 SizingError::PartialBlock {
                     name: name.to_owned(),
                     elems,
@@ -243,7 +243,7 @@ mod tests {
     #[test]
     fn partial_block_tensor_is_an_error_naming_it() {
         let dims = [100u64];
-        let err = from_tensors([("blk.0.x", GgmlType::Q4_0, &dims[..])]).unwrap_err();
+        let err = from_tensors([("blk.0.x", GgmlType::Q4_0, &dims[..])]).expect_err("partial block");
         assert!(matches!(err, SizingError::PartialBlock { ref name, elems: 100, .. } if name == "blk.0.x"));
         let huge = [u64::MAX, 2];
         assert!(matches!(

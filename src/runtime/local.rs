@@ -1,0 +1,214 @@
+//! `LocalModel`: the in-process runtime behind the `LanguageModel` seam.
+//!
+//! It owns a `Session` (decoder + KV cache) and the GGUF's tokenizer and chat template. A
+//! request is rendered with the template, tokenized, and handed to the session, which reuses
+//! the longest cached prefix; text streams out through the tokenizer's UTF-8-safe stream
+//! decoder, holding back any tail that could still become a stop string.
+
+use std::path::Path;
+
+use candle_core::Device;
+
+use crate::lm::{CancelToken, GenOutput, GenRequest, LanguageModel, LmError};
+use crate::runtime::decoder::{Decoder, DecoderError};
+use crate::runtime::gguf::GgufFile;
+use crate::runtime::session::{Flow, GenOptions, GenerateError, Session};
+use crate::runtime::tokenizer::{GgufTokenizer, TokenizerError};
+
+/// Errors loading a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file or its weights are unusable.
+    #[error("loading {path}: {source}")]
+    Decoder {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: DecoderError,
+    },
+    /// The tokenizer metadata is unusable.
+    #[error("loading the tokenizer of {path}: {source}")]
+    Tokenizer {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: TokenizerError,
+    },
+}
+
+/// A GGUF model loaded in this process.
+#[derive(Debug)]
+pub struct LocalModel {
+    session: Session,
+    tokenizer: GgufTokenizer,
+    name: String,
+}
+
+impl LocalModel {
+    /// Load `path` onto `device` with a context of at most `ctx` tokens (capped at the
+    /// model's own context length).
+    pub fn load(path: &Path, device: &Device, ctx: usize) -> Result<Self, LoadError> {
+        let p = path.display().to_string();
+        let decoder_err = |source| LoadError::Decoder {
+            path: p.clone(),
+            source,
+        };
+        let mut file =
+            GgufFile::open(path).map_err(|e| decoder_err(DecoderError::Gguf(e)))?;
+        let tokenizer =
+            GgufTokenizer::from_header(&file.header).map_err(|source| LoadError::Tokenizer {
+                path: p.clone(),
+                source,
+            })?;
+        let decoder = Decoder::load(&mut file, device).map_err(decoder_err)?;
+        let name = match file.header.opt_str("general.name") {
+            Ok(Some(n)) => n.to_string(),
+            _ => path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        Ok(Self {
+            session: Session::new(decoder, ctx),
+            tokenizer,
+            name,
+        })
+    }
+
+    /// The session (decoder, KV cache).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Mutable access to the session (benchmarks, tests).
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &GgufTokenizer {
+        &self.tokenizer
+    }
+
+    /// Tokenize the rendered conversation of `req`.
+    pub fn prompt_tokens(&self, req: &GenRequest) -> Result<Vec<u32>, LmError> {
+        let text = self
+            .tokenizer
+            .render_chat(&req.messages, true)
+            .map_err(|e| LmError::Backend(e.to_string()))?;
+        tracing::debug!(prompt = %text, "rendered chat prompt");
+        self.tokenizer
+            .encode(&text, true)
+            .map_err(|e| LmError::Backend(e.to_string()))
+    }
+}
+
+/// Length of the longest suffix of `text` that is a proper prefix of some stop string: the
+/// part that must be held back because it may still become a stop string.
+fn held_back(text: &str, stops: &[String]) -> usize {
+    let mut keep = 0;
+    for stop in stops {
+        for (i, _) in stop.char_indices().skip(1) {
+            if text.ends_with(&stop[..i]) {
+                keep = keep.max(i);
+            }
+        }
+    }
+    keep
+}
+
+impl LanguageModel for LocalModel {
+    fn generate(
+        &mut self,
+        req: &GenRequest,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<GenOutput, LmError> {
+        if req.constraint.is_some() {
+            tracing::warn!("output constraints are not applied by the local runtime yet");
+        }
+        let prompt = self.prompt_tokens(req)?;
+        let opts = GenOptions {
+            sampling: req.sampling.clone(),
+            max_tokens: req.max_tokens,
+            eos: self.tokenizer.eos_ids(),
+        };
+        let mut stream = self.tokenizer.stream_decoder(true);
+        let mut text = String::new();
+        let mut emitted = 0;
+        let mut stopped_at = None;
+        let mut decode_err = None;
+        let result = self.session.generate(&prompt, &opts, cancel, &mut |id| {
+            match stream.push(id) {
+                Ok(piece) => text.push_str(&piece),
+                Err(e) => {
+                    decode_err = Some(e);
+                    return Flow::Stop;
+                }
+            }
+            if let Some(pos) = req
+                .stop
+                .iter()
+                .filter_map(|s| text[emitted.min(text.len())..].find(s.as_str()).map(|p| p + emitted))
+                .min()
+            {
+                stopped_at = Some(pos);
+                if pos > emitted {
+                    on_text(&text[emitted..pos]);
+                }
+                emitted = pos;
+                return Flow::Stop;
+            }
+            let safe = text.len() - held_back(&text, &req.stop);
+            if safe > emitted {
+                on_text(&text[emitted..safe]);
+                emitted = safe;
+            }
+            Flow::Continue
+        });
+        if let Some(e) = decode_err {
+            return Err(LmError::Backend(e.to_string()));
+        }
+        let out = result.map_err(|e| match e {
+            GenerateError::Lm(e) => e,
+            other => LmError::Backend(other.to_string()),
+        })?;
+        if let Some(pos) = stopped_at {
+            text.truncate(pos);
+        } else {
+            text.push_str(&stream.finish());
+            if text.len() > emitted {
+                on_text(&text[emitted..]);
+            }
+        }
+        Ok(GenOutput {
+            text,
+            finish: out.finish,
+            usage: out.usage,
+        })
+    }
+
+    fn context_length(&self) -> usize {
+        self.session.context_length()
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::held_back;
+
+    #[test]
+    fn holds_back_partial_stop_strings() {
+        let stops = vec!["Observation:".to_string()];
+        assert_eq!(held_back("Thought: x\nObserv", &stops), 6);
+        assert_eq!(held_back("Thought: x\n", &stops), 0);
+        assert_eq!(held_back("O", &stops), 1);
+    }
+}

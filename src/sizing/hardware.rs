@@ -1,0 +1,388 @@
+//! Hardware: the device a model is sized for, its backend, and the backend's fixed costs.
+//!
+//! Presets live in `models/hardware.toml` (embedded at build time); `this`, the probed machine,
+//! is built by the CLI from what it reads about the host and passed in as a plain
+//! [`Hardware`] value, so this module stays free of I/O. Every constant that is an assumption
+//! rather than a specification says so, and names where it comes from; `boyd validate`
+//! replaces the speed assumptions with a measured [`crate::sizing::Profile`].
+
+use serde::{Deserialize, Serialize};
+
+use super::error::SizingError;
+use super::weights::EmbeddingPolicy;
+use crate::units::{Bytes, BytesPerSec};
+
+/// The shipped presets file.
+const PRESETS_TOML: &str = include_str!("../../models/hardware.toml");
+
+/// Which compute backend runs the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Host CPU, weights in system RAM.
+    Cpu,
+    /// NVIDIA GPU through CUDA.
+    Cuda,
+    /// Apple GPU through Metal (unified memory).
+    Metal,
+}
+
+/// Host process baseline: the boyd binary, allocator arenas, tokenizer tables and the async
+/// runtime. Assumption (RSS of a CPU process before the model is mapped is typically
+/// 50–100 MiB for a Rust binary with a 150k-entry tokenizer); `boyd validate` measures it.
+pub const PROCESS_BASELINE: Bytes = Bytes(96 * Bytes::MIB);
+
+/// Device memory a CUDA context takes before any allocation: 300–600 MiB depending on GPU,
+/// driver and `CUDA_MODULE_LOADING` (what `nvidia-smi` shows for an idle process; NVIDIA's
+/// CUDA C++ Programming Guide, "Lazy Loading", describes the eager/lazy difference). Upper
+/// end taken, plus candle's compiled kernels.
+pub const CUDA_CONTEXT: Bytes = Bytes(512 * Bytes::MIB);
+
+/// cuBLAS workspace: 32 MiB on Hopper, 4 MiB on earlier GPUs (cuBLAS documentation,
+/// `cublasSetWorkspace`: default workspace sizes). The larger value is used for every CUDA
+/// device.
+pub const CUBLAS_WORKSPACE: Bytes = Bytes(32 * Bytes::MIB);
+
+/// Metal device, command queue and compiled compute pipelines of candle's kernel library.
+/// Assumption (tens of MiB of shader binaries and driver state), to be measured.
+pub const METAL_CONTEXT: Bytes = Bytes(64 * Bytes::MIB);
+
+/// One named overhead term.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverheadItem {
+    /// Short name (`cuda-context`, …).
+    pub name: &'static str,
+    /// Bytes.
+    pub bytes: Bytes,
+    /// Where the number comes from.
+    pub source: &'static str,
+}
+
+/// Speed-model constants of a device class, before calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpeedParams {
+    /// Share of peak bandwidth a decode step achieves.
+    pub decode_efficiency: f64,
+    /// Share of peak matrix throughput a prefill achieves.
+    pub prefill_efficiency: f64,
+    /// Fixed time per forward pass, seconds (launches, synchronisation, sampling).
+    pub fixed_cost_s: f64,
+    /// Extra fixed time per layer per forward pass, seconds (kernel launches).
+    pub per_layer_cost_s: f64,
+    /// Where these numbers come from (a default's rationale, or the calibration profile).
+    pub source: String,
+}
+
+impl Backend {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cpu => "cpu",
+            Self::Cuda => "cuda",
+            Self::Metal => "metal",
+        }
+    }
+
+    /// Fixed memory the backend costs, term by term. On unified-memory devices (Metal, CPU)
+    /// the host process shares the same pool, so its baseline counts too.
+    pub fn overhead(self) -> Vec<OverheadItem> {
+        const PROC: &str = "assumption: RSS of the boyd process before loading a model";
+        match self {
+            Self::Cpu => vec![OverheadItem {
+                name: "process",
+                bytes: PROCESS_BASELINE,
+                source: PROC,
+            }],
+            Self::Cuda => vec![
+                OverheadItem {
+                    name: "cuda-context",
+                    bytes: CUDA_CONTEXT,
+                    source: "idle CUDA context per nvidia-smi, 300-600 MiB; upper end",
+                },
+                OverheadItem {
+                    name: "cublas-workspace",
+                    bytes: CUBLAS_WORKSPACE,
+                    source: "cuBLAS docs: default workspace 32 MiB on Hopper",
+                },
+            ],
+            Self::Metal => vec![
+                OverheadItem {
+                    name: "metal-context",
+                    bytes: METAL_CONTEXT,
+                    source: "assumption: Metal device, queue and candle pipelines",
+                },
+                OverheadItem {
+                    name: "process",
+                    bytes: PROCESS_BASELINE,
+                    source: PROC,
+                },
+            ],
+        }
+    }
+
+    /// What boyd's runtime (candle) does with the token embedding on this backend: it
+    /// dequantizes it to an f32 copy on the device (candle-transformers `quantized_llama`).
+    pub fn embedding_policy(self) -> EmbeddingPolicy {
+        EmbeddingPolicy::DequantizedF32
+    }
+
+    /// Whether prefill matmuls on this backend may dequantize a whole weight matrix to a
+    /// temporary f32 buffer (candle's CUDA `dequantize_matmul` path for batches its fused
+    /// kernels do not cover).
+    pub fn prefill_dequant_scratch(self) -> bool {
+        matches!(self, Self::Cuda)
+    }
+
+    /// Default speed constants until `boyd validate` calibrates the machine.
+    pub fn default_speed(self) -> SpeedParams {
+        match self {
+            // llama.cpp's tg128 on an RTX 4090 with a 7B Q4_0 (3.56 GiB) reaches ~0.65-0.7 of
+            // spec bandwidth; candle's unfused kernels do less, so 0.5. One decode step
+            // launches ~20 kernels per layer at a few us each: 60 us per layer.
+            Self::Cuda => SpeedParams {
+                decode_efficiency: 0.5,
+                prefill_efficiency: 0.35,
+                fixed_cost_s: 300e-6,
+                per_layer_cost_s: 60e-6,
+                source: "default for cuda (uncalibrated): llama.cpp reaches ~0.65 of peak \
+                         bandwidth on RTX 4090 tg128, candle less; run `boyd validate`"
+                    .into(),
+            },
+            // llama.cpp's Apple Silicon table (M1 Max, 7B Q4_0: ~61 tok/s -> ~0.58 of
+            // 400 GB/s); candle's Metal kernels somewhat lower.
+            Self::Metal => SpeedParams {
+                decode_efficiency: 0.45,
+                prefill_efficiency: 0.3,
+                fixed_cost_s: 500e-6,
+                per_layer_cost_s: 80e-6,
+                source: "default for metal (uncalibrated): llama.cpp reaches ~0.58 of peak \
+                         bandwidth on M1 Max tg128, candle less; run `boyd validate`"
+                    .into(),
+            },
+            // Decode on CPU streams weights at 50-70% of STREAM-measured bandwidth.
+            Self::Cpu => SpeedParams {
+                decode_efficiency: 0.6,
+                prefill_efficiency: 0.25,
+                fixed_cost_s: 200e-6,
+                per_layer_cost_s: 20e-6,
+                source: "default for cpu (uncalibrated): decode streams weights at ~0.6 of \
+                         peak DRAM bandwidth; run `boyd validate`"
+                    .into(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One device the sizing model can target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hardware {
+    /// Preset name (`h200`, `m3-max`, `this`).
+    pub name: String,
+    /// Human description.
+    pub description: String,
+    /// Backend that runs the model.
+    pub backend: Backend,
+    /// Total device (or unified) memory.
+    pub memory: Bytes,
+    /// Memory a model may use: `memory × usable_fraction`, or what the OS reports as
+    /// available for the probed machine.
+    pub free: Bytes,
+    /// Share of `memory` a model may use (Apple's GPU working-set limit).
+    pub usable_fraction: f64,
+    /// Peak memory bandwidth.
+    pub bandwidth: BytesPerSec,
+    /// Peak dense FP16/BF16 matrix throughput, FLOP/s.
+    pub matrix_flops: f64,
+    /// Where the numbers come from.
+    pub source: String,
+    /// Speed-model constants in force (defaults, or a calibration profile).
+    pub speed: SpeedParams,
+}
+
+/// One `[[device]]` table of `hardware.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetSpec {
+    name: String,
+    description: String,
+    backend: Backend,
+    memory_gib: f64,
+    #[serde(default = "one")]
+    usable_fraction: f64,
+    bandwidth_gbs: f64,
+    matrix_tflops: f64,
+    source: String,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PresetsFile {
+    device: Vec<PresetSpec>,
+}
+
+impl Hardware {
+    /// Build a device from plain numbers, checking them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: &str,
+        description: &str,
+        backend: Backend,
+        memory: Bytes,
+        usable_fraction: f64,
+        bandwidth: BytesPerSec,
+        matrix_flops: f64,
+        source: &str,
+    ) -> Result<Self, SizingError> {
+        let bad = |reason: &str| SizingError::Hardware {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if memory.0 == 0 {
+            return Err(bad("memory is zero"));
+        }
+        if !(usable_fraction > 0.0 && usable_fraction <= 1.0) {
+            return Err(bad("usable_fraction must be in (0, 1]"));
+        }
+        if !(bandwidth.0.is_finite() && bandwidth.0 > 0.0) {
+            return Err(bad("bandwidth must be positive"));
+        }
+        if !(matrix_flops.is_finite() && matrix_flops > 0.0) {
+            return Err(bad("matrix throughput must be positive"));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            backend,
+            memory,
+            free: Bytes((memory.0 as f64 * usable_fraction) as u64),
+            usable_fraction,
+            bandwidth,
+            matrix_flops,
+            source: source.to_owned(),
+            speed: backend.default_speed(),
+        })
+    }
+
+    /// Parse a presets file (the `hardware.toml` format).
+    pub fn parse_presets(text: &str) -> Result<Vec<Hardware>, SizingError> {
+        let file: PresetsFile = toml::from_str(text).map_err(|e| SizingError::Hardware {
+            name: "hardware.toml".into(),
+            reason: e.message().to_owned(),
+        })?;
+        file.device
+            .into_iter()
+            .map(|d| {
+                if !(d.memory_gib.is_finite() && d.memory_gib > 0.0 && d.memory_gib < 1e9) {
+                    return Err(SizingError::Hardware {
+                        name: d.name.clone(),
+                        reason: "memory_gib must be positive".into(),
+                    });
+                }
+                Self::new(
+                    &d.name,
+                    &d.description,
+                    d.backend,
+                    Bytes((d.memory_gib * Bytes::GIB as f64) as u64),
+                    d.usable_fraction,
+                    BytesPerSec(d.bandwidth_gbs * 1e9),
+                    d.matrix_tflops * 1e12,
+                    &d.source,
+                )
+            })
+            .collect()
+    }
+
+    /// The presets shipped in `models/hardware.toml`.
+    pub fn presets() -> Result<Vec<Hardware>, SizingError> {
+        Self::parse_presets(PRESETS_TOML)
+    }
+
+    /// The shipped preset called `name` (case-insensitive).
+    pub fn preset(name: &str) -> Result<Hardware, SizingError> {
+        let all = Self::presets()?;
+        let known = all.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ");
+        all.iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name.trim()))
+            .cloned()
+            .ok_or_else(|| SizingError::Hardware {
+                name: name.to_owned(),
+                reason: format!("no such preset; known: this, {known}"),
+            })
+    }
+
+    /// The same device with `free` memory set explicitly (the probed machine's available RAM).
+    pub fn with_free(mut self, free: Bytes) -> Self {
+        self.free = Bytes(free.0.min(self.memory.0));
+        self
+    }
+
+    /// Fixed overhead for this device's backend, term by term.
+    pub fn overhead(&self) -> Vec<OverheadItem> {
+        self.backend.overhead()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_presets_parse_and_cover_the_issue_list() {
+        let all = Hardware::presets().expect("presets");
+        for name in [
+            "h100-sxm", "h100-pcie", "h200", "a100-40", "a100-80", "l40s", "rtx-3090",
+            "rtx-4090", "rtx-5090", "m1-pro", "m1-max", "m1-ultra", "m2-pro", "m2-max",
+            "m2-ultra", "m3-pro", "m3-max", "m3-ultra", "m4-pro", "m4-max",
+        ] {
+            assert!(all.iter().any(|h| h.name == name), "missing {name}");
+        }
+        let m3 = Hardware::preset("M3-Max").expect("m3");
+        assert_eq!(m3.backend, Backend::Metal);
+        assert_eq!(m3.memory, Bytes(128 * Bytes::GIB));
+        assert_eq!(m3.free, Bytes(96 * Bytes::GIB), "3/4 working-set limit");
+        let h200 = Hardware::preset("h200").expect("h200");
+        assert_eq!(h200.free, h200.memory);
+        assert_eq!(h200.bandwidth, BytesPerSec(4.8e12));
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_known_ones() {
+        let err = Hardware::preset("tpu-v9").expect_err("unknown").to_string();
+        assert!(err.contains("h200") && err.contains("this"), "{err}");
+    }
+
+    #[test]
+    fn bad_presets_are_rejected() {
+        let text = r#"
+            [[device]]
+            name = "x"
+            description = "x"
+            backend = "cuda"
+            memory_gib = 0
+            bandwidth_gbs = 1
+            matrix_tflops = 1
+            source = "x"
+        "#;
+        assert!(Hardware::parse_presets(text).is_err());
+        assert!(Hardware::parse_presets("[[device]]\nname = 1").is_err());
+        assert!(Hardware::new("x", "", Backend::Cpu, Bytes(1), 1.5, BytesPerSec(1.0), 1.0, "")
+            .is_err());
+    }
+
+    #[test]
+    fn overhead_terms_are_named_per_backend() {
+        let cuda: Vec<_> = Backend::Cuda.overhead().iter().map(|o| o.name).collect();
+        assert_eq!(cuda, ["cuda-context", "cublas-workspace"]);
+        assert!(Backend::Metal.overhead().iter().any(|o| o.name == "process"));
+    }
+}

@@ -1,0 +1,181 @@
+//! Speed: decode is bound by bytes read per token, prefill by FLOPs (or by reading the weights
+//! once per micro-batch, whichever is slower).
+//!
+//! decode s/token  = max(bytes / (eff_d × bandwidth), flops / (eff_p × matrix)) + fixed
+//! prefill s/token = max(flops / (eff_p × matrix), weights / (eff_d × bandwidth × ubatch))
+//!                   + fixed / ubatch
+//! where `fixed = fixed_cost_s + per_layer_cost_s × layers` (launches, synchronisation), and
+//! bytes = the weights a token touches (all matrices, one embedding row) + the KV cache at the
+//! current depth. The efficiencies and fixed costs come from [`Hardware::speed`]: documented
+//! defaults per backend, or a calibration profile.
+
+use serde::Serialize;
+
+use super::arch::ArchParams;
+use super::error::{add, SizingError};
+use super::hardware::Hardware;
+use super::kv::{kv_cache, KvDtype};
+use super::weights::WeightBytes;
+use crate::units::{Bytes, TokensPerSec};
+
+/// The speed estimate and every input that produced it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Speed {
+    /// Weight bytes one decode step reads (all matrices, one f32 embedding row).
+    pub weight_bytes_per_token: Bytes,
+    /// KV bytes read by the last token at full context.
+    pub kv_bytes_at_ctx: Bytes,
+    /// Decode speed at an empty context.
+    pub decode_empty: TokensPerSec,
+    /// Decode speed with the whole context filled.
+    pub decode_at_ctx: TokensPerSec,
+    /// Prefill speed over a prompt of the whole context.
+    pub prefill: TokensPerSec,
+    /// Whether prefill is limited by `compute` or `memory`.
+    pub prefill_bound: &'static str,
+    /// Matrix FLOPs per prompt token, attention averaged over the prompt.
+    pub prefill_flops_per_token: f64,
+    /// Share of peak bandwidth assumed for decode.
+    pub decode_efficiency: f64,
+    /// Share of peak matrix throughput assumed for prefill.
+    pub prefill_efficiency: f64,
+    /// Fixed seconds per forward pass (base + per layer × layers).
+    pub fixed_cost_s: f64,
+    /// Where the efficiencies and fixed cost come from.
+    pub efficiency_source: String,
+}
+
+/// Weight bytes a decode step reads: every matrix but the embedding, which is a row lookup.
+pub fn weight_bytes_per_token(arch: &ArchParams, w: &WeightBytes) -> Result<u64, SizingError> {
+    let row = u64::from(arch.hidden) * 4;
+    add(add(w.layers.0, w.lm_head().0, "bytes per token")?, row, "bytes per token")
+}
+
+/// Decode tokens/s reading `bytes` per token at `efficiency × bandwidth`, plus `fixed_s`.
+pub fn decode_tokens_per_sec(bytes: u64, hw: &Hardware, fixed_s: f64) -> TokensPerSec {
+    let bw = hw.speed.decode_efficiency * hw.bandwidth.0;
+    TokensPerSec(1.0 / (bytes as f64 / bw + fixed_s))
+}
+
+/// Matrix FLOPs for one token at average attention span `span` (per layer kind).
+fn flops_per_token(arch: &ArchParams, w: &WeightBytes, prompt: u32) -> f64 {
+    // Matmul weights: everything but the embedding lookup; the LM head runs once per prompt
+    // (only the last position's logits are computed), so it is left out per token.
+    let embd = arch.embedding_params() as f64;
+    let head = if w.tied { 0.0 } else { embd };
+    let matmul_params = (w.params as f64 - embd - head).max(0.0);
+    let avg = (f64::from(prompt) + 1.0) / 2.0;
+    let per_pos = 2.0
+        * f64::from(arch.n_heads)
+        * (f64::from(arch.head_dim) + f64::from(arch.head_dim_v));
+    let attn: f64 = (0..arch.n_layers)
+        .map(|l| match arch.sliding_window {
+            Some(win) if arch.is_sliding_layer(l) => per_pos * avg.min(f64::from(win)),
+            _ => per_pos * avg,
+        })
+        .sum();
+    2.0 * matmul_params + attn
+}
+
+/// Decode and prefill speed of `arch` with weights `w`, KV type `kv`, context `ctx`,
+/// prefill micro-batch `ubatch`, on `hw`.
+pub fn speed(
+    arch: &ArchParams,
+    w: &WeightBytes,
+    kv: KvDtype,
+    ctx: u32,
+    ubatch: u32,
+    hw: &Hardware,
+) -> Result<Speed, SizingError> {
+    if ctx == 0 {
+        return Err(SizingError::Zero { what: "context" });
+    }
+    if ubatch == 0 {
+        return Err(SizingError::Zero { what: "batch" });
+    }
+    let s = &hw.speed;
+    let fixed = s.fixed_cost_s + s.per_layer_cost_s * f64::from(arch.n_layers);
+    let wbytes = weight_bytes_per_token(arch, w)?;
+    let kv_full = kv_cache(arch, kv, ctx)?.total.0;
+    let matrix = s.prefill_efficiency * hw.matrix_flops;
+    let bw = s.decode_efficiency * hw.bandwidth.0;
+    let decode_at = |kv_bytes: u64| -> TokensPerSec {
+        let mem = (wbytes as f64 + kv_bytes as f64) / bw;
+        let compute = 2.0 * w.params as f64 / matrix;
+        TokensPerSec(1.0 / (mem.max(compute) + fixed))
+    };
+    let flops = flops_per_token(arch, w, ctx);
+    let ub = f64::from(ubatch.min(ctx));
+    let t_compute = flops / matrix;
+    let t_memory = wbytes as f64 / (bw * ub);
+    let (t, bound) = if t_compute >= t_memory {
+        (t_compute, "compute")
+    } else {
+        (t_memory, "memory")
+    };
+    Ok(Speed {
+        weight_bytes_per_token: Bytes(wbytes),
+        kv_bytes_at_ctx: Bytes(kv_full),
+        decode_empty: decode_at(0),
+        decode_at_ctx: decode_at(kv_full),
+        prefill: TokensPerSec(1.0 / (t + fixed / ub)),
+        prefill_bound: bound,
+        prefill_flops_per_token: flops,
+        decode_efficiency: s.decode_efficiency,
+        prefill_efficiency: s.prefill_efficiency,
+        fixed_cost_s: fixed,
+        efficiency_source: s.source.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sizing::hardware::Backend;
+    use crate::sizing::kv::tests::llama3_8b;
+    use crate::sizing::weights::from_params;
+    use crate::units::BytesPerSec;
+
+    fn hw(bw: f64) -> Hardware {
+        let mut h = Hardware::new(
+            "t", "t", Backend::Cuda, Bytes(1 << 40), 1.0, BytesPerSec(bw), 100e12, "test",
+        )
+        .expect("hw");
+        h.speed.decode_efficiency = 0.5;
+        h.speed.fixed_cost_s = 0.0;
+        h.speed.per_layer_cost_s = 0.0;
+        h
+    }
+
+    #[test]
+    fn decode_is_efficiency_times_bandwidth_over_bytes() {
+        let arch = llama3_8b();
+        let w = from_params(&arch, 8_030_261_248, 8.0).expect("w");
+        let h = hw(1e12);
+        let s = speed(&arch, &w, KvDtype::F16, 8192, 512, &h).expect("speed");
+        // Bytes read: all weights but the embedding, plus one f32 row.
+        let wb = 8_030_261_248 - 128_256 * 4096 + 4096 * 4;
+        assert_eq!(s.weight_bytes_per_token, Bytes(wb));
+        let expect = 0.5e12 / wb as f64;
+        assert!((s.decode_empty.0 - expect).abs() < 1e-9, "{}", s.decode_empty.0);
+        let at_ctx = 0.5e12 / (wb + Bytes::GIB) as f64;
+        assert!((s.decode_at_ctx.0 - at_ctx).abs() < 1e-9);
+        assert!(s.decode_at_ctx < s.decode_empty);
+    }
+
+    #[test]
+    fn fixed_cost_caps_tiny_models_and_prefill_is_faster_than_decode() {
+        let arch = llama3_8b();
+        let w = from_params(&arch, 8_030_261_248, 4.5).expect("w");
+        let mut h = hw(1e12);
+        h.speed.fixed_cost_s = 0.01;
+        let s = speed(&arch, &w, KvDtype::F16, 4096, 512, &h).expect("speed");
+        assert!(s.decode_empty.0 < 100.0, "{}", s.decode_empty.0);
+        assert!(s.prefill > s.decode_empty);
+        assert_eq!(s.prefill_bound, "compute");
+        // 2 x (8,030,261,248 - 2 x 128,256 x 4096) matmul params
+        // + 32 layers x 2 x 32 heads x (128 + 128) x (4096 + 1) / 2 average span.
+        let expect = 2.0 * 6_979_588_096.0 + 32.0 * 16_384.0 * 2048.5;
+        assert_eq!(s.prefill_flops_per_token, expect);
+    }
+}

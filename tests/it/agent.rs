@@ -1,0 +1,961 @@
+//! Agent core and the ReAct loop, driven by scripted planners and a fake language model.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use boyd::agent::condense::sha256_hex;
+use boyd::agent::eval::{parse_suite, run_task, Checker, EvalOptions, EvalTask};
+use boyd::agent::parse::{parse_action, ActionParseError};
+use boyd::agent::planner::{render_messages, ConstraintMode, LmPlanner, LmPlannerConfig};
+use boyd::agent::react::{self, AgentEvent, Limits};
+use boyd::agent::rundir::{list_runs, read_transcript, Record, RunDir};
+use boyd::agent::tools::{
+    RiskProfile, Sandbox, SandboxError, Shell, ShellPolicy, Tool, ToolContext, ToolError,
+    ToolErrorKind, Toolset,
+};
+use boyd::agent::types::{Action, ObservationKind, RunOutcome, StopReason};
+use boyd::agent::{ScriptedPlanner, ScriptedTurn};
+use boyd::lm::{
+    CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest, LanguageModel,
+    LmError, Usage,
+};
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+/// A tool that returns a fixed text (optionally polling, optionally irreversible).
+struct Echo {
+    name: &'static str,
+    text: String,
+    polls: bool,
+    reversible: bool,
+}
+
+impl Echo {
+    fn new(name: &'static str, text: impl Into<String>) -> Self {
+        Self {
+            name,
+            text: text.into(),
+            polls: false,
+            reversible: true,
+        }
+    }
+}
+
+impl Tool for Echo {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    fn args_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": false})
+    }
+    fn risk(&self) -> RiskProfile {
+        RiskProfile {
+            reversible: self.reversible,
+            ..RiskProfile::default()
+        }
+    }
+    fn polls(&self) -> bool {
+        self.polls
+    }
+    fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+        Ok(self.text.clone())
+    }
+}
+
+/// A tool that panics.
+struct Boom;
+impl Tool for Boom {
+    fn name(&self) -> &str {
+        "boom"
+    }
+    fn description(&self) -> &str {
+        "panics"
+    }
+    fn args_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+        panic!("boom tool panicked on purpose")
+    }
+}
+
+struct Env {
+    _home: tempfile::TempDir,
+    home: std::path::PathBuf,
+    ws: tempfile::TempDir,
+}
+
+fn env() -> Env {
+    let home = tempfile::tempdir().expect("home");
+    let ws = tempfile::tempdir().expect("ws");
+    Env {
+        home: home.path().to_path_buf(),
+        _home: home,
+        ws,
+    }
+}
+
+fn run_with(
+    e: &Env,
+    planner: &mut dyn boyd::agent::Planner,
+    tools: &Toolset,
+    limits: &Limits,
+    cancel: &CancelToken,
+) -> RunOutcome {
+    let run_dir = RunDir::create(&e.home).expect("run dir");
+    let ws = Sandbox::new(e.ws.path()).expect("sandbox");
+    react::run(
+        "test task",
+        planner,
+        tools,
+        limits,
+        run_dir,
+        Some(ws),
+        cancel,
+        &mut |_ev: &AgentEvent<'_>| {},
+    )
+    .expect("run")
+}
+
+fn run_script(e: &Env, turns: Vec<ScriptedTurn>, tools: &Toolset, limits: &Limits) -> (RunOutcome, ScriptedPlanner) {
+    let mut p = ScriptedPlanner::new(turns);
+    let out = run_with(e, &mut p, tools, limits, &CancelToken::new());
+    (out, p)
+}
+
+fn steps_of(outcome: &RunOutcome) -> Vec<boyd::agent::Step> {
+    read_transcript(&outcome.run_dir.join("transcript.jsonl"))
+        .expect("transcript")
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Step(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+fn calc(expr: &str) -> ScriptedTurn {
+    ScriptedTurn::tool("calculator", json!({ "expression": expr }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// stop reasons
+
+#[test]
+fn completed_with_calculator_and_run_dir_written() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(
+        &e,
+        vec![calc("1234 * 5678"), ScriptedTurn::answer("7006652")],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("7006652"));
+    assert_eq!(out.steps, 2);
+    let steps = steps_of(&out);
+    assert_eq!(steps[0].observation.text, "7006652");
+    assert_eq!(steps[0].observation.kind, ObservationKind::Output);
+    // transcript: start, 2 steps, end; outcome.json readable; runs list finds it
+    let recs = read_transcript(&out.run_dir.join("transcript.jsonl")).expect("read");
+    assert!(matches!(recs.first(), Some(Record::Start { .. })));
+    assert!(matches!(recs.last(), Some(Record::End(o)) if o.stop == StopReason::Completed));
+    let text = std::fs::read_to_string(out.run_dir.join("outcome.json")).expect("outcome");
+    let back: RunOutcome = serde_json::from_str(&text).expect("parse outcome");
+    assert_eq!(back, out);
+    let runs = list_runs(&e.home).expect("list");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].id, out.run_id);
+}
+
+#[test]
+fn final_answer_tool_call_completes() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(
+        &e,
+        vec![ScriptedTurn::tool("final_answer", json!({"answer": 42}))],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("42"));
+}
+
+#[test]
+fn max_steps_stops_the_run() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let limits = Limits {
+        max_steps: 2,
+        ..Limits::default()
+    };
+    let (out, _) = run_script(&e, vec![calc("1+1"), calc("2+2"), calc("3+3")], &tools, &limits);
+    assert_eq!(out.stop, StopReason::MaxSteps);
+    assert_eq!(out.steps, 2);
+    assert!(out.answer.is_none());
+}
+
+#[test]
+fn stuck_after_three_identical_actions() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(&e, vec![calc("1+1"), calc("1+1"), calc(" 1+1"), calc("1+1")], &tools, &Limits::default());
+    // " 1+1" has a different fingerprint, so the third identical one is the fourth turn.
+    assert_eq!(out.stop, StopReason::Stuck);
+    assert_eq!(out.steps, 4);
+    let steps = steps_of(&out);
+    assert_eq!(steps[3].observation.kind, ObservationKind::Guard);
+    assert_eq!(steps[0].fingerprint, steps[3].fingerprint);
+    assert_ne!(steps[0].fingerprint, steps[2].fingerprint);
+}
+
+#[test]
+fn stuck_ignores_argument_key_order() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let a = ScriptedTurn::tool("search_text", json!({"pattern": "x", "path": "."}));
+    let b: Value = serde_json::from_str(r#"{"path": ".", "pattern": "x"}"#).expect("json");
+    let b = ScriptedTurn::tool("search_text", b);
+    let (out, _) = run_script(&e, vec![a.clone(), b, a], &tools, &Limits::default());
+    assert_eq!(out.stop, StopReason::Stuck);
+}
+
+#[test]
+fn polling_tools_are_exempt_from_stuck() {
+    let e = env();
+    let mut poll = Echo::new("poll", "not yet");
+    poll.polls = true;
+    let tools = Toolset::new().with(poll);
+    let mut turns: Vec<ScriptedTurn> = (0..5).map(|_| ScriptedTurn::tool("poll", json!({}))).collect();
+    turns.push(ScriptedTurn::answer("done"));
+    let (out, _) = run_script(&e, turns, &tools, &Limits::default());
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.steps, 6);
+}
+
+#[test]
+fn repeated_failed_action_gets_a_guard_observation() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let missing = ScriptedTurn::tool("read_file", json!({"path": "nope.txt"}));
+    let (out, _) = run_script(
+        &e,
+        vec![missing.clone(), missing, ScriptedTurn::answer("gave up")],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    let steps = steps_of(&out);
+    assert_eq!(
+        steps[0].observation.kind,
+        ObservationKind::ToolError {
+            kind: ToolErrorKind::NotFound
+        }
+    );
+    assert_eq!(steps[1].observation.kind, ObservationKind::Guard);
+    let t = &steps[1].observation.text;
+    assert!(t.contains("you already ran this exact action"), "{t}");
+    assert!(t.contains("nope.txt does not exist"), "{t}");
+    assert!(t.contains("choose a different approach"), "{t}");
+}
+
+#[test]
+fn cancelled_during_generation_and_before_start() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(&e, vec![calc("1+1"), ScriptedTurn::Cancel], &tools, &Limits::default());
+    assert_eq!(out.stop, StopReason::Cancelled);
+    assert_eq!(out.steps, 1);
+
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let mut p = ScriptedPlanner::new(vec![calc("1+1")]);
+    let out = run_with(&e, &mut p, &tools, &Limits::default(), &cancel);
+    assert_eq!(out.stop, StopReason::Cancelled);
+    assert_eq!(out.steps, 0);
+    assert!(p.prompts.is_empty(), "the planner must not be called after cancel");
+}
+
+#[test]
+fn irreversible_tool_escalates_without_running() {
+    let e = env();
+    let mut danger = Echo::new("delete_all", "deleted");
+    danger.reversible = false;
+    let tools = Toolset::builtin(None).with(danger);
+    let (out, _) = run_script(
+        &e,
+        vec![ScriptedTurn::tool("delete_all", json!({})), ScriptedTurn::answer("x")],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Escalated);
+    let steps = steps_of(&out);
+    assert_eq!(steps[0].observation.kind, ObservationKind::Guard);
+    assert!(!steps[0].observation.text.contains("deleted"));
+}
+
+#[test]
+fn context_exhausted_from_planner_and_from_estimate() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(&e, vec![calc("1+1"), ScriptedTurn::ContextFull], &tools, &Limits::default());
+    assert_eq!(out.stop, StopReason::ContextExhausted);
+
+    // A window smaller than the system prompt: nothing to collapse, so the loop stops itself.
+    let mut p = ScriptedPlanner::new(vec![calc("1+1")]).with_context_window(50);
+    let out = run_with(&e, &mut p, &tools, &Limits::default(), &CancelToken::new());
+    assert_eq!(out.stop, StopReason::ContextExhausted);
+    assert!(out.detail.as_deref().unwrap_or("").contains("context is 50"));
+    assert!(p.prompts.is_empty());
+}
+
+#[test]
+fn wall_clock_and_token_budgets() {
+    let e = env();
+    let tools = Toolset::builtin(None);
+    let limits = Limits {
+        wall_clock: Some(Duration::ZERO),
+        ..Limits::default()
+    };
+    let (out, _) = run_script(&e, vec![calc("1+1")], &tools, &limits);
+    assert_eq!(out.stop, StopReason::WallClock);
+
+    let limits = Limits {
+        max_generated_tokens: Some(5),
+        ..Limits::default()
+    };
+    let (out, _) = run_script(&e, vec![calc("1+1"), calc("2+2"), calc("3+3")], &tools, &limits);
+    assert_eq!(out.stop, StopReason::TokenBudget);
+    assert_eq!(out.steps, 1);
+    assert!(out.usage.generated_tokens >= 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// model mistakes become observations
+
+#[test]
+fn unknown_tool_bad_args_parse_errors_and_panics_are_observations() {
+    let e = env();
+    let tools = Toolset::builtin(None).with(Boom);
+    let (out, _) = run_script(
+        &e,
+        vec![
+            ScriptedTurn::tool("teleport", json!({})),
+            ScriptedTurn::tool("calculator", json!({"expr": "1+1"})),
+            ScriptedTurn::Raw("I think the answer is 4".into()),
+            ScriptedTurn::tool("boom", json!({})),
+            ScriptedTurn::tool("calculator", json!("6*7")),
+            ScriptedTurn::answer("42"),
+        ],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.parse_failures, 1);
+    let s = steps_of(&out);
+    assert!(s[0].observation.text.contains("no tool named \"teleport\""));
+    assert!(s[0].observation.text.contains("calculator"));
+    assert_eq!(
+        s[1].observation.kind,
+        ObservationKind::ToolError {
+            kind: ToolErrorKind::InvalidArgs
+        }
+    );
+    assert!(s[1].observation.text.contains("Expected args: {\"expression\": string}"), "{}", s[1].observation.text);
+    assert_eq!(s[2].observation.kind, ObservationKind::ParseError);
+    assert!(s[2].action.is_none());
+    assert!(s[3].observation.text.contains("crashed"));
+    // a bare string argument is wrapped into the single required property
+    assert_eq!(s[4].observation.text, "42");
+}
+
+#[test]
+fn file_tools_see_only_the_workspace() {
+    let e = env();
+    std::fs::write(e.ws.path().join("notes.txt"), "alpha\nbeta gamma\nBeta\n").expect("write");
+    std::fs::create_dir(e.ws.path().join("sub")).expect("mkdir");
+    std::fs::write(e.ws.path().join("sub/inner.txt"), "beta inside\n").expect("write");
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(
+        &e,
+        vec![
+            ScriptedTurn::tool("list_dir", json!({})),
+            ScriptedTurn::tool("read_file", json!({"path": "notes.txt", "start_line": 2, "max_lines": 1})),
+            ScriptedTurn::tool("search_text", json!({"pattern": "beta"})),
+            ScriptedTurn::tool("search_text", json!({"pattern": "beta", "ignore_case": true, "path": "notes.txt"})),
+            ScriptedTurn::tool("read_file", json!({"path": "../etc/passwd"})),
+            ScriptedTurn::answer("ok"),
+        ],
+        &tools,
+        &Limits::default(),
+    );
+    let s = steps_of(&out);
+    assert_eq!(s[0].observation.text, "notes.txt (22 bytes)\nsub/");
+    assert_eq!(s[1].observation.text, "beta gamma\n");
+    assert_eq!(s[2].observation.text, "notes.txt:2: beta gamma\nsub/inner.txt:1: beta inside");
+    assert_eq!(s[3].observation.text, "notes.txt:2: beta gamma\nnotes.txt:3: Beta");
+    assert_eq!(
+        s[4].observation.kind,
+        ObservationKind::ToolError {
+            kind: ToolErrorKind::PermissionDenied
+        }
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// condenser and context collapse
+
+#[test]
+fn long_observation_is_condensed_to_a_blob_and_paged() {
+    let e = env();
+    let long: String = (0..300).map(|i| format!("line {i:04} of the long output\n")).collect();
+    let tools = Toolset::builtin(None).with(Echo::new("dump", long.clone()));
+    let sha = sha256_hex(long.as_bytes());
+    let (out, _) = run_script(
+        &e,
+        vec![
+            ScriptedTurn::tool("dump", json!({})),
+            ScriptedTurn::tool("read_blob", json!({"blob": sha, "offset": 1200})),
+            ScriptedTurn::answer("done"),
+        ],
+        &tools,
+        &Limits::default(),
+    );
+    let s = steps_of(&out);
+    let obs = &s[0].observation;
+    assert_eq!(obs.blob.as_deref(), Some(sha.as_str()));
+    assert_eq!(obs.bytes, long.len());
+    let blob = out.run_dir.join("blobs").join(format!("{sha}.txt"));
+    assert_eq!(std::fs::read_to_string(&blob).expect("blob"), long);
+    assert!(obs.text.starts_with("line 0000 of the long output\n"));
+    assert!(obs.text.contains("line 0299 of the long output"), "tail missing");
+    assert!(obs.text.ends_with(&format!(
+        "[Observation truncated: {} bytes, 300 lines; full output stored as blob {sha}; use read_blob to page]",
+        long.len()
+    )));
+    assert!(obs.text.chars().count() <= 1500, "preview is {} chars", obs.text.chars().count());
+    // read_blob pages from the offset, and the page is not condensed again
+    let page = &s[1].observation;
+    assert!(page.blob.is_none());
+    assert!(page.text.contains("characters 1200..2400 of"));
+    assert!(page.text.contains(&long[1200..1300]));
+}
+
+#[test]
+fn context_collapse_shrinks_older_observations_and_is_recorded() {
+    let e = env();
+    let body: String = (0..25).map(|i| format!("row {i:02}: {}\n", "x".repeat(40))).collect(); // ~1.2 KB
+    let tools = Toolset::new().with(Echo::new("fetch", body.clone()));
+    let turns: Vec<ScriptedTurn> = (0..6)
+        .map(|i| ScriptedTurn::tool("fetch", json!({ "n": i })))
+        .chain([ScriptedTurn::answer("done")])
+        .collect();
+    // System prompt + task ~ 150 tokens; each step adds ~330 tokens; 0.75 * 1400 = 1050.
+    let mut p = ScriptedPlanner::new(turns).with_context_window(1400);
+    let out = run_with(&e, &mut p, &tools, &Limits::default(), &CancelToken::new());
+    assert_eq!(out.stop, StopReason::Completed, "{:?}", out.detail);
+    let recs = read_transcript(&out.run_dir.join("transcript.jsonl")).expect("read");
+    let collapses: Vec<(Vec<usize>, usize, usize)> = recs
+        .iter()
+        .filter_map(|r| match r {
+            Record::Collapse {
+                steps,
+                tokens_before,
+                tokens_after,
+                ..
+            } => Some((steps.clone(), *tokens_before, *tokens_after)),
+            _ => None,
+        })
+        .collect();
+    assert!(!collapses.is_empty(), "no collapse recorded");
+    let (first, before, after) = &collapses[0];
+    assert_eq!(first[0], 1, "the oldest observation collapses first");
+    assert!(after < before);
+    // The prompt after the collapse shows the preview, not the full text, for step 1 ...
+    let idx = p
+        .prompts
+        .iter()
+        .position(|m| m.iter().any(|c| c.content.contains("[collapsed to save context")))
+        .expect("a prompt with a collapsed observation");
+    let prompt = &p.prompts[idx];
+    assert!(prompt[3].content.contains("[collapsed to save context"));
+    // ... and the latest observations stay whole.
+    assert_eq!(prompt.last().map(|m| m.content.clone()), Some(format!("Observation: {body}")));
+    // The collapsed text points at a blob holding the full output.
+    assert!(std::fs::read_dir(out.run_dir.join("blobs")).expect("blobs").count() >= 1);
+    let blob = out.run_dir.join("blobs").join(format!("{}.txt", sha256_hex(body.as_bytes())));
+    assert!(blob.is_file());
+}
+
+// ---------------------------------------------------------------------------------------------
+// LmPlanner over a fake model: prompts extend each other; prefix reuse is visible
+
+/// A fake chat model with a string "KV cache": reuse is the common prefix of the rendered prompt
+/// with what the cache holds (the last prompt plus the reply), as a real session would do.
+struct FakeLm {
+    replies: VecDeque<String>,
+    requests: Vec<GenRequest>,
+    cache: String,
+    context: usize,
+}
+
+fn template(messages: &[ChatMessage]) -> String {
+    let mut s = String::new();
+    for m in messages {
+        s.push_str(&format!("<|{}|>{}<|end|>", m.role.as_str(), m.content));
+    }
+    s.push_str("<|assistant|>");
+    s
+}
+
+impl LanguageModel for FakeLm {
+    fn generate(
+        &mut self,
+        req: &GenRequest,
+        on_text: &mut dyn FnMut(&str),
+        _cancel: &CancelToken,
+    ) -> Result<GenOutput, LmError> {
+        self.requests.push(req.clone());
+        let prompt = template(&req.messages);
+        let reused = self
+            .cache
+            .chars()
+            .zip(prompt.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let text = self.replies.pop_front().ok_or_else(|| LmError::Backend("no reply".into()))?;
+        on_text(&text);
+        let total = prompt.chars().count();
+        self.cache = format!("{prompt}{text}<|end|>");
+        Ok(GenOutput {
+            text: text.clone(),
+            finish: FinishReason::Eos,
+            usage: Usage {
+                prompt_tokens: total,
+                reused_tokens: reused,
+                prefilled_tokens: total - reused,
+                generated_tokens: text.chars().count(),
+                ..Usage::default()
+            },
+        })
+    }
+    fn context_length(&self) -> usize {
+        self.context
+    }
+    fn name(&self) -> String {
+        "fake".into()
+    }
+}
+
+#[test]
+fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
+    let e = env();
+    std::fs::write(e.ws.path().join("n.txt"), "41\n").expect("write");
+    let replies = [
+        r#"{"thought": "look", "tool": "list_dir", "args": {}}"#,
+        r#"{"thought": "read it", "tool": "read_file", "args": {"path": "n.txt"}}"#,
+        r#"{"thought": "add one", "tool": "calculator", "args": {"expression": "41 + 1"}}"#,
+        r#"{"thought": "check", "tool": "calculator", "args": {"expression": "42 * 1"}}"#,
+        r#"{"thought": "done", "tool": "final_answer", "args": {"answer": "42"}}"#,
+    ];
+    let mut lm = FakeLm {
+        replies: replies.iter().map(|s| s.to_string()).collect(),
+        requests: Vec::new(),
+        cache: String::new(),
+        context: 1_000_000,
+    };
+    let tools = Toolset::builtin(None);
+    let mut streamed = String::new();
+    let out = {
+        let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default())
+            .with_stream(|t| streamed.push_str(t));
+        run_with(&e, &mut planner, &tools, &Limits::default(), &CancelToken::new())
+    };
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("42"));
+    assert_eq!(out.steps, 5);
+    assert_eq!(out.parse_failures, 0);
+    assert!(streamed.contains("final_answer"));
+    let steps = steps_of(&out);
+    assert_eq!(lm.requests.len(), 5);
+    for k in 1..lm.requests.len() {
+        let prev = &lm.requests[k - 1].messages;
+        let cur = &lm.requests[k].messages;
+        // prefix property: same earlier messages, byte for byte, plus reply + observation
+        assert_eq!(&cur[..prev.len()], &prev[..], "step {} prompt is not an extension", k + 1);
+        assert_eq!(cur.len(), prev.len() + 2);
+        assert_eq!(cur[prev.len()].content, replies[k - 1], "the model's reply is replayed verbatim");
+        // only the new observation message and the assistant header are prefilled
+        let new_part = format!("<|user|>{}<|end|><|assistant|>", cur[cur.len() - 1].content);
+        assert_eq!(steps[k].usage.prefilled_tokens, new_part.chars().count(), "step {}", k + 1);
+        assert!(steps[k].usage.reused_tokens > steps[k].usage.prefilled_tokens);
+    }
+    // every request is constrained by a schema that names each tool
+    for r in &lm.requests {
+        let Some(Constraint::JsonSchema(schema)) = &r.constraint else {
+            panic!("no JSON schema constraint");
+        };
+        let branches = schema["anyOf"].as_array().expect("anyOf");
+        let names: Vec<&str> = branches.iter().filter_map(|b| b["properties"]["tool"]["const"].as_str()).collect();
+        assert_eq!(names, tools.names());
+        assert!(branches.iter().all(|b| b["required"] == json!(["thought", "tool", "args"])));
+    }
+}
+
+#[test]
+fn lm_planner_context_error_stops_as_context_exhausted() {
+    struct Full;
+    impl LanguageModel for Full {
+        fn generate(&mut self, _r: &GenRequest, _t: &mut dyn FnMut(&str), _c: &CancelToken) -> Result<GenOutput, LmError> {
+            Err(LmError::ContextExceeded {
+                prompt: 900,
+                max_new: 256,
+                context: 1024,
+            })
+        }
+        fn context_length(&self) -> usize {
+            1024 * 1024
+        }
+        fn name(&self) -> String {
+            "full".into()
+        }
+    }
+    let e = env();
+    let mut m = Full;
+    let mut planner = LmPlanner::new(&mut m, LmPlannerConfig::default());
+    let out = run_with(&e, &mut planner, &Toolset::builtin(None), &Limits::default(), &CancelToken::new());
+    assert_eq!(out.stop, StopReason::ContextExhausted);
+}
+
+#[test]
+fn lark_constraint_names_every_tool_in_order() {
+    let tools = Toolset::builtin(None);
+    let mut lm = FakeLm {
+        replies: VecDeque::new(),
+        requests: Vec::new(),
+        cache: String::new(),
+        context: 4096,
+    };
+    let cfg = LmPlannerConfig {
+        constraint: ConstraintMode::Lark,
+        ..LmPlannerConfig::default()
+    };
+    let planner = LmPlanner::new(&mut lm, cfg);
+    let cancel = CancelToken::new();
+    let input = boyd::agent::PlannerInput {
+        task: "t",
+        steps: &[],
+        tools: &tools,
+        cancel: &cancel,
+    };
+    let req = planner.request(&input);
+    let Some(Constraint::Lark(g)) = req.constraint else {
+        panic!("no lark grammar")
+    };
+    assert!(g.starts_with("start: \"{\\\"thought\\\": \" thought \", \\\"tool\\\": \" call \"}\""));
+    for name in tools.names() {
+        assert!(g.contains(&format!("\"\\\"{name}\\\", \\\"args\\\": \" %json {{")), "{name} missing:\n{g}");
+    }
+}
+
+#[test]
+fn system_prompt_tells_the_model_to_use_tools_for_facts() {
+    let tools = Toolset::builtin(None);
+    let m = render_messages("What is 2+2?", &[], &tools);
+    let sys = &m[0].content;
+    assert!(sys.contains("ALL arithmetic goes through the calculator tool"));
+    assert!(sys.contains("Never guess what a file contains"));
+    assert!(sys.contains("- calculator: "));
+    assert!(sys.contains("Args: {\"expression\": string}"));
+    assert!(sys.contains("Args: {\"path\": string, \"max_lines\"?: integer, \"start_line\"?: integer}"));
+    assert!(sys.contains(r#"{"thought": "I will compute this with the calculator.", "tool": "calculator", "args": {"expression": "12 * (3 + 4)"}}"#));
+    assert_eq!(m[1].content, "Task: What is 2+2?");
+    // the example in the prompt parses with our own parser
+    let ex = r#"{"thought": "The calculator returned the result.", "tool": "final_answer", "args": {"answer": "84"}}"#;
+    assert!(sys.contains(ex));
+    assert_eq!(parse_action(ex).map(|p| p.action), Ok(Action::answer("84")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// tolerant parser
+
+#[test]
+fn tolerant_parser_accepts_messy_model_output() {
+    let calc = |e: &str| Action::tool("calculator", json!({ "expression": e }));
+    let cases: Vec<(&str, Action)> = vec![
+        (r#"{"thought": "t", "tool": "calculator", "args": {"expression": "1+1"}}"#, calc("1+1")),
+        ("```json\n{\"thought\": \"t\", \"tool\": \"calculator\", \"args\": {\"expression\": \"2\"}}\n```", calc("2")),
+        ("Sure! Here is my action:\n{\"tool\": \"calculator\", \"args\": {\"expression\": \"3\"}} hope it helps", calc("3")),
+        (r#"{"thought": "t", "tool": "calculator", "args": {"expression": "4"},}"#, calc("4")),
+        (r#"{"name": "calculator", "arguments": "{\"expression\": \"5\"}"}"#, calc("5")),
+        (r#"{"thought": "t", "action": {"tool": "calculator", "args": {"expression": "6"}}}"#, calc("6")),
+        (r#"{"action": "calculator", "action_input": {"expression": "7"}}"#, calc("7")),
+        (r#"{"thought": "x", "final_answer": "8"}"#, Action::answer("8")),
+        (r#"{"thought": "x", "final_answer": 9}"#, Action::answer("9")),
+        (r#"{"action": "Final Answer", "action_input": "10"}"#, Action::answer("10")),
+        (r#"{"tool": "final_answer", "args": {"answer": "11"}}"#, Action::answer("11")),
+        (r#"not json {oops} then {"tool": "calculator", "args": {"expression": "12"}}"#, calc("12")),
+        (r#"{"thought": "a } in a string {", "tool": "calculator", "args": {"expression": "(13)"}}"#, calc("(13)")),
+        (r#"{"tool": "list_dir"}"#, Action::tool("list_dir", json!({}))),
+    ];
+    for (text, want) in cases {
+        assert_eq!(parse_action(text).map(|p| p.action), Ok(want), "input: {text}");
+    }
+    assert_eq!(
+        parse_action(r#"{"thought": "I think", "tool": "calculator", "args": {}}"#).map(|p| p.thought),
+        Ok("I think".to_string())
+    );
+}
+
+#[test]
+fn tolerant_parser_rejects_with_typed_errors() {
+    assert_eq!(parse_action("   "), Err(ActionParseError::Empty));
+    assert_eq!(parse_action("the answer is 4"), Err(ActionParseError::NoJsonObject));
+    assert!(matches!(parse_action("{\"tool\": \"calculator\", \"args\": {"), Err(ActionParseError::InvalidJson { .. })));
+    assert!(matches!(parse_action("{\"thought\": \"hm\"}"), Err(ActionParseError::MissingTool { .. })));
+    assert_eq!(parse_action("{\"tool\": 3}"), Err(ActionParseError::BadToolName));
+    assert_eq!(parse_action("{\"tool\": \"  \"}"), Err(ActionParseError::BadToolName));
+    let msg = ActionParseError::NoJsonObject.for_model();
+    assert!(msg.contains("\"tool\": \"final_answer\""));
+    // deeply nested junk must not blow the stack
+    let deep = "{".repeat(100_000);
+    assert!(parse_action(&deep).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// sandbox: at least 15 path cases
+
+#[cfg(unix)]
+#[test]
+fn sandbox_path_cases() {
+    use std::os::unix::fs::symlink;
+    let outer = tempfile::tempdir().expect("outer");
+    let root = outer.path().join("ws");
+    std::fs::create_dir_all(root.join("sub/deeper")).expect("mkdir");
+    std::fs::write(root.join("notes.txt"), "hi").expect("w");
+    std::fs::write(root.join("sub/inner.txt"), "in").expect("w");
+    std::fs::write(outer.path().join("secret.txt"), "secret").expect("w");
+    symlink(outer.path(), root.join("link_out")).expect("ln");
+    symlink(outer.path().join("secret.txt"), root.join("file_link")).expect("ln");
+    symlink(outer.path().join("missing"), root.join("dangling_out")).expect("ln");
+    symlink("../../..", root.join("sub/deeper/up")).expect("ln");
+    symlink(root.join("notes.txt"), root.join("link_in")).expect("ln");
+    symlink("../notes.txt", root.join("sub/rel_in")).expect("ln");
+    let sb = Sandbox::new(&root).expect("sandbox");
+
+    type Want = fn(&SandboxError) -> bool;
+    let refused: Vec<(&str, Want)> = vec![
+        ("../secret.txt", |e| matches!(e, SandboxError::ParentDir { .. })),
+        ("sub/../../secret.txt", |e| matches!(e, SandboxError::ParentDir { .. })),
+        ("sub/../notes.txt", |e| matches!(e, SandboxError::ParentDir { .. })),
+        ("..", |e| matches!(e, SandboxError::ParentDir { .. })),
+        ("/etc/passwd", |e| matches!(e, SandboxError::Absolute { .. })),
+        ("//etc/passwd", |e| matches!(e, SandboxError::Absolute { .. })),
+        ("C:/Windows/win.ini", |e| matches!(e, SandboxError::Absolute { .. })),
+        ("~/.ssh/id_rsa", |e| matches!(e, SandboxError::Home { .. })),
+        ("~", |e| matches!(e, SandboxError::Home { .. })),
+        ("notes.txt\0.png", |e| matches!(e, SandboxError::NulByte)),
+        ("", |e| matches!(e, SandboxError::Empty)),
+        ("   ", |e| matches!(e, SandboxError::Empty)),
+        ("sub\\..\\..\\secret.txt", |e| matches!(e, SandboxError::Backslash { .. })),
+        ("link_out/secret.txt", |e| matches!(e, SandboxError::Escape { .. })),
+        ("link_out", |e| matches!(e, SandboxError::Escape { .. })),
+        ("file_link", |e| matches!(e, SandboxError::Escape { .. })),
+        ("dangling_out", |e| matches!(e, SandboxError::Escape { .. })),
+        ("sub/deeper/up/secret.txt", |e| matches!(e, SandboxError::Escape { .. })),
+        ("missing.txt", |e| matches!(e, SandboxError::NotFound { .. })),
+    ];
+    for (p, want) in &refused {
+        match sb.resolve(p) {
+            Ok(got) => panic!("{p:?} resolved to {got:?}"),
+            Err(e) => assert!(want(&e), "{p:?}: wrong error {e:?}"),
+        }
+    }
+    let canon = root.canonicalize().expect("canon");
+    for (p, want) in [
+        ("notes.txt", "notes.txt"),
+        ("./notes.txt", "notes.txt"),
+        ("sub/inner.txt", "sub/inner.txt"),
+        ("sub//inner.txt", "sub/inner.txt"),
+        ("link_in", "notes.txt"),
+        ("sub/rel_in", "notes.txt"),
+        (".", ""),
+    ] {
+        let got = sb.resolve(p).unwrap_or_else(|e| panic!("{p:?} refused: {e}"));
+        assert_eq!(got, canon.join(want), "{p:?}");
+    }
+    // open_file resolves and then re-checks the opened handle
+    assert!(sb.open_file("notes.txt").is_ok());
+    assert!(matches!(sb.open_file("file_link"), Err(SandboxError::Escape { .. })));
+    // errors map to tool error kinds
+    let te: ToolError = SandboxError::Escape { path: "x".into() }.into();
+    assert_eq!(te.kind, ToolErrorKind::PermissionDenied);
+    let te: ToolError = SandboxError::NotFound { path: "x".into() }.into();
+    assert_eq!(te.kind, ToolErrorKind::NotFound);
+    // prepare_write refuses escapes and creates nothing outside
+    assert!(sb.prepare_write("../evil.txt").is_err());
+    assert!(sb.prepare_write("link_out/evil.txt").is_err());
+    assert!(!outer.path().join("evil.txt").exists());
+    assert!(sb.prepare_write("new/dir/file.txt").is_ok());
+    assert!(root.join("new/dir").is_dir());
+}
+
+// ---------------------------------------------------------------------------------------------
+// shell: at least 15 refusal cases
+
+#[cfg(unix)]
+#[test]
+fn shell_refusals() {
+    let policy = ShellPolicy::default();
+    let refused: &[(&str, ToolErrorKind)] = &[
+        ("ls; rm -rf /", ToolErrorKind::PermissionDenied),
+        ("ls && whoami", ToolErrorKind::PermissionDenied),
+        ("ls || true", ToolErrorKind::PermissionDenied),
+        ("ls | wc -l", ToolErrorKind::PermissionDenied),
+        ("echo `id`", ToolErrorKind::PermissionDenied),
+        ("echo $(id)", ToolErrorKind::PermissionDenied),
+        ("echo ${HOME}", ToolErrorKind::PermissionDenied),
+        ("ls > out.txt", ToolErrorKind::PermissionDenied),
+        ("echo hi >> out.txt", ToolErrorKind::PermissionDenied),
+        ("cat < notes.txt", ToolErrorKind::PermissionDenied),
+        ("sleep 100 &", ToolErrorKind::PermissionDenied),
+        ("ls\nwhoami", ToolErrorKind::PermissionDenied),
+        ("rm -rf notes.txt", ToolErrorKind::PermissionDenied),
+        ("/bin/ls", ToolErrorKind::PermissionDenied),
+        ("./ls", ToolErrorKind::PermissionDenied),
+        ("bash -c ls", ToolErrorKind::PermissionDenied),
+        ("sh -c 'ls'", ToolErrorKind::PermissionDenied),
+        ("sudo ls", ToolErrorKind::PermissionDenied),
+        ("python3 -c 'print(1)'", ToolErrorKind::PermissionDenied),
+        ("find . -exec rm {} +", ToolErrorKind::PermissionDenied),
+        ("find . -delete", ToolErrorKind::PermissionDenied),
+        ("find . -execdir ls", ToolErrorKind::PermissionDenied),
+        ("sort -o notes.txt notes.txt", ToolErrorKind::PermissionDenied),
+        ("sort --output=x notes.txt", ToolErrorKind::PermissionDenied),
+        ("cat /etc/passwd", ToolErrorKind::PermissionDenied),
+        ("cat ../secret.txt", ToolErrorKind::PermissionDenied),
+        ("ls ~", ToolErrorKind::PermissionDenied),
+        ("grep --file=/etc/passwd x", ToolErrorKind::PermissionDenied),
+        ("echo a\0b", ToolErrorKind::PermissionDenied),
+        ("echo 'unterminated", ToolErrorKind::InvalidArgs),
+        ("   ", ToolErrorKind::InvalidArgs),
+    ];
+    for (cmd, kind) in refused {
+        match policy.check(cmd) {
+            Ok(words) => panic!("{cmd:?} was allowed as {words:?}"),
+            Err(e) => assert_eq!(e.kind, *kind, "{cmd:?}: {e}"),
+        }
+    }
+    assert_eq!(
+        policy.check("grep -n 'two words' notes.txt").map_err(|e| e.to_string()),
+        Ok(vec!["grep".to_string(), "-n".into(), "two words".into(), "notes.txt".into()])
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn shell_tool_runs_in_the_workspace_and_times_out() {
+    let e = env();
+    std::fs::write(e.ws.path().join("notes.txt"), "a\nb\nc\n").expect("w");
+    let ctx = ToolContext {
+        workspace: Some(Sandbox::new(e.ws.path()).expect("sb")),
+        blob_dir: e.home.join("blobs"),
+        cancel: CancelToken::new(),
+    };
+    let shell = Shell::new(ShellPolicy::default());
+    let out = shell.call(json!({"command": "wc -l notes.txt"}), &ctx).expect("wc");
+    assert_eq!(out.trim(), "3 notes.txt");
+    let err = shell.call(json!({"command": "cat missing.txt"}), &ctx).expect_err("missing");
+    assert_eq!(err.kind, ToolErrorKind::Failed);
+    let mut slow = ShellPolicy::with_allow(["sleep"]);
+    slow.timeout = Duration::from_millis(200);
+    let t0 = std::time::Instant::now();
+    let err = Shell::new(slow).call(json!({"command": "sleep 20"}), &ctx).expect_err("timeout");
+    assert_eq!(err.kind, ToolErrorKind::Timeout);
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    // shell is off unless enabled
+    assert!(Toolset::builtin(None).get("shell").is_none());
+    assert!(Toolset::builtin(Some(ShellPolicy::default())).get("shell").is_some());
+}
+
+// ---------------------------------------------------------------------------------------------
+// evals
+
+#[test]
+fn eval_task_with_workspace_files_passes_and_fails() {
+    let e = env();
+    let task = EvalTask {
+        id: "read".into(),
+        task: "What colour is in colour.txt?".into(),
+        files: [("data/colour.txt".to_string(), "teal\n".to_string())].into_iter().collect(),
+        check: Checker::Exact { value: "teal".into() },
+        shell: false,
+        max_steps: Some(4),
+        tool: Some("read_file".into()),
+    };
+    let opts = EvalOptions {
+        limits: Limits::default(),
+        home: e.home.clone(),
+    };
+    let mut p = ScriptedPlanner::new(vec![
+        ScriptedTurn::tool("read_file", json!({"path": "data/colour.txt"})),
+        ScriptedTurn::answer("teal"),
+    ]);
+    let r = run_task(&task, &mut p, &opts, &CancelToken::new(), &mut |_| {}).expect("run");
+    assert!(r.passed);
+    assert_eq!(r.tools_used, vec!["read_file"]);
+    let mut wrong = ScriptedPlanner::new(vec![ScriptedTurn::answer("red")]);
+    let r = run_task(&task, &mut wrong, &opts, &CancelToken::new(), &mut |_| {}).expect("run");
+    assert!(!r.passed);
+    let mut loops = ScriptedPlanner::new((0..10).map(|i| calc(&format!("{i}+1"))));
+    let r = run_task(&task, &mut loops, &opts, &CancelToken::new(), &mut |_| {}).expect("run");
+    assert_eq!(r.stop, StopReason::MaxSteps);
+    assert_eq!(r.steps, 4);
+}
+
+#[test]
+fn shipped_suite_is_valid_and_covers_every_builtin_tool() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/basic.jsonl");
+    let text = std::fs::read_to_string(&path).expect("evals/basic.jsonl");
+    let tasks = parse_suite(&text, &path).expect("suite parses");
+    assert!(tasks.len() >= 25, "only {} tasks", tasks.len());
+    let all = Toolset::builtin(Some(ShellPolicy::default()));
+    for name in all.names() {
+        assert!(
+            tasks.iter().any(|t| t.tool.as_deref() == Some(name)),
+            "no task exercises {name}"
+        );
+    }
+    for t in &tasks {
+        if t.tool.as_deref() == Some("shell") {
+            assert!(t.shell, "{} needs shell enabled", t.id);
+        }
+    }
+}
+
+#[test]
+fn shipped_suite_passes_with_an_oracle_planner_for_calculator_tasks() {
+    // Each calculator task's expected number is what our calculator computes for the expression
+    // stored in the task's "tool" hint: here we only check the number checkers are consistent by
+    // running the checker on its own value.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/basic.jsonl");
+    let text = std::fs::read_to_string(&path).expect("suite");
+    for t in parse_suite(&text, &path).expect("parse") {
+        match &t.check {
+            Checker::NumberWithin { value, .. } => assert!(t.check.check(&value.to_string()), "{}", t.id),
+            Checker::Exact { value } | Checker::Contains { value, .. } => {
+                assert!(t.check.check(value), "{}", t.id)
+            }
+            _ => {}
+        }
+    }
+}
