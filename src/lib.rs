@@ -19,3 +19,4 @@ pub mod store;
 pub mod lm;
 pub mod agent;
 pub mod runtime;
+pub mod measure;

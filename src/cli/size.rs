@@ -70,17 +70,17 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     if args.list_hw {
         return list_hw(g.json);
     }
-    let model = args
-        .model
-        .clone()
-        .or_else(|| g.model.clone())
-        .context("no model given: pass a catalog name, a config.json or a .gguf (see `boyd models list`)")?;
+    let model = args.model.clone().or_else(|| g.model.clone()).context(
+        "no model given: pass a catalog name, a config.json or a .gguf (see `boyd models list`)",
+    )?;
     let hw = hardware(&args, g)?;
     let (arch, weights, default_ctx) = resolve_model(&model, args.quant.as_deref())?;
     let kv_dtype = KvDtype::parse(&args.kv_dtype)?;
     let ctxs = match &args.sweep {
         Some(spec) => parse_sweep(spec)?,
-        None => vec![args.ctx.unwrap_or(default_ctx.min(arch.context_length).max(1))],
+        None => vec![args
+            .ctx
+            .unwrap_or(default_ctx.min(arch.context_length).max(1))],
     };
     let mut estimates = Vec::with_capacity(ctxs.len());
     for ctx in ctxs {
@@ -102,7 +102,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     } else if args.sweep.is_some() {
         render_sweep(&model, &estimates)
     } else {
-        estimates.first().map(|e| render_card(&model, e)).unwrap_or_default()
+        estimates
+            .first()
+            .map(|e| render_card(&model, e))
+            .unwrap_or_default()
     };
     emit(&text)
 }
@@ -122,7 +125,9 @@ fn emit(text: &str) -> anyhow::Result<ExitCode> {
 pub fn parse_sweep(spec: &str) -> anyhow::Result<Vec<u32>> {
     let list = match spec.split_once('=') {
         Some((key, list)) if key.trim() == "ctx" => list,
-        Some((key, _)) => bail!("--sweep {key}=…: only ctx can be swept (e.g. --sweep ctx=512,8192)"),
+        Some((key, _)) => {
+            bail!("--sweep {key}=…: only ctx can be swept (e.g. --sweep ctx=512,8192)")
+        }
         None => spec,
     };
     let ctxs = list
@@ -153,7 +158,9 @@ fn parse_tokens(s: &str) -> anyhow::Result<u32> {
     let n: u64 = num
         .parse()
         .with_context(|| format!("{s:?} is not a context length (e.g. 8192 or 8k)"))?;
-    let tokens = n.checked_mul(mult).filter(|&t| t >= 1 && t <= u64::from(u32::MAX));
+    let tokens = n
+        .checked_mul(mult)
+        .filter(|&t| t >= 1 && t <= u64::from(u32::MAX));
     tokens
         .map(|t| t as u32)
         .with_context(|| format!("context length {s:?} must be between 1 and {}", u32::MAX))
@@ -163,8 +170,12 @@ fn parse_tokens(s: &str) -> anyhow::Result<u32> {
 fn resolve_model(model: &str, quant: Option<&str>) -> anyhow::Result<(ArchParams, Weights, u32)> {
     const DEFAULT_CTX: u32 = 8192;
     let path = Path::new(model);
-    let is_gguf = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
-    let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let is_gguf = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    let is_json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     if is_gguf {
         if quant.is_some() {
             tracing::warn!("--quant is ignored for a .gguf: its tensor sizes are exact");
@@ -183,7 +194,14 @@ fn resolve_model(model: &str, quant: Option<&str>) -> anyhow::Result<(ArchParams
             )
         })?;
         let quant = Quant::parse(quant)?;
-        return Ok((m.arch, Weights::Params { params: m.params, quant }, DEFAULT_CTX));
+        return Ok((
+            m.arch,
+            Weights::Params {
+                params: m.params,
+                quant,
+            },
+            DEFAULT_CTX,
+        ));
     }
     let store = Store::from_env().ok();
     let catalog = match &store {
@@ -198,26 +216,41 @@ fn resolve_model(model: &str, quant: Option<&str>) -> anyhow::Result<(ArchParams
     let same_quant = quant.is_none_or(|q| q.eq_ignore_ascii_case(&entry.quant));
     if same_quant {
         // The shipped file is already in the store: its header gives exact sizes.
-        let local = store.as_ref().and_then(|s| s.entry_path(entry)).filter(|p| p.is_file());
+        let local = store
+            .as_ref()
+            .and_then(|s| s.entry_path(entry))
+            .filter(|p| p.is_file());
         if let Some(file) = local {
             match from_gguf(&file) {
                 Ok((arch, bytes, label)) => {
                     return Ok((arch, Weights::Exact { bytes, label }, DEFAULT_CTX))
                 }
-                Err(e) => tracing::warn!("{}: {e:#}; sizing from the catalog entry", file.display()),
+                Err(e) => {
+                    tracing::warn!("{}: {e:#}; sizing from the catalog entry", file.display())
+                }
             }
         }
         // Not downloaded: the catalog's file size gives the file's real bits per weight.
-        if let Some(src) = entry.source.as_ref().filter(|s| s.size > 0 && entry.params > 0) {
+        if let Some(src) = entry
+            .source
+            .as_ref()
+            .filter(|s| s.size > 0 && entry.params > 0)
+        {
             let bpw = src.size as f64 * 8.0 / entry.params as f64;
             let quant = Quant {
                 name: entry.quant.clone(),
                 bits_per_weight: bpw,
-                source: format!("catalog file size {} bytes over {} params (includes the GGUF header)", src.size, entry.params),
+                source: format!(
+                    "catalog file size {} bytes over {} params (includes the GGUF header)",
+                    src.size, entry.params
+                ),
             };
             return Ok((
                 entry.arch.clone(),
-                Weights::Params { params: entry.params, quant },
+                Weights::Params {
+                    params: entry.params,
+                    quant,
+                },
                 DEFAULT_CTX,
             ));
         }
@@ -376,7 +409,9 @@ pub fn parse_meminfo(text: &str) -> Option<(Bytes, Option<Bytes>)> {
 
 /// Where the calibration profile for `device` lives: `$BOYD_HOME/profiles/<device>.toml`.
 pub fn profile_path(device: &str) -> anyhow::Result<PathBuf> {
-    Ok(Store::from_env()?.root().join(Profile::relative_path(device)))
+    Ok(Store::from_env()?
+        .root()
+        .join(Profile::relative_path(device)))
 }
 
 /// The calibration profile for `device`, if `boyd validate` has written one.
@@ -390,7 +425,10 @@ pub fn load_profile(device: &str) -> anyhow::Result<Option<(PathBuf, Profile)>> 
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
     let p = Profile::from_toml(&text).with_context(|| {
-        format!("{} (delete it or run `boyd validate` again)", path.display())
+        format!(
+            "{} (delete it or run `boyd validate` again)",
+            path.display()
+        )
     })?;
     Ok(Some((path, p)))
 }
@@ -432,7 +470,10 @@ fn list_hw(json: bool) -> anyhow::Result<ExitCode> {
             h.description
         );
     }
-    let _ = writeln!(s, "this       cpu     (this machine: /proc/meminfo; calibrated by `boyd validate`)");
+    let _ = writeln!(
+        s,
+        "this       cpu     (this machine: /proc/meminfo; calibrated by `boyd validate`)"
+    );
     emit(&s)
 }
 
@@ -447,7 +488,14 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
     let a = &e.arch;
     let hw = &e.hardware;
     let m = &e.memory;
-    let _ = writeln!(s, "{model} — {} {}, {} on {}", a.architecture, human_params(e.weights.params), e.quant, hw.name);
+    let _ = writeln!(
+        s,
+        "{model} — {} {}, {} on {}",
+        a.architecture,
+        human_params(e.weights.params),
+        e.quant,
+        hw.name
+    );
     let _ = writeln!(
         s,
         "  {} layers, {} heads / {} KV heads × {}, hidden {}, vocab {}{}",
@@ -457,7 +505,11 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
         a.head_dim,
         a.hidden,
         a.vocab,
-        if a.tied_embeddings { ", tied embeddings" } else { "" }
+        if a.tied_embeddings {
+            ", tied embeddings"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         s,
@@ -469,7 +521,10 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
     let wnote = match e.weights.method {
         sizing::WeightsMethod::TensorList => "exact, from the tensor table".to_owned(),
         sizing::WeightsMethod::ParamsTimesBpw => {
-            format!("{} params × {:.2} bits/weight", e.weights.params, e.weights.bits_per_weight)
+            format!(
+                "{} params × {:.2} bits/weight",
+                e.weights.params, e.weights.bits_per_weight
+            )
         }
     };
     let _ = writeln!(s, "  weights         {:>24}  {wnote}", both(m.weights));
@@ -481,7 +536,10 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
         );
     }
     let window = match e.kv.window {
-        Some(w) => format!(", {} of {} layers capped at {w}", e.kv.sliding_layers, a.n_layers),
+        Some(w) => format!(
+            ", {} of {} layers capped at {w}",
+            e.kv.sliding_layers, a.n_layers
+        ),
         None => String::new(),
     };
     let _ = writeln!(
@@ -504,7 +562,12 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
         }
     );
     let names: Vec<&str> = e.overhead.iter().map(|o| o.name).collect();
-    let _ = writeln!(s, "  overhead        {:>24}  {}", both(m.overhead), names.join(" + "));
+    let _ = writeln!(
+        s,
+        "  overhead        {:>24}  {}",
+        both(m.overhead),
+        names.join(" + ")
+    );
     let _ = writeln!(s, "  total           {:>24}", both(m.total));
     let _ = writeln!(s);
     let verdict = if e.fits { "FITS" } else { "DOES NOT FIT" };
@@ -552,13 +615,20 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
     let _ = writeln!(s);
     match &e.max_ctx {
         Some(c) if c.limited_by == "model" => {
-            let _ = writeln!(s, "largest context that fits: {} (the model's maximum)", c.ctx);
+            let _ = writeln!(
+                s,
+                "largest context that fits: {} (the model's maximum)",
+                c.ctx
+            );
         }
         Some(c) => {
             let _ = writeln!(s, "largest context that fits: {} tokens", c.ctx);
         }
         None => {
-            let _ = writeln!(s, "largest context that fits: none (the model does not fit at all)");
+            let _ = writeln!(
+                s,
+                "largest context that fits: none (the model does not fit at all)"
+            );
         }
     }
     match &e.max_quant {
@@ -570,7 +640,11 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
             );
         }
         None => {
-            let _ = writeln!(s, "largest quantization that fits at {} tokens: none", e.ctx);
+            let _ = writeln!(
+                s,
+                "largest quantization that fits at {} tokens: none",
+                e.ctx
+            );
         }
     }
     s
@@ -585,7 +659,11 @@ pub fn render_sweep(model: &str, estimates: &[Estimate]) -> String {
     let _ = writeln!(
         s,
         "{model} — {} on {} ({}), KV {}; free {}",
-        first.quant, first.hardware.name, first.hardware.backend, first.kv_dtype, first.hardware.free
+        first.quant,
+        first.hardware.name,
+        first.hardware.backend,
+        first.kv_dtype,
+        first.hardware.free
     );
     let _ = writeln!(
         s,
@@ -636,7 +714,10 @@ mod tests {
 
     #[test]
     fn sweep_and_token_counts_parse() {
-        assert_eq!(parse_sweep("ctx=512,2048,8k").expect("sweep"), [512, 2048, 8192]);
+        assert_eq!(
+            parse_sweep("ctx=512,2048,8k").expect("sweep"),
+            [512, 2048, 8192]
+        );
         assert_eq!(parse_sweep("1m").expect("sweep"), [1 << 20]);
         assert!(parse_sweep("batch=1,2").is_err());
         assert!(parse_sweep("ctx=0").is_err());
@@ -646,7 +727,8 @@ mod tests {
 
     #[test]
     fn meminfo_parses_total_and_available() {
-        let text = "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
+        let text =
+            "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
         assert_eq!(
             parse_meminfo(text),
             Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))

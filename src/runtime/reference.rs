@@ -64,6 +64,17 @@ impl Reference {
         out.flatten_all()
     }
 
+    /// A snapshot (model and cache) where the reference type supports it: cloning shares
+    /// tensors, and its cache appends create new tensors, so the clone stays intact.
+    /// `quantized_qwen2` is not `Clone`.
+    pub fn try_clone(&self) -> Option<Self> {
+        match self {
+            Reference::Llama(m) => Some(Reference::Llama(m.clone())),
+            Reference::Qwen3(m) => Some(Reference::Qwen3(m.clone())),
+            Reference::Qwen2(_) => None,
+        }
+    }
+
     /// Drop the internal KV cache.
     pub fn clear(&mut self) {
         match self {

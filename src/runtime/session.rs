@@ -149,6 +149,19 @@ impl Session {
         ))
     }
 
+    /// Run `tokens` at the current position without reading logits back (benchmarks).
+    pub fn extend(&mut self, tokens: &[u32]) -> Result<(), DecoderError> {
+        self.decoder.forward(tokens, &mut self.cache, false)?;
+        self.tokens.extend_from_slice(tokens);
+        Ok(())
+    }
+
+    /// Keep only the first `n` cached positions.
+    pub fn truncate(&mut self, n: usize) {
+        self.cache.truncate(n);
+        self.tokens.truncate(n);
+    }
+
     /// Run one token and return the logits after it.
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>, DecoderError> {
         let logits = self.decoder.forward(&[token], &mut self.cache, false)?;

@@ -53,7 +53,10 @@ impl Architecture {
 
     /// Whether boyd's decoder can run this architecture (the others are sizing-only).
     pub fn runnable(self) -> bool {
-        matches!(self, Self::Llama | Self::Mistral | Self::Qwen2 | Self::Qwen3)
+        matches!(
+            self,
+            Self::Llama | Self::Mistral | Self::Qwen2 | Self::Qwen3
+        )
     }
 
     /// Q, K and V projections carry a bias (Qwen2).
@@ -198,7 +201,9 @@ impl ArchParams {
 
     /// Number of windowed layers (see [`ArchParams::is_sliding_layer`]).
     pub fn n_sliding_layers(&self) -> u32 {
-        (0..self.n_layers).filter(|&l| self.is_sliding_layer(l)).count() as u32
+        (0..self.n_layers)
+            .filter(|&l| self.is_sliding_layer(l))
+            .count() as u32
     }
 
     /// Elements of one token's key row in one layer: KV heads × key head dim.
@@ -237,11 +242,18 @@ impl ArchParams {
             attn = attn.checked_add(2 * u64::from(self.head_dim))?;
         }
         let ffn = h.checked_mul(u64::from(self.ffn))?.checked_mul(3)?;
-        let norms_per_layer = if self.architecture == Architecture::Gemma3 { 4 } else { 2 };
+        let norms_per_layer = if self.architecture == Architecture::Gemma3 {
+            4
+        } else {
+            2
+        };
         let layer = attn.checked_add(ffn)?.checked_add(norms_per_layer * h)?;
         let layers = layer.checked_mul(u64::from(self.n_layers))?;
         let embd = self.embedding_params();
         let output = if self.tied_embeddings { 0 } else { embd };
-        layers.checked_add(embd)?.checked_add(output)?.checked_add(h)
+        layers
+            .checked_add(embd)?
+            .checked_add(output)?
+            .checked_add(h)
     }
 }

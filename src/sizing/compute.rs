@@ -88,9 +88,12 @@ pub fn compute_buffers(
     let decode = layer_activations(arch, 1, u64::from(span))?;
     let dequant_scratch = if backend.prefill_dequant_scratch() && ub > 1 {
         let h = u64::from(arch.hidden);
-        let widest = u64::from(arch.ffn)
-            .max(u64::from(arch.n_heads) * u64::from(arch.head_dim));
-        mul(mul(h, widest, "dequant scratch")?, ACT_BYTES, "dequant scratch")?
+        let widest = u64::from(arch.ffn).max(u64::from(arch.n_heads) * u64::from(arch.head_dim));
+        mul(
+            mul(h, widest, "dequant scratch")?,
+            ACT_BYTES,
+            "dequant scratch",
+        )?
     } else {
         0
     };

@@ -310,7 +310,11 @@ impl Hardware {
     /// The shipped preset called `name` (case-insensitive).
     pub fn preset(name: &str) -> Result<Hardware, SizingError> {
         let all = Self::presets()?;
-        let known = all.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ");
+        let known = all
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
         all.iter()
             .find(|h| h.name.eq_ignore_ascii_case(name.trim()))
             .cloned()
@@ -340,9 +344,26 @@ mod tests {
     fn shipped_presets_parse_and_cover_the_issue_list() {
         let all = Hardware::presets().expect("presets");
         for name in [
-            "h100-sxm", "h100-pcie", "h200", "a100-40", "a100-80", "l40s", "rtx-3090",
-            "rtx-4090", "rtx-5090", "m1-pro", "m1-max", "m1-ultra", "m2-pro", "m2-max",
-            "m2-ultra", "m3-pro", "m3-max", "m3-ultra", "m4-pro", "m4-max",
+            "h100-sxm",
+            "h100-pcie",
+            "h200",
+            "a100-40",
+            "a100-80",
+            "l40s",
+            "rtx-3090",
+            "rtx-4090",
+            "rtx-5090",
+            "m1-pro",
+            "m1-max",
+            "m1-ultra",
+            "m2-pro",
+            "m2-max",
+            "m2-ultra",
+            "m3-pro",
+            "m3-max",
+            "m3-ultra",
+            "m4-pro",
+            "m4-max",
         ] {
             assert!(all.iter().any(|h| h.name == name), "missing {name}");
         }
@@ -375,14 +396,26 @@ mod tests {
         "#;
         assert!(Hardware::parse_presets(text).is_err());
         assert!(Hardware::parse_presets("[[device]]\nname = 1").is_err());
-        assert!(Hardware::new("x", "", Backend::Cpu, Bytes(1), 1.5, BytesPerSec(1.0), 1.0, "")
-            .is_err());
+        assert!(Hardware::new(
+            "x",
+            "",
+            Backend::Cpu,
+            Bytes(1),
+            1.5,
+            BytesPerSec(1.0),
+            1.0,
+            ""
+        )
+        .is_err());
     }
 
     #[test]
     fn overhead_terms_are_named_per_backend() {
         let cuda: Vec<_> = Backend::Cuda.overhead().iter().map(|o| o.name).collect();
         assert_eq!(cuda, ["cuda-context", "cublas-workspace"]);
-        assert!(Backend::Metal.overhead().iter().any(|o| o.name == "process"));
+        assert!(Backend::Metal
+            .overhead()
+            .iter()
+            .any(|o| o.name == "process"));
     }
 }

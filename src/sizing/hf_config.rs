@@ -217,7 +217,10 @@ mod tests {
         let m = parse(LLAMA31_8B).expect("parse");
         let a = &m.arch;
         assert_eq!(a.architecture, Architecture::Llama);
-        assert_eq!((a.n_layers, a.n_heads, a.n_kv_heads, a.head_dim), (32, 32, 8, 128));
+        assert_eq!(
+            (a.n_layers, a.n_heads, a.n_kv_heads, a.head_dim),
+            (32, 32, 8, 128)
+        );
         assert_eq!((a.hidden, a.ffn, a.vocab), (4096, 14336, 128_256));
         assert_eq!(a.rope_scaling, None, "llama3 scaling changes no size");
         assert!(!a.tied_embeddings);
@@ -248,7 +251,10 @@ mod tests {
         let m = parse(text).expect("parse");
         let a = &m.arch;
         assert_eq!(a.architecture, Architecture::Gemma3);
-        assert_eq!((a.head_dim, a.vocab, a.sliding_window), (256, 262_208, Some(1024)));
+        assert_eq!(
+            (a.head_dim, a.vocab, a.sliding_window),
+            (256, 262_208, Some(1024))
+        );
         assert!(a.tied_embeddings);
         assert_eq!(a.rope_scaling, Some(RopeScaling::Linear { factor: 8.0 }));
         assert_eq!(a.n_sliding_layers(), 29, "34 layers, every sixth global");
@@ -267,13 +273,22 @@ mod tests {
             Err(HfConfigError::Missing(_))
         ));
         let zero = LLAMA31_8B.replace("\"num_attention_heads\": 32", "\"num_attention_heads\": 0");
-        assert!(matches!(parse(&zero), Err(HfConfigError::Arch(ArchError::Zero { .. }))));
+        assert!(matches!(
+            parse(&zero),
+            Err(HfConfigError::Arch(ArchError::Zero { .. }))
+        ));
         let nodiv = LLAMA31_8B.replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5");
         assert!(matches!(
             parse(&nodiv),
             Err(HfConfigError::Arch(ArchError::KvHeadsDoNotDivide { .. }))
         ));
         let neg = LLAMA31_8B.replace("\"vocab_size\": 128256", "\"vocab_size\": -1");
-        assert!(matches!(parse(&neg), Err(HfConfigError::Invalid { field: "vocab_size", .. })));
+        assert!(matches!(
+            parse(&neg),
+            Err(HfConfigError::Invalid {
+                field: "vocab_size",
+                ..
+            })
+        ));
     }
 }

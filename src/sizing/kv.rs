@@ -135,13 +135,19 @@ pub fn kv_cache(arch: &ArchParams, dtype: KvDtype, ctx: u32) -> Result<KvCache, 
     // Two groups of layers: full attention stores ctx positions, windowed ones min(ctx, w).
     let full_pos = mul(u64::from(full_layers), u64::from(ctx), "KV positions")?;
     let swa_pos = match arch.sliding_window {
-        Some(w) => mul(u64::from(sliding_layers), u64::from(ctx.min(w)), "KV positions")?,
+        Some(w) => mul(
+            u64::from(sliding_layers),
+            u64::from(ctx.min(w)),
+            "KV positions",
+        )?,
         None => 0,
     };
     let layer_positions = add(full_pos, swa_pos, "KV positions")?;
     debug_assert_eq!(
         layer_positions,
-        (0..arch.n_layers).map(|l| positions(arch, l, ctx)).sum::<u64>()
+        (0..arch.n_layers)
+            .map(|l| positions(arch, l, ctx))
+            .sum::<u64>()
     );
     let k = mul(k_row, layer_positions, "KV cache (K)")?;
     let v = mul(v_row, layer_positions, "KV cache (V)")?;
@@ -190,7 +196,11 @@ pub(crate) mod tests {
         let kv = kv_cache(&llama3_8b(), KvDtype::F16, 8192).expect("kv");
         assert_eq!(kv.per_token, Bytes(131_072));
         assert_eq!(kv.total, Bytes(131_072 * 8192));
-        assert_eq!(kv.total, Bytes(Bytes::GIB), "8k context of Llama-3-8B is exactly 1 GiB");
+        assert_eq!(
+            kv.total,
+            Bytes(Bytes::GIB),
+            "8k context of Llama-3-8B is exactly 1 GiB"
+        );
         assert_eq!(kv.k, kv.v);
     }
 
@@ -260,7 +270,11 @@ pub(crate) mod tests {
         };
         assert!(matches!(
             kv_cache(&arch, KvDtype::Q8_0, 16),
-            Err(SizingError::KvRow { row: 48, block: 32, .. })
+            Err(SizingError::KvRow {
+                row: 48,
+                block: 32,
+                ..
+            })
         ));
         assert!(kv_cache(&arch, KvDtype::F16, 16).is_ok());
     }

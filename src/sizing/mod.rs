@@ -224,9 +224,15 @@ fn memory(
     let comp = compute_buffers(arch, ctx, ubatch, hw.backend)?;
     let items = hw.overhead();
     let overhead = items.iter().try_fold(0u64, |a, o| add(a, o.bytes.0, T))?;
-    let total = [w.total.0, embedding_copy.0, kv_c.total.0, comp.total.0, overhead]
-        .into_iter()
-        .try_fold(0u64, |a, b| add(a, b, T))?;
+    let total = [
+        w.total.0,
+        embedding_copy.0,
+        kv_c.total.0,
+        comp.total.0,
+        overhead,
+    ]
+    .into_iter()
+    .try_fold(0u64, |a, b| add(a, b, T))?;
     Ok((
         Memory {
             weights: w.total,
@@ -243,7 +249,14 @@ fn memory(
 }
 
 /// Total memory at `ctx`, or `None` when it cannot be computed (treated as not fitting).
-fn total_at(arch: &ArchParams, w: &WeightBytes, ctx: u32, kv: KvDtype, ub: u32, hw: &Hardware) -> Option<u64> {
+fn total_at(
+    arch: &ArchParams,
+    w: &WeightBytes,
+    ctx: u32,
+    kv: KvDtype,
+    ub: u32,
+    hw: &Hardware,
+) -> Option<u64> {
     memory(arch, w, ctx, kv, ub, hw).ok().map(|m| m.0.total.0)
 }
 
@@ -381,11 +394,18 @@ mod tests {
         assert_eq!(e.memory.kv_cache, Bytes(5 * Bytes::GIB / 2));
         assert!(e.fits, "{:?}", e.memory);
         assert_eq!(e.hardware.free, Bytes(96 * Bytes::GIB));
-        assert_eq!(e.headroom, Some(Bytes(e.hardware.free.0 - e.memory.total.0)));
+        assert_eq!(
+            e.headroom,
+            Some(Bytes(e.hardware.free.0 - e.memory.total.0))
+        );
         assert_eq!(e.speed.decode_efficiency, 0.45);
         assert!(e.speed.efficiency_source.contains("metal"));
         // Decode is bandwidth-bound: below 0.45 x 400 GB/s / 37 GB of matrices.
-        assert!(e.speed.decode_empty.0 < 0.45 * 400e9 / 37e9, "{}", e.speed.decode_empty.0);
+        assert!(
+            e.speed.decode_empty.0 < 0.45 * 400e9 / 37e9,
+            "{}",
+            e.speed.decode_empty.0
+        );
         assert!(e.speed.decode_empty.0 > 3.0, "{}", e.speed.decode_empty.0);
         let total = e.memory.weights.0
             + e.memory.embedding_copy.0
@@ -421,17 +441,31 @@ mod tests {
         let w = e.weights.clone();
         let t = |c| total_at(&big_ctx, &w, c, KvDtype::F16, DEFAULT_UBATCH, &hw).expect("t");
         assert!(t(m.ctx) <= hw.free.0 && t(m.ctx + 1) > hw.free.0);
-        assert_eq!(small.max_quant.map(|q| q.name), Some("F16"), "16-bit fits; F16 precedes BF16");
+        assert_eq!(
+            small.max_quant.map(|q| q.name),
+            Some("F16"),
+            "16-bit fits; F16 precedes BF16"
+        );
     }
 
     #[test]
     fn quant_parse_accepts_presets_types_and_bpw() {
         assert_eq!(Quant::parse("q4_k_m").expect("q").name, "Q4_K_M");
-        assert_eq!(Quant::parse("Q4_K").expect("q").name, "Q4_K_M", "alias beats the type");
+        assert_eq!(
+            Quant::parse("Q4_K").expect("q").name,
+            "Q4_K_M",
+            "alias beats the type"
+        );
         assert_eq!(Quant::parse("q8_1").expect("q").bits_per_weight, 9.0);
         assert_eq!(Quant::parse("4.5bpw").expect("q").bits_per_weight, 4.5);
-        assert!(matches!(Quant::parse("0"), Err(SizingError::BadBitsPerWeight { .. })));
-        assert!(matches!(Quant::parse("Q7_X"), Err(SizingError::UnknownQuant { .. })));
+        assert!(matches!(
+            Quant::parse("0"),
+            Err(SizingError::BadBitsPerWeight { .. })
+        ));
+        assert!(matches!(
+            Quant::parse("Q7_X"),
+            Err(SizingError::UnknownQuant { .. })
+        ));
     }
 
     #[test]

@@ -56,7 +56,13 @@ impl Profile {
     pub fn relative_path(device: &str) -> PathBuf {
         let safe: String = device
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect();
         PathBuf::from("profiles").join(format!("{safe}.toml"))
     }
@@ -168,10 +174,16 @@ mod tests {
         let flops = hw.matrix_flops;
         let hw = p.apply(hw);
         assert_eq!(hw.bandwidth, BytesPerSec(4.0e12));
-        assert_eq!(hw.matrix_flops, flops, "unmeasured throughput keeps the preset's");
+        assert_eq!(
+            hw.matrix_flops, flops,
+            "unmeasured throughput keeps the preset's"
+        );
         assert_eq!(hw.speed.decode_efficiency, 0.4);
         assert!(hw.speed.source.contains("calibrated") && hw.speed.source.contains("smollm2"));
-        assert_eq!(Profile::relative_path("cuda:0"), PathBuf::from("profiles/cuda-0.toml"));
+        assert_eq!(
+            Profile::relative_path("cuda:0"),
+            PathBuf::from("profiles/cuda-0.toml")
+        );
     }
 
     #[test]

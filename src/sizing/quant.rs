@@ -362,8 +362,7 @@ const fn gib_on_llama3_8b(gib: f64) -> f64 {
 const SRC_QUANT_TABLE: &str = "llama.cpp tools/quantize/quantize.cpp QUANT_OPTIONS: file size \
                                in GiB for Llama-3-8B (8,030,261,248 params) -> bits/weight";
 /// Where a preset's bits-per-weight figure comes from (nominal bpw quoted in the same table).
-const SRC_QUANT_TABLE_BPW: &str =
-    "llama.cpp tools/quantize/quantize.cpp QUANT_OPTIONS: quoted bpw";
+const SRC_QUANT_TABLE_BPW: &str = "llama.cpp tools/quantize/quantize.cpp QUANT_OPTIONS: quoted bpw";
 /// Where a plain type's figure comes from.
 const SRC_BLOCK: &str = "block layout (ggml-common.h); every tensor stored in this type";
 
@@ -458,7 +457,9 @@ impl QuantPreset {
             .iter()
             .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
             .map_or(name, |(_, to)| to);
-        PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(canonical))
+        PRESETS
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(canonical))
     }
 
     /// Every preset name, largest first (for error messages and `--help`).
@@ -548,13 +549,28 @@ mod tests {
         assert_eq!(QuantPreset::by_name("Q4_K").map(|p| p.name), Some("Q4_K_M"));
         assert!(QuantPreset::by_name("Q9_9").is_none());
         // Llama-3-8B Q4_K_M: llama.cpp prints "4.58 GiB (4.89 BPW)".
-        assert!((p.bits_per_weight - 4.899).abs() < 0.01, "{}", p.bits_per_weight);
+        assert!(
+            (p.bits_per_weight - 4.899).abs() < 0.01,
+            "{}",
+            p.bits_per_weight
+        );
         let q8 = QuantPreset::by_name("Q8_0").expect("preset");
-        assert!((q8.bits_per_weight - 8.515).abs() < 0.01, "{}", q8.bits_per_weight);
-        assert_eq!(QuantPreset::by_name("f16").map(|p| p.bits_per_weight), Some(16.0));
+        assert!(
+            (q8.bits_per_weight - 8.515).abs() < 0.01,
+            "{}",
+            q8.bits_per_weight
+        );
+        assert_eq!(
+            QuantPreset::by_name("f16").map(|p| p.bits_per_weight),
+            Some(16.0)
+        );
         // A mix is never smaller than its base type's layout (the extra is the output tensor).
         for p in PRESETS {
-            assert!(p.bits_per_weight + 0.3 >= p.base.bits_per_weight(), "{}", p.name);
+            assert!(
+                p.bits_per_weight + 0.3 >= p.base.bits_per_weight(),
+                "{}",
+                p.name
+            );
         }
     }
 }

@@ -48,7 +48,11 @@ pub struct Speed {
 /// Weight bytes a decode step reads: every matrix but the embedding, which is a row lookup.
 pub fn weight_bytes_per_token(arch: &ArchParams, w: &WeightBytes) -> Result<u64, SizingError> {
     let row = u64::from(arch.hidden) * 4;
-    add(add(w.layers.0, w.lm_head().0, "bytes per token")?, row, "bytes per token")
+    add(
+        add(w.layers.0, w.lm_head().0, "bytes per token")?,
+        row,
+        "bytes per token",
+    )
 }
 
 /// Decode tokens/s reading `bytes` per token at `efficiency × bandwidth`, plus `fixed_s`.
@@ -65,9 +69,8 @@ fn flops_per_token(arch: &ArchParams, w: &WeightBytes, prompt: u32) -> f64 {
     let head = if w.tied { 0.0 } else { embd };
     let matmul_params = (w.params as f64 - embd - head).max(0.0);
     let avg = (f64::from(prompt) + 1.0) / 2.0;
-    let per_pos = 2.0
-        * f64::from(arch.n_heads)
-        * (f64::from(arch.head_dim) + f64::from(arch.head_dim_v));
+    let per_pos =
+        2.0 * f64::from(arch.n_heads) * (f64::from(arch.head_dim) + f64::from(arch.head_dim_v));
     let attn: f64 = (0..arch.n_layers)
         .map(|l| match arch.sliding_window {
             Some(win) if arch.is_sliding_layer(l) => per_pos * avg.min(f64::from(win)),
@@ -138,7 +141,14 @@ mod tests {
 
     fn hw(bw: f64) -> Hardware {
         let mut h = Hardware::new(
-            "t", "t", Backend::Cuda, Bytes(1 << 40), 1.0, BytesPerSec(bw), 100e12, "test",
+            "t",
+            "t",
+            Backend::Cuda,
+            Bytes(1 << 40),
+            1.0,
+            BytesPerSec(bw),
+            100e12,
+            "test",
         )
         .expect("hw");
         h.speed.decode_efficiency = 0.5;
@@ -157,7 +167,11 @@ mod tests {
         let wb = 8_030_261_248 - 128_256 * 4096 + 4096 * 4;
         assert_eq!(s.weight_bytes_per_token, Bytes(wb));
         let expect = 0.5e12 / wb as f64;
-        assert!((s.decode_empty.0 - expect).abs() < 1e-9, "{}", s.decode_empty.0);
+        assert!(
+            (s.decode_empty.0 - expect).abs() < 1e-9,
+            "{}",
+            s.decode_empty.0
+        );
         let at_ctx = 0.5e12 / (wb + Bytes::GIB) as f64;
         assert!((s.decode_at_ctx.0 - at_ctx).abs() < 1e-9);
         assert!(s.decode_at_ctx < s.decode_empty);

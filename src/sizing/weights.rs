@@ -218,8 +218,11 @@ mod tests {
             t("blk.0.attn_norm.weight", GgmlType::F32, &[4096]),
             t(OUTPUT, GgmlType::Q6_K, &[4096, 1024]),
         ];
-        let w = from_tensors(list.iter().map(|(n, ty, d)| (n.as_str(), *ty, d.as_slice())))
-            .expect("weights");
+        let w = from_tensors(
+            list.iter()
+                .map(|(n, ty, d)| (n.as_str(), *ty, d.as_slice())),
+        )
+        .expect("weights");
         let embd = 4096 * 1024 / 256 * 144;
         let out = 4096 * 1024 / 256 * 210;
         let layers = 4096 * 4096 / 256 * 144 + 14336 * 4096 / 256 * 210 + 4096 * 4;
@@ -229,7 +232,10 @@ mod tests {
         assert_eq!(w.total, Bytes(embd + out + layers));
         assert!(!w.tied);
         assert_eq!(w.lm_head(), Bytes(out));
-        assert_eq!(w.params, 4096 * 1024 * 2 + 4096 * 4096 + 14336 * 4096 + 4096);
+        assert_eq!(
+            w.params,
+            4096 * 1024 * 2 + 4096 * 4096 + 14336 * 4096 + 4096
+        );
     }
 
     #[test]
@@ -243,8 +249,11 @@ mod tests {
     #[test]
     fn partial_block_tensor_is_an_error_naming_it() {
         let dims = [100u64];
-        let err = from_tensors([("blk.0.x", GgmlType::Q4_0, &dims[..])]).expect_err("partial block");
-        assert!(matches!(err, SizingError::PartialBlock { ref name, elems: 100, .. } if name == "blk.0.x"));
+        let err =
+            from_tensors([("blk.0.x", GgmlType::Q4_0, &dims[..])]).expect_err("partial block");
+        assert!(
+            matches!(err, SizingError::PartialBlock { ref name, elems: 100, .. } if name == "blk.0.x")
+        );
         let huge = [u64::MAX, 2];
         assert!(matches!(
             from_tensors([("x", GgmlType::F32, &huge[..])]),

@@ -81,7 +81,10 @@ fn qwen25_32b_q8_0_kv_at_32k_is_hand_computed() {
     // Qwen2.5-32B: 64 layers, 8 KV heads x 128. One row = 1024 values = 32 Q8_0 blocks x 34 B
     // = 1088 B; K+V x 64 layers = 139,264 B per token; x 32,768 = 4,563,402,752 B.
     let e = catalog_estimate("qwen2.5-32b", None, 32_768, "h100-sxm");
-    assert_eq!((e.arch.n_layers, e.arch.n_kv_heads, e.arch.head_dim), (64, 8, 128));
+    assert_eq!(
+        (e.arch.n_layers, e.arch.n_kv_heads, e.arch.head_dim),
+        (64, 8, 128)
+    );
     let kv = kv_cache(&e.arch, KvDtype::Q8_0, 32_768).expect("kv");
     assert_eq!(kv.per_token, Bytes(139_264));
     assert_eq!(kv.total, Bytes(4_563_402_752));
@@ -98,7 +101,11 @@ fn worked_example_70b_on_128gb_apple_fits_and_states_efficiency() {
     };
     let hw = Hardware::preset("m3-max").expect("hw");
     let e = sizing::estimate(&input(arch, 70_000_000_000, "4.5", 8192), &hw).expect("estimate");
-    assert!((e.memory.weights.gb() - 39.5).abs() < 0.2, "{}", e.memory.weights.gb());
+    assert!(
+        (e.memory.weights.gb() - 39.5).abs() < 0.2,
+        "{}",
+        e.memory.weights.gb()
+    );
     assert_eq!(e.memory.kv_cache.gib(), 2.5);
     assert!(e.fits);
     let card = render_card("dense-70b", &e);
@@ -245,7 +252,12 @@ fn tiny_gguf() -> Vec<u8> {
 }
 
 /// Write `bytes[..len]` to a temporary `.gguf` and size it.
-fn size_prefix(dir: &Path, name: &str, bytes: &[u8], len: usize) -> (ArchParams, sizing::WeightBytes, String) {
+fn size_prefix(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    len: usize,
+) -> (ArchParams, sizing::WeightBytes, String) {
     let path = dir.join(name);
     std::fs::write(&path, &bytes[..len]).expect("write");
     from_gguf(&path).expect("size")
@@ -255,13 +267,17 @@ fn size_prefix(dir: &Path, name: &str, bytes: &[u8], len: usize) -> (ArchParams,
 fn gguf_truncated_after_tensor_table_sizes_like_the_whole_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = tiny_gguf();
-    let header = GgufHeader::read(&bytes[..], bytes.len() as u64, Default::default()).expect("header");
+    let header =
+        GgufHeader::read(&bytes[..], bytes.len() as u64, Default::default()).expect("header");
     let data_start = header.data_start as usize;
     let whole = size_prefix(dir.path(), "whole.gguf", &bytes, bytes.len());
     let cut = size_prefix(dir.path(), "cut.gguf", &bytes, data_start);
     assert_eq!(whole, cut);
     let (arch, w, label) = whole;
-    assert_eq!((arch.n_heads, arch.n_kv_heads, arch.head_dim, arch.vocab), (4, 2, 64, 64));
+    assert_eq!(
+        (arch.n_heads, arch.n_kv_heads, arch.head_dim, arch.vocab),
+        (4, 2, 64, 64)
+    );
     assert_eq!(label, "Q8_0", "general.file_type 7");
     let expect_embd = 256 * 64 / 32 * 34;
     let expect_out = 256 * 64 / 256 * 210;
@@ -277,8 +293,15 @@ fn gguf_truncated_after_tensor_table_sizes_like_the_whole_file() {
 fn gguf_cut_inside_the_tensor_table_is_an_error_not_a_panic() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bytes = tiny_gguf();
-    let header = GgufHeader::read(&bytes[..], bytes.len() as u64, Default::default()).expect("header");
-    for len in [0, 3, 16, header.data_start as usize / 2, header.data_start as usize - 40] {
+    let header =
+        GgufHeader::read(&bytes[..], bytes.len() as u64, Default::default()).expect("header");
+    for len in [
+        0,
+        3,
+        16,
+        header.data_start as usize / 2,
+        header.data_start as usize - 40,
+    ] {
         let path = dir.path().join(format!("cut{len}.gguf"));
         std::fs::write(&path, &bytes[..len]).expect("write");
         assert!(from_gguf(&path).is_err(), "prefix of {len} bytes");
@@ -302,13 +325,24 @@ fn smollm2_exact_weight_bytes_equal_the_sum_of_its_tensors() {
     assert!(w.tied, "SmolLM2 ties its output to the embedding");
     assert_eq!(w.params, 134_515_008, "catalog params");
     assert_eq!(label, "Q4_1");
-    assert_eq!(arch, Catalog::shipped().expect("catalog").get("smollm2-135m-instruct").expect("entry").arch);
+    assert_eq!(
+        arch,
+        Catalog::shipped()
+            .expect("catalog")
+            .get("smollm2-135m-instruct")
+            .expect("entry")
+            .arch
+    );
     // Only the header is read: a copy cut at the data section sizes identically.
     let dir = tempfile::tempdir().expect("tempdir");
     let cut = dir.path().join("cut.gguf");
     let mut f = std::fs::File::open(&path).expect("open");
     let mut out = std::fs::File::create(&cut).expect("create");
-    std::io::copy(&mut std::io::Read::take(&mut f, header.data_start), &mut out).expect("copy");
+    std::io::copy(
+        &mut std::io::Read::take(&mut f, header.data_start),
+        &mut out,
+    )
+    .expect("copy");
     drop(out);
     assert_eq!(from_gguf(&cut).expect("size").1, w);
 }
@@ -317,15 +351,35 @@ fn smollm2_exact_weight_bytes_equal_the_sum_of_its_tensors() {
 fn every_shipped_entry_has_a_consistent_shape() {
     let catalog = Catalog::shipped().expect("catalog");
     let sizing_only = [
-        "llama-3.1-8b", "llama-3.1-70b", "llama-3.2-1b", "llama-3.2-3b", "qwen2.5-0.5b",
-        "qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-0.6b",
-        "qwen3-4b", "qwen3-8b", "qwen3-32b", "mistral-7b", "gemma-3-4b", "gemma-3-12b",
-        "gemma-3-27b", "phi-3-mini", "smollm2-1.7b",
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.2-1b",
+        "llama-3.2-3b",
+        "qwen2.5-0.5b",
+        "qwen2.5-1.5b",
+        "qwen2.5-7b",
+        "qwen2.5-14b",
+        "qwen2.5-32b",
+        "qwen2.5-72b",
+        "qwen3-0.6b",
+        "qwen3-4b",
+        "qwen3-8b",
+        "qwen3-32b",
+        "mistral-7b",
+        "gemma-3-4b",
+        "gemma-3-12b",
+        "gemma-3-27b",
+        "phi-3-mini",
+        "smollm2-1.7b",
     ];
     for name in sizing_only {
-        let e = catalog.get(name).unwrap_or_else(|| panic!("missing {name}"));
+        let e = catalog
+            .get(name)
+            .unwrap_or_else(|| panic!("missing {name}"));
         assert!(e.source.is_none(), "{name} is sizing-only");
-        e.arch.validate().unwrap_or_else(|err| panic!("{name}: {err}"));
+        e.arch
+            .validate()
+            .unwrap_or_else(|err| panic!("{name}: {err}"));
         assert_eq!(e.arch.param_count(), Some(e.params), "{name}");
         Quant::parse(&e.quant).unwrap_or_else(|err| panic!("{name}: {err}"));
     }
@@ -351,7 +405,11 @@ fn config_json_sizes_like_the_catalog_entry() {
         "max_position_embeddings": 32768, "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
         "sliding_window": null, "tie_word_embeddings": false, "vocab_size": 32768}"#;
     let m = hf_config::parse(text).expect("parse");
-    let entry = Catalog::shipped().expect("catalog").get("mistral-7b").expect("entry").clone();
+    let entry = Catalog::shipped()
+        .expect("catalog")
+        .get("mistral-7b")
+        .expect("entry")
+        .clone();
     assert_eq!(m.arch, entry.arch);
     assert_eq!(m.params, entry.params);
 }
@@ -359,9 +417,15 @@ fn config_json_sizes_like_the_catalog_entry() {
 #[test]
 fn weights_from_tensors_matches_header_for_mixed_types() {
     let bytes = tiny_gguf();
-    let header = GgufHeader::read(&bytes[..], bytes.len() as u64, Default::default()).expect("header");
-    let w = weights::from_tensors(header.tensors.iter().map(|t| (t.name.as_str(), t.ggml_type, t.dims.as_slice())))
-        .expect("weights");
+    let header =
+        GgufHeader::read(&bytes[..], bytes.len() as u64, Default::default()).expect("header");
+    let w = weights::from_tensors(
+        header
+            .tensors
+            .iter()
+            .map(|t| (t.name.as_str(), t.ggml_type, t.dims.as_slice())),
+    )
+    .expect("weights");
     let sum: u64 = header.tensors.iter().map(|t| t.bytes).sum();
     assert_eq!(w.total, Bytes(sum));
 }
@@ -399,8 +463,17 @@ fn boyd(args: &[&str], home: &Path) -> std::process::Output {
 #[test]
 fn cli_sizes_a_catalog_name_and_a_config_json_offline() {
     let home = tempfile::tempdir().expect("tempdir");
-    let out = boyd(&["size", "qwen3-8b", "--hw", "a100-80", "--ctx", "4096", "--json"], home.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = boyd(
+        &[
+            "size", "qwen3-8b", "--hw", "a100-80", "--ctx", "4096", "--json",
+        ],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["ctx"], 4096);
     assert_eq!(v["quant"], "Q4_K_M");
@@ -417,8 +490,24 @@ fn cli_sizes_a_catalog_name_and_a_config_json_offline() {
     )
     .expect("write");
     let cfg = cfg.to_str().expect("utf-8 path");
-    let out = boyd(&["size", cfg, "--quant", "Q8_0", "--hw", "m4-pro", "--sweep", "ctx=1k,8k"], home.path());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = boyd(
+        &[
+            "size",
+            cfg,
+            "--quant",
+            "Q8_0",
+            "--hw",
+            "m4-pro",
+            "--sweep",
+            "ctx=1k,8k",
+        ],
+        home.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1024") && text.contains("8192"), "{text}");
 
@@ -429,9 +518,15 @@ fn cli_sizes_a_catalog_name_and_a_config_json_offline() {
     let out = boyd(&["size", "no-such-model", "--hw", "h200"], home.path());
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no-such-model") && !err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("no-such-model") && !err.contains("panicked"),
+        "{err}"
+    );
 
-    let out = boyd(&["size", "qwen3-8b", "--kv-dtype", "q5_1", "--hw", "h200"], home.path());
+    let out = boyd(
+        &["size", "qwen3-8b", "--kv-dtype", "q5_1", "--hw", "h200"],
+        home.path(),
+    );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("q8_0"));
 }
