@@ -20,3 +20,4 @@ pub mod lm;
 pub mod agent;
 pub mod runtime;
 pub mod measure;
+pub mod hw;

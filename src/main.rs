@@ -4,6 +4,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Count heap bytes so `boyd validate` can measure weights, KV cache and compute buffers on
+/// the CPU (relaxed atomics on top of the system allocator; see `boyd::measure::alloc`).
+#[global_allocator]
+static ALLOC: boyd::measure::alloc::CountingAlloc = boyd::measure::alloc::CountingAlloc;
+
 fn main() -> ExitCode {
     let cli = boyd::cli::Cli::parse();
     boyd::cli::init_tracing(cli.verbose);

@@ -5,9 +5,12 @@
 //! is always derived from typed `Step`s, so each step's prompt extends the previous one and the
 //! runtime reuses the KV prefix. This module never imports candle.
 
+pub mod approval;
+pub mod audit;
 pub mod condense;
 pub mod eval;
 pub mod guard;
+pub mod ooda;
 pub mod parse;
 pub mod planner;
 pub mod react;

@@ -157,6 +157,10 @@ pub enum StopReason {
     WallClock,
     /// The generated-token budget ran out.
     TokenBudget,
+    /// A contradiction against a high-confidence fact needs a human's review (OODA).
+    PausedForReview,
+    /// The risk budget (or the deadline) ran out before the next action (OODA).
+    BudgetExhausted,
 }
 
 impl StopReason {
@@ -171,6 +175,8 @@ impl StopReason {
             StopReason::Escalated => "escalated",
             StopReason::WallClock => "wall_clock",
             StopReason::TokenBudget => "token_budget",
+            StopReason::PausedForReview => "paused_for_review",
+            StopReason::BudgetExhausted => "budget_exhausted",
         }
     }
 }

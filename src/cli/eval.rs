@@ -27,11 +27,13 @@ pub struct Args {
     /// Loop options.
     #[command(flatten)]
     pub agent: AgentOpts,
+    /// OODA options (with `--loop ooda`).
+    #[command(flatten)]
+    pub ooda: super::ooda::OodaOpts,
 }
 
 /// Run `boyd eval`.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
-    args.agent.require_react()?;
     let limits = args.agent.limits()?;
     let mut tasks = load_suite(&args.suite)?;
     if let Some(f) = &args.filter {
@@ -40,6 +42,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             anyhow::bail!("no task id in {} contains {f:?}", args.suite.display());
         }
     }
+    if args.agent.loop_kind == super::run::LoopKind::Ooda {
+        return run_ooda(&args, g, tasks);
+    }
+    args.agent.require_react()?;
     let home = boyd_home()?;
     let mut model = load_agent_model(g)?;
     let planner_name = model.name();
@@ -101,6 +107,122 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     } else {
         println!(
             "\n{}/{} passed ({:.0} %) · {} parse failures · planner {} · {:.1} s",
+            report.passed,
+            report.total,
+            report.success_rate * 100.0,
+            report.parse_failures,
+            report.planner,
+            report.elapsed_s
+        );
+    }
+    Ok(if report.passed == report.total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+/// `boyd eval --loop ooda`: the same table, from the OODA loop, plus irreversible actions that
+/// ran without a token (always 0 unless something is badly wrong; such a task fails).
+fn run_ooda(
+    args: &Args,
+    g: &GlobalOpts,
+    tasks: Vec<crate::agent::eval::EvalTask>,
+) -> anyhow::Result<ExitCode> {
+    use super::ooda as o;
+    use crate::agent::ooda::eval::{run_task as run_ooda_task, OodaEvalOptions};
+    use crate::agent::ooda::{OodaEvent, SharedModel};
+
+    let config = args.ooda.config(args.agent.max_steps, args.agent.timeout, None)?;
+    let home = boyd_home()?;
+    let mut model = load_agent_model(g)?;
+    let planner_name = model.name();
+    let cancel = CancelToken::new();
+    cancel_on_ctrl_c(&cancel);
+    let opts = OodaEvalOptions {
+        config,
+        home,
+        approval_key: o::approval_key(),
+    };
+    let rt = o::runtime()?;
+    let start = Instant::now();
+    let mut results = Vec::new();
+    if !g.json {
+        println!(
+            "{:<22} {:<6} {:<18} {:>6} {:>6} {:>5} {:>8} {:>6} {:>7}  ANSWER",
+            "TASK", "RESULT", "STATE", "CYCLES", "DECIDE", "IRREV", "PREFILL", "GEN", "TIME"
+        );
+    }
+    let mut m1 = SharedModel::new(model.as_mut());
+    let mut m2 = m1.clone();
+    let constrained = args.agent.constraint != super::run::ConstraintArg::None;
+    let mut details = Vec::new();
+    for task in &tasks {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.agent.step_tokens, constrained);
+        let trace = args.trace && !g.json;
+        let mut on_event = |ev: &OodaEvent<'_>| {
+            if trace {
+                o::print_event(ev);
+            }
+        };
+        let r = rt.block_on(run_ooda_task(
+            task,
+            &mut phases.decider,
+            phases.orienter.as_mut(),
+            &opts,
+            &cancel,
+            &mut on_event,
+        ))?;
+        if !g.json {
+            let answer: String = r
+                .result
+                .answer
+                .as_deref()
+                .unwrap_or("-")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let answer: String = answer.chars().take(40).collect();
+            println!(
+                "{:<22} {:<6} {:<18} {:>6} {:>6} {:>5} {:>8} {:>6} {:>6.1}s  {}",
+                r.result.id,
+                if r.result.passed { "pass" } else { "FAIL" },
+                r.outcome.state.as_str(),
+                r.outcome.counters.cycles,
+                r.outcome.counters.decide_calls,
+                r.unapproved_irreversible,
+                r.result.prefilled_tokens,
+                r.result.generated_tokens,
+                r.result.elapsed_s,
+                answer
+            );
+        }
+        details.push(serde_json::json!({
+            "id": r.result.id,
+            "state": r.outcome.state,
+            "counters": r.outcome.counters,
+            "detail": r.outcome.detail,
+            "unapproved_irreversible": r.unapproved_irreversible,
+        }));
+        results.push(r.result);
+    }
+    let report = EvalReport::new(
+        args.suite.clone(),
+        planner_name,
+        results,
+        start.elapsed().as_secs_f64(),
+    );
+    if g.json {
+        let mut v = serde_json::to_value(&report)?;
+        v["loop"] = serde_json::json!("ooda");
+        v["ooda"] = serde_json::Value::Array(details);
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "\n{}/{} passed ({:.0} %) · {} parse failures · planner {} · loop ooda · {:.1} s",
             report.passed,
             report.total,
             report.success_rate * 100.0,

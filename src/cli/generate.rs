@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::GlobalOpts;
 use crate::catalog::{self, ResolvedModel};
 use crate::lm::{CancelToken, ChatMessage, GenRequest, LanguageModel, Role, SamplingParams, Usage};
-use crate::runtime::local::LocalModel;
+use crate::runtime::local::{LoadOptions, LocalModel};
 
 /// Sampling flags shared by `generate` and `chat`.
 #[derive(Debug, Clone, clap::Args)]
@@ -81,7 +81,11 @@ pub fn load_model(
         .context("resolving the model (see `boyd models list`)")?;
     let device = crate::runtime::parse_device(&g.device)?;
     let t0 = Instant::now();
-    let model = LocalModel::load(&resolved.path, &device, ctx.unwrap_or(4096))?;
+    let opts = LoadOptions {
+        force: g.force,
+        ..LoadOptions::default()
+    };
+    let model = LocalModel::load_with(&resolved.path, &device, ctx.unwrap_or(4096), &opts)?;
     tracing::info!(
         path = %resolved.path.display(),
         from = %resolved.from,

@@ -5,13 +5,21 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod bench;
 pub mod chat;
 pub mod generate;
 pub mod models;
+pub mod ooda;
+pub mod approve;
+pub mod audit;
+pub mod memory;
+pub mod resume;
 pub mod run;
 pub mod eval;
 pub mod runs;
 pub mod size;
+pub mod probe;
+pub mod validate;
 
 /// Global options shared by every subcommand.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,6 +33,9 @@ pub struct GlobalOpts {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Load the model even when the sizing model says it will not fit in free memory.
+    #[arg(long, global = true)]
+    pub force: bool,
 }
 
 /// boyd: a local-inference agent — run GGUF models, size and measure them, run agent loops.
@@ -49,6 +60,8 @@ pub enum Command {
     Generate(generate::Args),
     /// Chat interactively; the KV cache is kept between turns.
     Chat(chat::Args),
+    /// Speed tests (pp512, tg128, tg128 @ d2048) of boyd's decoder against the reference.
+    Bench(bench::Args),
     /// The model catalog and store: list, pull, verify.
     Models(models::Args),
     /// Run an agent loop on a task with the in-process model, streaming each step.
@@ -57,9 +70,23 @@ pub enum Command {
     Eval(eval::Args),
     /// List past agent runs or show one run's transcript.
     Runs(runs::Args),
+    /// Continue an OODA run that paused, escalated or ran out of budget (optionally with an
+    /// approval token for its pending action).
+    Resume(resume::Args),
+    /// Print an approval token (HMAC-SHA256, single use, with expiry) for one exact action of a run.
+    Approve(approve::Args),
+    /// What OODA runs remember per workspace: list, forget.
+    Memory(memory::Args),
+    /// Check a run's hash-chained audit log.
+    Audit(audit::Args),
     /// Predict memory and speed of a model on a device: will it fit, with how much context,
     /// how fast.
     Size(size::Args),
+    /// What hardware is here: CPU, SIMD, RAM, GPUs, measured memory bandwidth, build.
+    Probe(probe::Args),
+    /// Measure a model on this device, compare with the sizing prediction term by term, and
+    /// calibrate the speed model for `boyd size --hw this`.
+    Validate(validate::Args),
 }
 
 /// Cancel `token` on the first Ctrl-C; a second Ctrl-C exits at once (status 130).
@@ -110,10 +137,17 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Generate(args) => generate::run(args, &g),
         Command::Chat(args) => chat::run(args, &g),
+        Command::Bench(args) => bench::run(args, &g),
         Command::Models(args) => models::run(args, &g),
         Command::Run(args) => run::run(args, &g),
         Command::Eval(args) => eval::run(args, &g),
         Command::Runs(args) => runs::run(args, &g),
+        Command::Resume(args) => resume::run(args, &g),
+        Command::Approve(args) => approve::run(args, &g),
+        Command::Memory(args) => memory::run(args, &g),
+        Command::Audit(args) => audit::run(args, &g),
         Command::Size(args) => size::run(args, &g),
+        Command::Probe(args) => probe::run(args, &g),
+        Command::Validate(args) => validate::run(args, &g),
     }
 }

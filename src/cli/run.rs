@@ -24,7 +24,7 @@ pub const DEFAULT_AGENT_MODEL: &str = crate::catalog::AGENT_DEFAULT_MODEL;
 pub enum LoopKind {
     /// Thought → Action → Observation.
     React,
-    /// Observe → Orient → Decide → Act (not available yet).
+    /// Observe → Orient → Decide → Act with a persistent world model, risk gate and audit log.
     Ooda,
 }
 
@@ -124,6 +124,9 @@ pub struct Args {
     /// Loop options.
     #[command(flatten)]
     pub agent: AgentOpts,
+    /// OODA options (with `--loop ooda`).
+    #[command(flatten)]
+    pub ooda: super::ooda::OodaOpts,
 }
 
 /// Load the model the agent plans with: `--model` or the agent default.
@@ -214,6 +217,9 @@ pub fn summary_line(o: &RunOutcome) -> String {
 
 /// Run `boyd run`.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    if args.agent.loop_kind == LoopKind::Ooda {
+        return run_ooda(args, g);
+    }
     args.agent.require_react()?;
     let limits = args.agent.limits()?;
     let workspace = match &args.workspace {
@@ -275,4 +281,70 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         StopReason::Cancelled => ExitCode::from(130),
         _ => ExitCode::from(2),
     })
+}
+
+/// `boyd run --loop ooda`: the OODA loop with the in-process model, streaming each phase.
+fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    use super::ooda as o;
+    use crate::agent::ooda::memory::MemoryStore;
+    use crate::agent::ooda::{Ooda, OodaEvent, SharedModel};
+
+    let _ = args.agent.limits()?;
+    let workspace = match &args.workspace {
+        Some(dir) => Some(
+            Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let shell = if args.enable_shell {
+        Some(if args.shell_allow.is_empty() {
+            ShellPolicy::default()
+        } else {
+            ShellPolicy::with_allow(args.shell_allow.iter().map(|s| s.trim().to_string()))
+        })
+    } else {
+        if !args.shell_allow.is_empty() {
+            anyhow::bail!("--shell-allow needs --enable-shell");
+        }
+        None
+    };
+    let config = args.ooda.config(
+        args.agent.max_steps,
+        args.agent.timeout,
+        workspace.as_ref().map(|w| w.root()),
+    )?;
+    let tools = o::ooda_tools(shell, workspace.as_ref());
+    let home = boyd_home()?;
+    let memory = if args.ooda.no_memory {
+        None
+    } else {
+        Some(MemoryStore::open(&home, workspace.as_ref().map(|w| w.root()))?)
+    };
+    let key = o::approval_key();
+    let mut model = load_agent_model(g)?;
+    let cancel = CancelToken::new();
+    super::cancel_on_ctrl_c(&cancel);
+    let run_dir = RunDir::create(&home)?;
+    let mut m1 = SharedModel::new(model.as_mut());
+    let mut m2 = m1.clone();
+    let constrained = args.agent.constraint != ConstraintArg::None;
+    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.agent.step_tokens, constrained);
+    let mut ooda = Ooda::new(&mut phases.decider, phases.orienter.as_mut(), &tools, cancel.clone());
+    ooda.config = config;
+    ooda.workspace = workspace;
+    ooda.approval_key = key;
+    ooda.memory = memory;
+    let json = g.json;
+    let mut on_event = |ev: &OodaEvent<'_>| {
+        if !json {
+            o::print_event(ev);
+        }
+    };
+    let outcome = o::runtime()?.block_on(ooda.run(&args.task, run_dir, &mut on_event))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        o::print_outcome(&outcome);
+    }
+    Ok(o::exit_code(outcome.state))
 }

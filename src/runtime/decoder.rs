@@ -215,6 +215,8 @@ pub struct Decoder {
     norm: Tensor,
     output: QMatMul,
     rope: Rope,
+    /// Positions the RoPE table covers (caps the KV cache length).
+    positions: usize,
     loaded: LoadedBytes,
 }
 
@@ -228,8 +230,19 @@ impl std::fmt::Debug for Decoder {
 }
 
 impl Decoder {
-    /// Load every tensor from an open, validated GGUF file.
+    /// Load every tensor from an open, validated GGUF file, with RoPE tables for the model's
+    /// whole training context.
     pub fn load(file: &mut GgufFile, device: &Device) -> Result<Self> {
+        Self::load_with_positions(file, device, usize::MAX)
+    }
+
+    /// Like [`Decoder::load`], but with RoPE tables for at most `max_positions` positions
+    /// (the session's context): a header claiming a huge training context then costs nothing.
+    pub fn load_with_positions(
+        file: &mut GgufFile,
+        device: &Device,
+        max_positions: usize,
+    ) -> Result<Self> {
         let params = file.header.arch_params()?;
         if !params.architecture.runnable() {
             return Err(DecoderError::NotRunnable(params.architecture));
@@ -251,7 +264,10 @@ impl Decoder {
             loaded_bytes: 0,
         };
         let embed = Arc::new(l.qtensor("token_embd.weight", &[vocab, h])?);
-        let mut blocks = Vec::with_capacity(params.n_layers as usize);
+        // Every layer has tensors, so the file's tensor count bounds the reservation even when
+        // `block_count` is absurd (the missing `blk.N` tensor is then the error).
+        let mut blocks =
+            Vec::with_capacity((params.n_layers as usize).min(l.file.header.tensors.len()));
         for i in 0..params.n_layers {
             let n = |s: &str| format!("blk.{i}.{s}");
             let bias = |l: &mut Loader, s: &str, len| -> Result<Option<Tensor>> {
@@ -298,7 +314,8 @@ impl Decoder {
         let loaded = LoadedBytes {
             file_tensors: l.loaded_bytes,
         };
-        let rope = Rope::new(&params, params.context_length as usize, device)?;
+        let positions = (params.context_length as usize).min(max_positions).max(1);
+        let rope = Rope::new(&params, positions, device)?;
         Ok(Self {
             params,
             device: device.clone(),
@@ -307,6 +324,7 @@ impl Decoder {
             norm,
             output,
             rope,
+            positions,
             loaded,
         })
     }
@@ -341,7 +359,9 @@ impl Decoder {
                 head_dim_v: self.params.head_dim_v as usize,
                 dtype,
                 chunk: 256,
-                max_len: max_len.min(self.params.context_length as usize),
+                max_len: max_len
+                    .min(self.params.context_length as usize)
+                    .min(self.positions),
             },
             &self.device,
         )

@@ -15,6 +15,11 @@ use crate::sizing::{ArchError, ArchParams, Architecture, GgmlType, RopeScaling};
 
 /// `GGUF` in little-endian byte order.
 pub const GGUF_MAGIC: [u8; 4] = *b"GGUF";
+/// Most elements reserved up front for an array or table whose length comes from the file.
+/// Longer ones grow as elements are actually read, so memory follows the bytes consumed,
+/// not the count the file claims.
+const PREALLOC_CAP: usize = 1 << 12;
+
 /// Default tensor-data alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 
@@ -156,6 +161,17 @@ pub enum GgufError {
         name: String,
         /// Element count.
         elems: u64,
+        /// Type name.
+        ty: &'static str,
+    },
+    /// Row length (`ne[0]`) not a multiple of the type's block size: quantized blocks never
+    /// straddle rows, so such a tensor cannot be read row by row.
+    #[error("tensor {name:?}: row length {row} is not a multiple of the {ty} block size")]
+    RowNotBlockMultiple {
+        /// Tensor name.
+        name: String,
+        /// Row length (`dims[0]`).
+        row: u64,
         /// Type name.
         ty: &'static str,
     },
@@ -532,7 +548,7 @@ impl<R: Read> Cur<R> {
         let n = n as usize;
         macro_rules! prim {
             ($variant:ident, $t:ty) => {{
-                let mut v = Vec::with_capacity(n);
+                let mut v = Vec::with_capacity(n.min(PREALLOC_CAP));
                 for _ in 0..n {
                     v.push(<$t>::from_le_bytes(self.bytes(key)?));
                 }
@@ -551,21 +567,21 @@ impl<R: Read> Cur<R> {
             11 => prim!(I64, i64),
             12 => prim!(F64, f64),
             7 => {
-                let mut v = Vec::with_capacity(n);
+                let mut v = Vec::with_capacity(n.min(PREALLOC_CAP));
                 for _ in 0..n {
                     v.push(self.bytes::<1>(key)?[0] != 0);
                 }
                 Array::Bool(v)
             }
             8 => {
-                let mut v = Vec::with_capacity(n);
+                let mut v = Vec::with_capacity(n.min(PREALLOC_CAP));
                 for _ in 0..n {
                     v.push(self.string(key)?);
                 }
                 Array::String(v)
             }
             _ => {
-                let mut v = Vec::with_capacity(n);
+                let mut v = Vec::with_capacity(n.min(PREALLOC_CAP));
                 for _ in 0..n {
                     v.push(self.array(key, depth + 1)?);
                 }
@@ -638,8 +654,9 @@ impl GgufHeader {
         if alignment == 0 || !alignment.is_power_of_two() {
             return Err(GgufError::BadAlignment(alignment));
         }
-        let mut tensors = Vec::with_capacity(n_tensors as usize);
-        let mut names = HashSet::with_capacity(n_tensors as usize);
+        let reserve = (n_tensors as usize).min(PREALLOC_CAP);
+        let mut tensors = Vec::with_capacity(reserve);
+        let mut names = HashSet::with_capacity(reserve);
         for _ in 0..n_tensors {
             let name = c.string("tensor name")?;
             let n_dims = c.u32("tensor dimension count")?;
@@ -898,6 +915,14 @@ fn tensor_info(
         return Err(GgufError::NotBlockMultiple {
             name,
             elems,
+            ty: ggml_type.name(),
+        });
+    }
+    let row = dims.first().copied().unwrap_or(1);
+    if row % ggml_type.block_elems() != 0 {
+        return Err(GgufError::RowNotBlockMultiple {
+            name,
+            row,
             ty: ggml_type.name(),
         });
     }

@@ -9,11 +9,14 @@ use std::path::Path;
 
 use candle_core::Device;
 
-use crate::lm::{CancelToken, GenOutput, GenRequest, LanguageModel, LmError};
+use crate::lm::{CancelToken, Constraint, GenOutput, GenRequest, LanguageModel, LmError};
+use crate::runtime::constrain::{GrammarConstraint, GrammarVocab, TokenConstraint};
 use crate::runtime::decoder::{Decoder, DecoderError};
+use crate::runtime::fit::{self, Fit, FitError};
 use crate::runtime::gguf::GgufFile;
 use crate::runtime::session::{Flow, GenOptions, GenerateError, Session};
 use crate::runtime::tokenizer::{GgufTokenizer, TokenizerError};
+use crate::sizing::Hardware;
 
 /// Errors loading a model.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +40,26 @@ pub enum LoadError {
         #[source]
         source: TokenizerError,
     },
+    /// The sizing model says the model will not fit in free memory (checked before any
+    /// tensor is allocated; `LoadOptions::force` overrides).
+    #[error("loading {path}: {source}")]
+    WontFit {
+        /// The file.
+        path: String,
+        /// The shortfall and what would fit.
+        #[source]
+        source: FitError,
+    },
+}
+
+/// How to load a model.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Load even when the fit check says the model will not fit.
+    pub force: bool,
+    /// The hardware to check the fit against; `None`: the device's own free memory (the CPU's
+    /// `MemAvailable`; the check is skipped where boyd cannot tell).
+    pub hardware: Option<Hardware>,
 }
 
 /// A GGUF model loaded in this process.
@@ -45,25 +68,47 @@ pub struct LocalModel {
     session: Session,
     tokenizer: GgufTokenizer,
     name: String,
+    /// The grammar engine over this vocabulary, built on the first constrained request.
+    grammar: Option<GrammarVocab>,
+    /// The last compiled constraint, unstarted: an agent sends the same one every step.
+    compiled: Option<(Constraint, GrammarConstraint)>,
 }
 
 impl LocalModel {
     /// Load `path` onto `device` with a context of at most `ctx` tokens (capped at the
     /// model's own context length).
     pub fn load(path: &Path, device: &Device, ctx: usize) -> Result<Self, LoadError> {
+        Self::load_with(path, device, ctx, &LoadOptions::default())
+    }
+
+    /// [`LocalModel::load`] with options: the fit check runs on the header before any tensor
+    /// is allocated and refuses a model that will not fit unless `opts.force` is set.
+    pub fn load_with(
+        path: &Path,
+        device: &Device,
+        ctx: usize,
+        opts: &LoadOptions,
+    ) -> Result<Self, LoadError> {
         let p = path.display().to_string();
         let decoder_err = |source| LoadError::Decoder {
             path: p.clone(),
             source,
         };
-        let mut file =
-            GgufFile::open(path).map_err(|e| decoder_err(DecoderError::Gguf(e)))?;
+        let mut file = GgufFile::open(path).map_err(|e| decoder_err(DecoderError::Gguf(e)))?;
+        check_fit(&file, device, ctx, opts).map_err(|e| match e {
+            FitError::Header(e) => decoder_err(DecoderError::Gguf(e)),
+            source => LoadError::WontFit {
+                path: p.clone(),
+                source,
+            },
+        })?;
         let tokenizer =
             GgufTokenizer::from_header(&file.header).map_err(|source| LoadError::Tokenizer {
                 path: p.clone(),
                 source,
             })?;
-        let decoder = Decoder::load(&mut file, device).map_err(decoder_err)?;
+        let decoder =
+            Decoder::load_with_positions(&mut file, device, ctx).map_err(decoder_err)?;
         let name = match file.header.opt_str("general.name") {
             Ok(Some(n)) => n.to_string(),
             _ => path
@@ -75,7 +120,44 @@ impl LocalModel {
             session: Session::new(decoder, ctx),
             tokenizer,
             name,
+            grammar: None,
+            compiled: None,
         })
+    }
+
+    /// A fresh grammar state for `constraint` (the engine and the compiled grammar are cached).
+    pub fn constraint_state(
+        &mut self,
+        constraint: &Constraint,
+    ) -> Result<GrammarConstraint, LmError> {
+        if let Some((c, g)) = &self.compiled {
+            if c == constraint {
+                return Ok(g.clone());
+            }
+        }
+        let vocab = match &self.grammar {
+            Some(v) => v,
+            None => {
+                let t0 = std::time::Instant::now();
+                let v = GrammarVocab::from_tokenizer(&self.tokenizer)
+                    .map_err(|e| LmError::Constraint(e.to_string()))?;
+                tracing::debug!(
+                    ms = t0.elapsed().as_secs_f64() * 1e3,
+                    "built the grammar engine's token trie"
+                );
+                self.grammar.insert(v)
+            }
+        };
+        let t0 = std::time::Instant::now();
+        let g = vocab
+            .compile(constraint)
+            .map_err(|e| LmError::Constraint(e.to_string()))?;
+        tracing::debug!(
+            ms = t0.elapsed().as_secs_f64() * 1e3,
+            "compiled the output constraint"
+        );
+        self.compiled = Some((constraint.clone(), g.clone()));
+        Ok(g)
     }
 
     /// The session (decoder, KV cache).
@@ -106,6 +188,37 @@ impl LocalModel {
     }
 }
 
+/// Run the fit check for loading `file` at `ctx` tokens onto `device`.
+fn check_fit(
+    file: &GgufFile,
+    device: &Device,
+    ctx: usize,
+    opts: &LoadOptions,
+) -> Result<(), FitError> {
+    let Some(hw) = opts
+        .hardware
+        .clone()
+        .or_else(|| fit::device_hardware(device))
+    else {
+        tracing::warn!("free memory of this device is unknown; skipping the fit check");
+        return Ok(());
+    };
+    let e = match fit::estimate(&file.header, ctx, fit::runtime_kv_dtype(device), &hw) {
+        Err(FitError::Unsizable(e)) if opts.force => {
+            tracing::warn!("cannot size the model ({e}); loading anyway (--force)");
+            return Ok(());
+        }
+        other => other?,
+    };
+    match fit::decide(&e, opts.force)? {
+        Fit::Fits { headroom } => {
+            tracing::info!(need = %e.memory.total, %headroom, "fit check passed");
+        }
+        Fit::Forced(w) => tracing::warn!("{w}; loading anyway (--force)"),
+    }
+    Ok(())
+}
+
 /// Length of the longest suffix of `text` that is a proper prefix of some stop string: the
 /// part that must be held back because it may still become a stop string.
 fn held_back(text: &str, stops: &[String]) -> usize {
@@ -127,9 +240,10 @@ impl LanguageModel for LocalModel {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<GenOutput, LmError> {
-        if req.constraint.is_some() {
-            tracing::warn!("output constraints are not applied by the local runtime yet");
-        }
+        let mut grammar = match &req.constraint {
+            Some(c) => Some(self.constraint_state(c)?),
+            None => None,
+        };
         let prompt = self.prompt_tokens(req)?;
         let opts = GenOptions {
             sampling: req.sampling.clone(),
@@ -141,41 +255,61 @@ impl LanguageModel for LocalModel {
         let mut emitted = 0;
         let mut stopped_at = None;
         let mut decode_err = None;
-        let result = self.session.generate(&prompt, &opts, cancel, &mut |id| {
-            match stream.push(id) {
-                Ok(piece) => text.push_str(&piece),
-                Err(e) => {
-                    decode_err = Some(e);
-                    return Flow::Stop;
-                }
-            }
-            if let Some(pos) = req
-                .stop
-                .iter()
-                .filter_map(|s| text[emitted.min(text.len())..].find(s.as_str()).map(|p| p + emitted))
-                .min()
-            {
-                stopped_at = Some(pos);
-                if pos > emitted {
-                    on_text(&text[emitted..pos]);
-                }
-                emitted = pos;
-                return Flow::Stop;
-            }
-            let safe = text.len() - held_back(&text, &req.stop);
-            if safe > emitted {
-                on_text(&text[emitted..safe]);
-                emitted = safe;
-            }
-            Flow::Continue
-        });
+        let constraint = grammar.as_mut().map(|g| g as &mut dyn TokenConstraint);
+        let result =
+            self.session
+                .generate_constrained(&prompt, &opts, constraint, cancel, &mut |id| {
+                    match stream.push(id) {
+                        Ok(piece) => text.push_str(&piece),
+                        Err(e) => {
+                            decode_err = Some(e);
+                            return Flow::Stop;
+                        }
+                    }
+                    if let Some(pos) = req
+                        .stop
+                        .iter()
+                        .filter_map(|s| {
+                            text[emitted.min(text.len())..]
+                                .find(s.as_str())
+                                .map(|p| p + emitted)
+                        })
+                        .min()
+                    {
+                        stopped_at = Some(pos);
+                        if pos > emitted {
+                            on_text(&text[emitted..pos]);
+                        }
+                        emitted = pos;
+                        return Flow::Stop;
+                    }
+                    let safe = text.len() - held_back(&text, &req.stop);
+                    if safe > emitted {
+                        on_text(&text[emitted..safe]);
+                        emitted = safe;
+                    }
+                    Flow::Continue
+                });
         if let Some(e) = decode_err {
             return Err(LmError::Backend(e.to_string()));
         }
         let out = result.map_err(|e| match e {
             GenerateError::Lm(e) => e,
+            e @ (GenerateError::Constraint(_) | GenerateError::EmptyMask) => {
+                LmError::Constraint(e.to_string())
+            }
             other => LmError::Backend(other.to_string()),
         })?;
+        if let Some(g) = &grammar {
+            let st = g.stats();
+            tracing::debug!(
+                masks = st.masks,
+                mean_us = st.mean().as_secs_f64() * 1e6,
+                max_us = st.max.as_secs_f64() * 1e6,
+                decode_s = out.usage.decode_s,
+                "output constraint mask time"
+            );
+        }
         if let Some(pos) = stopped_at {
             text.truncate(pos);
         } else {

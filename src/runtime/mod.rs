@@ -2,7 +2,9 @@
 //! cache, the sampler chain and the session that reuses cached prefixes.
 
 pub mod chat_template;
+pub mod constrain;
 pub mod decoder;
+pub mod fit;
 pub mod gguf;
 pub mod kv_cache;
 pub mod local;

@@ -4,10 +4,133 @@
 //! Works on a plain `&mut [f32]` of logits so it is cheap to test and independent of the
 //! device. With `temperature == 0` it is greedy (argmax, ties to the lowest id) and consumes no
 //! randomness; otherwise it draws from a `StdRng` seeded once, so a run is reproducible.
+//!
+//! The mask link takes a [`TokenMask`], a bitset with 32 ids per word, the layout grammar
+//! engines (llguidance) produce: applying it to a 151,936-entry vocabulary skips whole words of
+//! allowed ids and writes `-inf` word by word, instead of calling a predicate per id.
 
 use rand::{Rng, SeedableRng};
 
 use crate::lm::SamplingParams;
+
+/// A set of allowed token ids: a bitset, bit `id % 32` of word `id / 32`. Ids at or past
+/// [`len`](Self::len) are never allowed (a model's logits may be longer than its tokenizer's
+/// vocabulary: those padding ids can never be sampled under a mask).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenMask {
+    words: Vec<u32>,
+    len: usize,
+}
+
+impl TokenMask {
+    /// A mask over `len` ids that allows none.
+    pub fn none(len: usize) -> Self {
+        Self {
+            words: vec![0; len.div_ceil(32)],
+            len,
+        }
+    }
+
+    /// A mask over `len` ids that allows all.
+    pub fn all(len: usize) -> Self {
+        Self::from_words(vec![u32::MAX; len.div_ceil(32)], len)
+    }
+
+    /// A mask from bitset words (bit `id % 32` of word `id / 32`); bits at or past `len` and
+    /// missing words count as disallowed.
+    pub fn from_words(mut words: Vec<u32>, len: usize) -> Self {
+        words.resize(len.div_ceil(32), 0);
+        if len % 32 != 0 {
+            if let Some(last) = words.last_mut() {
+                *last &= (1u32 << (len % 32)) - 1;
+            }
+        }
+        Self { words, len }
+    }
+
+    /// Replace the contents with `words` (as [`from_words`](Self::from_words)), reusing the
+    /// allocation.
+    pub fn set_words(&mut self, words: &[u32]) {
+        let n = self.len.div_ceil(32);
+        self.words.clear();
+        self.words.extend_from_slice(&words[..words.len().min(n)]);
+        self.words.resize(n, 0);
+        if self.len % 32 != 0 {
+            if let Some(last) = self.words.last_mut() {
+                *last &= (1u32 << (self.len % 32)) - 1;
+            }
+        }
+    }
+
+    /// Number of ids the mask covers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mask covers no ids.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Allow `id` (ignored when out of range).
+    pub fn allow(&mut self, id: u32) {
+        if (id as usize) < self.len {
+            if let Some(w) = self.words.get_mut(id as usize / 32) {
+                *w |= 1 << (id % 32);
+            }
+        }
+    }
+
+    /// Whether `id` is allowed.
+    pub fn is_allowed(&self, id: u32) -> bool {
+        self.words
+            .get(id as usize / 32)
+            .is_some_and(|w| w & (1 << (id % 32)) != 0)
+    }
+
+    /// Number of allowed ids.
+    pub fn count(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The allowed ids, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let base = (i * 32) as u32;
+            let mut rest = w;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros();
+                rest &= rest - 1;
+                Some(base + bit)
+            })
+        })
+    }
+
+    /// Set every disallowed logit to `-inf`, including all past `len`.
+    pub fn apply(&self, logits: &mut [f32]) {
+        for (chunk, &w) in logits.chunks_mut(32).zip(&self.words) {
+            if w == u32::MAX {
+                continue;
+            }
+            if w == 0 {
+                chunk.fill(f32::NEG_INFINITY);
+                continue;
+            }
+            for (bit, l) in chunk.iter_mut().enumerate() {
+                if w & (1 << bit) == 0 {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+        }
+        let covered = self.words.len() * 32;
+        if logits.len() > covered {
+            logits[covered..].fill(f32::NEG_INFINITY);
+        }
+    }
+}
 
 /// A seeded sampler.
 #[derive(Debug)]
@@ -29,12 +152,12 @@ impl Sampler {
     }
 
     /// Pick the next token. `history` feeds the repetition penalty; `allowed`, when given,
-    /// masks out every token for which it returns false.
+    /// masks out every token it does not allow. `None` when every token is masked.
     pub fn sample(
         &mut self,
         logits: &mut [f32],
         history: &[u32],
-        allowed: Option<&dyn Fn(u32) -> bool>,
+        allowed: Option<&TokenMask>,
     ) -> Option<u32> {
         let p = &self.params;
         if p.repeat_penalty != 1.0 && p.repeat_penalty > 0.0 {
@@ -53,11 +176,7 @@ impl Sampler {
             }
         }
         if let Some(allowed) = allowed {
-            for (i, l) in logits.iter_mut().enumerate() {
-                if !allowed(i as u32) {
-                    *l = f32::NEG_INFINITY;
-                }
-            }
+            allowed.apply(logits);
         }
         if p.temperature <= 0.0 {
             return argmax(logits);
@@ -140,10 +259,46 @@ mod tests {
     #[test]
     fn mask_removes_tokens() {
         let mut s = Sampler::new(params(0.0));
-        let allow = |t: u32| t != 1;
+        let mut allow = TokenMask::none(3);
+        allow.allow(0);
+        allow.allow(2);
         assert_eq!(s.sample(&mut [0.1, 3.0, 2.0], &[], Some(&allow)), Some(2));
-        let none = |_t: u32| false;
+        let none = TokenMask::none(2);
         assert_eq!(s.sample(&mut [0.1, 3.0], &[], Some(&none)), None);
+    }
+
+    #[test]
+    fn mask_disallows_ids_past_its_length() {
+        // Logits longer than the tokenizer's vocabulary (padding rows of the output matrix).
+        let mut s = Sampler::new(params(0.0));
+        let mask = TokenMask::all(2);
+        assert_eq!(
+            s.sample(&mut [0.0, 1.0, 9.0, 9.0], &[], Some(&mask)),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn token_mask_words_and_iteration() {
+        let mut m = TokenMask::none(70);
+        for id in [0, 31, 32, 69, 70, 1000] {
+            m.allow(id);
+        }
+        assert_eq!(m.iter().collect::<Vec<_>>(), vec![0, 31, 32, 69]);
+        assert_eq!(m.count(), 4);
+        assert!(m.is_allowed(69) && !m.is_allowed(70) && !m.is_allowed(1));
+        let all = TokenMask::from_words(vec![u32::MAX; 5], 33);
+        assert_eq!(all.count(), 33);
+        let mut logits = vec![0.0f32; 100];
+        m.apply(&mut logits);
+        let finite: Vec<usize> = (0..100).filter(|&i| logits[i].is_finite()).collect();
+        assert_eq!(finite, vec![0, 31, 32, 69]);
+        let mut again = TokenMask::none(70);
+        again.set_words(&[1, 0, u32::MAX, 7]);
+        assert_eq!(
+            again.iter().collect::<Vec<_>>(),
+            vec![0, 64, 65, 66, 67, 68, 69]
+        );
     }
 
     #[test]

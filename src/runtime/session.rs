@@ -11,6 +11,7 @@ use std::time::Instant;
 use candle_core::Tensor;
 
 use crate::lm::{CancelToken, FinishReason, LmError, SamplingParams, Usage};
+use crate::runtime::constrain::{ConstraintError, TokenConstraint};
 use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::kv_cache::KvCache;
 use crate::runtime::sampling::Sampler;
@@ -177,12 +178,26 @@ impl Session {
         Ok(out)
     }
 
-    /// Generate after `prompt`. `on_token` sees each new id and may stop generation;
-    /// `allowed` optionally masks tokens (the output constraint).
+    /// Generate after `prompt`. `on_token` sees each new id and may stop generation.
     pub fn generate(
         &mut self,
         prompt: &[u32],
         opts: &GenOptions,
+        cancel: &CancelToken,
+        on_token: &mut dyn FnMut(u32) -> Flow,
+    ) -> Result<TokenOutput, GenerateError> {
+        self.generate_constrained(prompt, opts, None, cancel, on_token)
+    }
+
+    /// [`generate`](Self::generate) with an optional output constraint: before each sample it
+    /// gives the allowed tokens (the mask link of the sampler chain), each sampled token is
+    /// committed to it, and generation ends with `FinishReason::ConstraintDone` as soon as it
+    /// admits nothing more.
+    pub fn generate_constrained(
+        &mut self,
+        prompt: &[u32],
+        opts: &GenOptions,
+        mut constraint: Option<&mut dyn TokenConstraint>,
         cancel: &CancelToken,
         on_token: &mut dyn FnMut(u32) -> Flow,
     ) -> Result<TokenOutput, GenerateError> {
@@ -208,17 +223,38 @@ impl Session {
             if out.len() >= opts.max_tokens {
                 break FinishReason::Length;
             }
-            let Some(next) = sampler.sample(&mut logits, &self.tokens, None) else {
+            let next = match constraint.as_deref_mut() {
+                None => sampler.sample(&mut logits, &self.tokens, None),
+                Some(c) => {
+                    if c.is_done() {
+                        break FinishReason::ConstraintDone;
+                    }
+                    let mask = c.mask()?;
+                    match sampler.sample(&mut logits, &self.tokens, Some(mask)) {
+                        Some(t) => Some(t),
+                        // A grammar that allows nothing would be an engine bug.
+                        None => return Err(GenerateError::EmptyMask),
+                    }
+                }
+            };
+            let Some(next) = next else {
                 break FinishReason::Eos;
             };
             if opts.eos.contains(&next) {
                 break FinishReason::Eos;
+            }
+            if let Some(c) = constraint.as_deref_mut() {
+                c.commit(next)?;
             }
             out.push(next);
             let flow = on_token(next);
             if flow == Flow::Stop {
                 // The stop token is emitted but not run: the cache ends before it.
                 break FinishReason::Stop;
+            }
+            if constraint.as_deref().is_some_and(|c| c.is_done()) {
+                // Like a stop: the last token is emitted but not run.
+                break FinishReason::ConstraintDone;
             }
             if self.tokens.len() + 1 >= context {
                 break FinishReason::Length;
@@ -253,4 +289,10 @@ pub enum GenerateError {
     /// The decoder failed.
     #[error(transparent)]
     Decoder(#[from] DecoderError),
+    /// The output constraint failed.
+    #[error(transparent)]
+    Constraint(#[from] ConstraintError),
+    /// The output constraint allowed no token at all.
+    #[error("the output constraint allows no token here (and the output is not complete)")]
+    EmptyMask,
 }

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::SizingError;
+use super::kv::KvDtype;
 use super::weights::EmbeddingPolicy;
 use crate::units::{Bytes, BytesPerSec};
 
@@ -120,10 +121,24 @@ impl Backend {
         }
     }
 
-    /// What boyd's runtime (candle) does with the token embedding on this backend: it
-    /// dequantizes it to an f32 copy on the device (candle-transformers `quantized_llama`).
+    /// What boyd's runtime does with the token embedding on this backend: it keeps the
+    /// quantized tensor as stored, looks rows up from it, and ties the output projection to
+    /// the same tensor (`runtime::decoder`), on every backend. So no copy is added.
+    ///
+    /// Other runtimes differ: candle-transformers' `quantized_llama` dequantizes the
+    /// embedding to f32 ([`EmbeddingPolicy::DequantizedF32`]); size for it by passing that
+    /// policy to [`crate::sizing::weights::embedding_copy`] directly.
     pub fn embedding_policy(self) -> EmbeddingPolicy {
-        EmbeddingPolicy::DequantizedF32
+        EmbeddingPolicy::AsStored
+    }
+
+    /// The KV cache type boyd's runtime allocates on this backend (`Decoder::new_cache`):
+    /// f32 on the CPU, f16 on GPUs.
+    pub fn runtime_kv_dtype(self) -> KvDtype {
+        match self {
+            Self::Cpu => KvDtype::F32,
+            Self::Cuda | Self::Metal => KvDtype::F16,
+        }
     }
 
     /// Whether prefill matmuls on this backend may dequantize a whole weight matrix to a
@@ -407,6 +422,16 @@ mod tests {
             ""
         )
         .is_err());
+    }
+
+    #[test]
+    fn boyd_runtime_keeps_the_embedding_quantized_and_kv_f32_on_cpu() {
+        for b in [Backend::Cpu, Backend::Cuda, Backend::Metal] {
+            assert_eq!(b.embedding_policy(), EmbeddingPolicy::AsStored);
+        }
+        assert_eq!(Backend::Cpu.runtime_kv_dtype(), KvDtype::F32);
+        assert_eq!(Backend::Cuda.runtime_kv_dtype(), KvDtype::F16);
+        assert_eq!(Backend::Metal.runtime_kv_dtype(), KvDtype::F16);
     }
 
     #[test]

@@ -126,7 +126,8 @@ pub struct Input {
 pub struct Memory {
     /// Weights as stored in the file.
     pub weights: Bytes,
-    /// Extra resident copy of the token embedding the runtime makes (f32 on candle).
+    /// Extra resident copy of the token embedding the runtime makes (none for boyd's
+    /// runtime, which keeps it quantized; an f32 copy for candle-transformers').
     pub embedding_copy: Bytes,
     /// KV cache at the context length.
     pub kv_cache: Bytes,

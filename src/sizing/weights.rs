@@ -1,9 +1,11 @@
 //! Weight bytes: exact from a GGUF tensor list, or parameters × bits per weight from metadata.
 //!
 //! The token-embedding (`token_embd.weight`) and output (`output.weight`) tensors are kept
-//! apart from the repeating layers because runtimes treat them differently: candle's quantized
-//! llama dequantizes the embedding to f32 on the device, llama.cpp keeps it on the host, and a
-//! tied model has no separate output tensor at all. [`EmbeddingPolicy`] models that choice.
+//! apart from the repeating layers because runtimes treat them differently: boyd's decoder keeps
+//! the embedding quantized and looks rows up from it, candle-transformers' quantized llama
+//! dequantizes it to f32 on the device, llama.cpp keeps it on the host, and a tied model has no
+//! separate output tensor at all. [`EmbeddingPolicy`] models that choice;
+//! `Backend::embedding_policy` says which one boyd's runtime makes.
 
 use serde::{Deserialize, Serialize};
 
@@ -172,7 +174,8 @@ pub fn from_params(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EmbeddingPolicy {
-    /// Kept as stored (quantized), resident with the other weights.
+    /// Kept as stored (quantized), resident with the other weights. boyd's runtime does this
+    /// on every backend, and ties the output projection to the same tensor.
     AsStored,
     /// Dequantized to an f32 copy on the compute device; the quantized tensor is kept only
     /// when the output is tied to it. candle-transformers' `quantized_llama` does this

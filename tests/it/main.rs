@@ -1,8 +1,14 @@
 //! The integration test binary: one module per area.
 
 mod agent;
+mod alloc;
+mod audit;
 mod catalog;
 mod common;
+mod constrain;
 mod decoder;
+mod fuzz_corpus;
+mod gguf;
+mod ooda;
 mod sizing;
 mod tokenizer;

@@ -223,24 +223,52 @@ impl Sandbox {
 
     /// Create the parent directories of a relative path and return the path to write, refusing
     /// anything that would land outside the root. Used to materialize eval workspaces.
+    ///
+    /// Parents are walked and created one level at a time, and each existing one is resolved
+    /// and checked before anything is created beneath it, so a symlink that leads outside never
+    /// gets a directory made through it (`create_dir_all` on the joined path would).
     pub fn prepare_write(&self, path: &str) -> Result<PathBuf, SandboxError> {
         let joined = self.lexical(path)?;
-        if let Some(parent) = joined.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| SandboxError::Io {
-                path: path.into(),
-                reason: e.to_string(),
-            })?;
-            let canon_parent = parent.canonicalize().map_err(|e| SandboxError::Io {
-                path: path.into(),
-                reason: e.to_string(),
-            })?;
-            if !canon_parent.starts_with(&self.root) {
-                return Err(SandboxError::Escape { path: path.into() });
+        let io = |e: std::io::Error| SandboxError::Io {
+            path: path.into(),
+            reason: e.to_string(),
+        };
+        let escape = || SandboxError::Escape { path: path.into() };
+        let rel = joined.strip_prefix(&self.root).map_err(|_| escape())?;
+        let parts: Vec<&std::ffi::OsStr> = rel.iter().collect();
+        let Some((last, parents)) = parts.split_last() else {
+            return Err(SandboxError::Empty);
+        };
+        // `dir` is always a canonical directory under the root.
+        let mut dir = self.root.clone();
+        for part in parents {
+            let next = dir.join(part);
+            match std::fs::symlink_metadata(&next) {
+                Ok(_) => {
+                    let canon = match next.canonicalize() {
+                        Ok(c) => c,
+                        // a dangling symlink: never create through it
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            return Err(escape())
+                        }
+                        Err(e) => return Err(io(e)),
+                    };
+                    if !canon.starts_with(&self.root) {
+                        return Err(escape());
+                    }
+                    dir = canon;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir(&next).map_err(io)?;
+                    dir = next;
+                }
+                Err(e) => return Err(io(e)),
             }
         }
-        if std::fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(SandboxError::Escape { path: path.into() });
+        let target = dir.join(last);
+        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(escape());
         }
-        Ok(joined)
+        Ok(target)
     }
 }

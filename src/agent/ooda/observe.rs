@@ -1,0 +1,452 @@
+//! Observe: read every sensor of a cycle concurrently, each under a timeout.
+//!
+//! A sensor returns signals (`key = value` readings) or fails; a failed or timed-out sensor is
+//! recorded in the `Observation`, never fatal. The observation's confidence starts at 1 and falls
+//! with each failure: halved per critical sensor, times 0.9 per non-critical one, so a run that
+//! loses its eyes escalates (Decide refuses to act below a threshold) while a flaky extra sensor
+//! only costs a little. Sensor futures are `'static` so they can run as tokio tasks side by side.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::lm::Usage;
+
+use super::act::ActionReport;
+use crate::agent::audit::OutcomeStatus;
+use crate::agent::rundir::utc_timestamp;
+use crate::agent::tools::truncate_str;
+
+/// One reading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// The sensor that produced it.
+    pub sensor: String,
+    /// What it measures (`last_action.output`, `workspace.changed`, ...).
+    pub key: String,
+    /// The reading, as text.
+    pub value: String,
+}
+
+impl Signal {
+    /// A signal.
+    pub fn new(sensor: &str, key: &str, value: impl Into<String>) -> Self {
+        Self {
+            sensor: sensor.into(),
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// A sensor's failure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[error("{0}")]
+pub struct SensorError(pub String);
+
+/// A sensor that failed this cycle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensorFailure {
+    /// Sensor name.
+    pub sensor: String,
+    /// Whether it is critical.
+    pub critical: bool,
+    /// It ran past its timeout.
+    pub timed_out: bool,
+    /// What happened.
+    pub reason: String,
+}
+
+/// What one Observe phase saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Cycle number.
+    pub cycle: usize,
+    /// UTC time.
+    pub time: String,
+    /// Readings of the sensors that answered, in sensor order.
+    pub signals: Vec<Signal>,
+    /// Sensors that failed or timed out.
+    pub failed: Vec<SensorFailure>,
+    /// 1.0, halved per critical failure, times 0.9 per non-critical failure.
+    pub confidence: f64,
+}
+
+impl Observation {
+    /// The value of the first signal with this key.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.signals
+            .iter()
+            .find(|s| s.key == key)
+            .map(|s| s.value.as_str())
+    }
+}
+
+/// What a sensor read returns.
+pub type SensorFuture = Pin<Box<dyn Future<Output = Result<Vec<Signal>, SensorError>> + Send>>;
+
+/// Something the agent can look at each cycle.
+pub trait Sensor: Send + Sync {
+    /// Name.
+    fn name(&self) -> &str;
+    /// Whether the loop is blind without it (its failure halves confidence).
+    fn critical(&self) -> bool;
+    /// Its own timeout, when it needs a different one from the loop's.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+    /// Start a reading.
+    fn read(&self) -> SensorFuture;
+}
+
+/// Confidence after these failures.
+pub fn confidence_after(failed: &[SensorFailure]) -> f64 {
+    failed.iter().fold(1.0, |c, f| if f.critical { c * 0.5 } else { c * 0.9 })
+}
+
+/// Read all sensors concurrently, each under its timeout (or `default_timeout`).
+pub async fn observe(
+    sensors: &[Arc<dyn Sensor>],
+    cycle: usize,
+    default_timeout: Duration,
+) -> Observation {
+    let mut set = tokio::task::JoinSet::new();
+    for (i, s) in sensors.iter().enumerate() {
+        let fut = s.read();
+        let limit = s.timeout().unwrap_or(default_timeout);
+        set.spawn(async move { (i, tokio::time::timeout(limit, fut).await) });
+    }
+    let mut results: BTreeMap<usize, Result<Vec<Signal>, (bool, String)>> = BTreeMap::new();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, Ok(Ok(signals)))) => {
+                results.insert(i, Ok(signals));
+            }
+            Ok((i, Ok(Err(e)))) => {
+                results.insert(i, Err((false, e.0)));
+            }
+            Ok((i, Err(_elapsed))) => {
+                let limit = sensors[i].timeout().unwrap_or(default_timeout);
+                results.insert(
+                    i,
+                    Err((true, format!("no reading within {} ms", limit.as_millis()))),
+                );
+            }
+            Err(e) => {
+                // A panicking sensor: we do not know which index, so it is found below as missing.
+                tracing::warn!("sensor task failed: {e}");
+            }
+        }
+    }
+    let mut signals = Vec::new();
+    let mut failed = Vec::new();
+    for (i, s) in sensors.iter().enumerate() {
+        match results.remove(&i) {
+            Some(Ok(mut sig)) => signals.append(&mut sig),
+            Some(Err((timed_out, reason))) => failed.push(SensorFailure {
+                sensor: s.name().into(),
+                critical: s.critical(),
+                timed_out,
+                reason,
+            }),
+            None => failed.push(SensorFailure {
+                sensor: s.name().into(),
+                critical: s.critical(),
+                timed_out: false,
+                reason: "the sensor crashed".into(),
+            }),
+        }
+    }
+    Observation {
+        cycle,
+        time: utc_timestamp(),
+        confidence: confidence_after(&failed),
+        signals,
+        failed,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Built-in sensors
+
+/// Where the loop leaves the last action's report for the `last_action` sensor.
+pub type LastActionSlot = Arc<Mutex<Option<ActionReport>>>;
+/// Where the planner calls leave their usage for the `model` sensor.
+pub type UsageSlot = Arc<Mutex<Option<Usage>>>;
+
+/// Longest output preview in a signal.
+pub const OUTPUT_PREVIEW: usize = 1200;
+
+/// The last action's result (critical: without it the loop does not know what it did).
+#[derive(Debug, Clone)]
+pub struct LastActionSensor {
+    /// The slot the loop writes.
+    pub slot: LastActionSlot,
+}
+
+impl Sensor for LastActionSensor {
+    fn name(&self) -> &str {
+        "last_action"
+    }
+    fn critical(&self) -> bool {
+        true
+    }
+    fn read(&self) -> SensorFuture {
+        let slot = self.slot.clone();
+        Box::pin(async move {
+            let guard = slot
+                .lock()
+                .map_err(|_| SensorError("last-action slot poisoned".into()))?;
+            let Some(r) = guard.as_ref() else {
+                return Ok(vec![Signal::new("last_action", "last_action.status", "none yet")]);
+            };
+            let mut out = vec![
+                Signal::new("last_action", "last_action.tool", r.tool.clone()),
+                Signal::new(
+                    "last_action",
+                    "last_action.status",
+                    match r.status {
+                        OutcomeStatus::Verified => "verified",
+                        OutcomeStatus::Unverified => "unverified",
+                        OutcomeStatus::Failed => "failed",
+                        OutcomeStatus::TimedOut => "timed_out",
+                    },
+                ),
+                Signal::new(
+                    "last_action",
+                    "last_action.output",
+                    truncate_str(&r.output, OUTPUT_PREVIEW),
+                ),
+            ];
+            for d in &r.discrepancies {
+                out.push(Signal::new("last_action", "last_action.discrepancy", d.clone()));
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// Files in the workspace that changed since the last cycle (size or modification time).
+#[derive(Debug, Clone)]
+pub struct WorkspaceSensor {
+    root: PathBuf,
+    prev: Arc<Mutex<Option<BTreeMap<String, (u64, u128)>>>>,
+}
+
+impl WorkspaceSensor {
+    /// Watch `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            prev: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+const WALK_LIMIT: usize = 5000;
+
+fn snapshot(root: &std::path::Path) -> BTreeMap<String, (u64, u128)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for ent in rd.flatten() {
+            if out.len() >= WALK_LIMIT {
+                return out;
+            }
+            let name = ent.file_name();
+            if name == ".git" || name == "target" || name == ".boyd" {
+                continue;
+            }
+            let Ok(ft) = ent.file_type() else { continue };
+            let path = ent.path();
+            if ft.is_dir() {
+                stack.push(path);
+            } else if ft.is_file() {
+                let Ok(meta) = ent.metadata() else { continue };
+                let mtime = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos());
+                let rel = crate::agent::tools::rel_display(root, &path);
+                out.insert(rel, (meta.len(), mtime));
+            }
+        }
+    }
+    out
+}
+
+impl Sensor for WorkspaceSensor {
+    fn name(&self) -> &str {
+        "workspace"
+    }
+    fn critical(&self) -> bool {
+        false
+    }
+    fn read(&self) -> SensorFuture {
+        let root = self.root.clone();
+        let prev = self.prev.clone();
+        Box::pin(async move {
+            let now = tokio::task::spawn_blocking(move || snapshot(&root))
+                .await
+                .map_err(|e| SensorError(format!("workspace walk failed: {e}")))?;
+            let mut guard = prev
+                .lock()
+                .map_err(|_| SensorError("workspace state poisoned".into()))?;
+            let mut out = vec![Signal::new("workspace", "workspace.files", now.len().to_string())];
+            if let Some(before) = guard.as_ref() {
+                let mut changed: Vec<String> = now
+                    .iter()
+                    .filter(|(k, v)| before.get(*k) != Some(v))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                changed.extend(
+                    before
+                        .keys()
+                        .filter(|k| !now.contains_key(*k))
+                        .map(|k| format!("{k} (deleted)")),
+                );
+                if !changed.is_empty() {
+                    changed.truncate(20);
+                    out.push(Signal::new("workspace", "workspace.changed", changed.join(", ")));
+                }
+            }
+            *guard = Some(now);
+            Ok(out)
+        })
+    }
+}
+
+/// `MemAvailable` from the text of /proc/meminfo, in bytes.
+pub fn mem_available(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemAvailable:")?;
+        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kib * 1024)
+    })
+}
+
+/// Free memory on this machine (Linux: /proc/meminfo).
+#[derive(Debug, Clone, Default)]
+pub struct HardwareSensor;
+
+impl Sensor for HardwareSensor {
+    fn name(&self) -> &str {
+        "hardware"
+    }
+    fn critical(&self) -> bool {
+        false
+    }
+    fn read(&self) -> SensorFuture {
+        Box::pin(async move {
+            let text = std::fs::read_to_string("/proc/meminfo")
+                .map_err(|e| SensorError(format!("cannot read /proc/meminfo: {e}")))?;
+            let b = mem_available(&text)
+                .ok_or_else(|| SensorError("/proc/meminfo has no MemAvailable".into()))?;
+            Ok(vec![Signal::new(
+                "hardware",
+                "hardware.mem_available_mib",
+                (b / (1 << 20)).to_string(),
+            )])
+        })
+    }
+}
+
+/// The model's own state: context used and KV-cache bytes after its last request.
+#[derive(Debug, Clone)]
+pub struct ModelSensor {
+    /// The slot the loop writes after each model call.
+    pub slot: UsageSlot,
+    /// The model's context length, when known.
+    pub context_length: Option<usize>,
+}
+
+impl Sensor for ModelSensor {
+    fn name(&self) -> &str {
+        "model"
+    }
+    fn critical(&self) -> bool {
+        false
+    }
+    fn read(&self) -> SensorFuture {
+        let slot = self.slot.clone();
+        let ctx = self.context_length;
+        Box::pin(async move {
+            let guard = slot
+                .lock()
+                .map_err(|_| SensorError("usage slot poisoned".into()))?;
+            let Some(u) = guard.as_ref() else {
+                return Ok(Vec::new());
+            };
+            let mut used = u.context_used.to_string();
+            if let Some(c) = ctx {
+                used.push_str(&format!(" of {c}"));
+            }
+            Ok(vec![
+                Signal::new("model", "model.context_used", used),
+                Signal::new("model", "model.kv_bytes", u.kv_bytes.to_string()),
+            ])
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed {
+        name: &'static str,
+        critical: bool,
+        mode: u8,
+    }
+    impl Sensor for Fixed {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn critical(&self) -> bool {
+            self.critical
+        }
+        fn read(&self) -> SensorFuture {
+            let mode = self.mode;
+            let name = self.name;
+            Box::pin(async move {
+                match mode {
+                    0 => Ok(vec![Signal::new(name, "k", "v")]),
+                    1 => Err(SensorError("broken".into())),
+                    _ => {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        Ok(Vec::new())
+                    }
+                }
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hanging_sensor_times_out_and_the_others_answer() {
+        let sensors: Vec<Arc<dyn Sensor>> = vec![
+            Arc::new(Fixed { name: "a", critical: true, mode: 0 }),
+            Arc::new(Fixed { name: "slow", critical: false, mode: 2 }),
+            Arc::new(Fixed { name: "bad", critical: false, mode: 1 }),
+        ];
+        let t0 = tokio::time::Instant::now();
+        let obs = observe(&sensors, 1, Duration::from_secs(2)).await;
+        assert!(t0.elapsed() >= Duration::from_secs(2) && t0.elapsed() < Duration::from_secs(3));
+        assert_eq!(obs.signals.len(), 1);
+        assert_eq!(obs.failed.len(), 2);
+        assert!(obs.failed.iter().any(|f| f.sensor == "slow" && f.timed_out));
+        assert!((obs.confidence - 0.81).abs() < 1e-9);
+    }
+
+    #[test]
+    fn meminfo() {
+        assert_eq!(mem_available("MemTotal: 10 kB\nMemAvailable:   2048 kB\n"), Some(2048 * 1024));
+        assert_eq!(mem_available("nothing"), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! Tools that change the workspace: `write_file` and `delete_file`. Both declare themselves
+//! irreversible, so the OODA gate runs them only with an approval token unless the workspace's
+//! policy lowers their tier; their post-conditions (`act::PostConditions::builtin`) check the
+//! file afterwards. Paths go through the workspace sandbox like every file tool.
+
+use serde::Deserialize;
+
+use crate::agent::tools::{parse_args, Cost, RiskProfile, Tool, ToolContext, ToolError};
+
+/// Refuse paths under `.boyd/` (the workspace policy lives there; the agent must not edit it).
+fn guard_policy_dir(path: &str) -> Result<(), ToolError> {
+    let first = path
+        .trim_start_matches("./")
+        .split(['/', '\\'])
+        .next()
+        .unwrap_or("");
+    if first == ".boyd" {
+        return Err(ToolError::denied(".boyd/ holds the workspace policy; it cannot be changed by the agent."));
+    }
+    Ok(())
+}
+
+/// `write_file`: create or overwrite a text file in the workspace.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WriteFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+/// Largest file `write_file` writes.
+pub const WRITE_MAX: usize = 1 << 20;
+
+impl Tool for WriteFile {
+    fn name(&self) -> &str {
+        "write_file"
+    }
+    fn description(&self) -> &str {
+        "Create or overwrite a text file in the workspace. Cannot be undone: needs approval."
+    }
+    fn args_schema(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
+    }
+    fn risk(&self) -> RiskProfile {
+        RiskProfile {
+            cost: Cost::Low,
+            reversible: false,
+        }
+    }
+    fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let a: WriteArgs = parse_args(args)?;
+        guard_policy_dir(&a.path)?;
+        if a.content.len() > WRITE_MAX {
+            return Err(ToolError::invalid(format!(
+                "content is {} bytes; the limit is {WRITE_MAX}.",
+                a.content.len()
+            )));
+        }
+        let ws = ctx.workspace()?;
+        let p = ws
+            .prepare_write(&a.path)
+            .map_err(|e| ToolError::denied(e.to_string()))?;
+        std::fs::write(&p, a.content.as_bytes())
+            .map_err(|e| ToolError::failed(format!("cannot write {}: {e}.", a.path)))?;
+        Ok(format!("wrote {} bytes to {}", a.content.len(), a.path))
+    }
+}
+
+/// `delete_file`: delete a file in the workspace.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DeleteFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteArgs {
+    path: String,
+}
+
+impl Tool for DeleteFile {
+    fn name(&self) -> &str {
+        "delete_file"
+    }
+    fn description(&self) -> &str {
+        "Delete a file in the workspace. Cannot be undone: needs approval."
+    }
+    fn args_schema(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+    fn risk(&self) -> RiskProfile {
+        RiskProfile {
+            cost: Cost::Medium,
+            reversible: false,
+        }
+    }
+    fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let a: DeleteArgs = parse_args(args)?;
+        guard_policy_dir(&a.path)?;
+        let ws = ctx.workspace()?;
+        let p = ws.resolve(&a.path).map_err(|e| ToolError::denied(e.to_string()))?;
+        if !p.is_file() {
+            return Err(ToolError::invalid(format!("{} is not a file.", a.path)));
+        }
+        std::fs::remove_file(&p)
+            .map_err(|e| ToolError::failed(format!("cannot delete {}: {e}.", a.path)))?;
+        Ok(format!("deleted {}", a.path))
+    }
+}

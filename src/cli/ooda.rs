@@ -1,0 +1,320 @@
+//! Shared pieces of the OODA commands (`run --loop ooda`, `eval --loop ooda`, `resume`):
+//! options, the tool set, the model-backed phases, and the readable phase stream.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::ValueEnum;
+
+use crate::agent::approval::ApprovalKey;
+use crate::agent::audit::OutcomeStatus;
+use crate::agent::guard::canonical_json;
+use crate::agent::ooda::decide::{LmDecider, Policy};
+use crate::agent::ooda::orient::{LmOrienter, Orienter, RuleOrienter};
+use crate::agent::ooda::writers::{DeleteFile, WriteFile};
+use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, SharedModel};
+use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
+
+/// How Orient extracts facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrientArg {
+    /// The model extracts facts from each new tool output (constrained JSON), plus the rules.
+    Model,
+    /// Only the deterministic rules (a verified tool output is a fact); no extra model call.
+    Rules,
+}
+
+/// Options of the OODA loop.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OodaOpts {
+    /// OODA: candidate actions asked of the model per Decide.
+    #[arg(long, default_value_t = 3)]
+    pub candidates: usize,
+    /// OODA: risk budget in cost units (low 1, medium 3, high 8).
+    #[arg(long, default_value_t = 20.0)]
+    pub risk_budget: f64,
+    /// OODA: how Orient extracts facts.
+    #[arg(long, value_enum, default_value = "model")]
+    pub orient: OrientArg,
+    /// OODA: approval tiers and rules (TOML); default `<workspace>/.boyd/policy.toml`.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// OODA: do not read or write memory of earlier runs.
+    #[arg(long)]
+    pub no_memory: bool,
+}
+
+impl OodaOpts {
+    /// The loop settings.
+    pub fn config(&self, max_loops: usize, deadline_s: f64, workspace: Option<&Path>) -> anyhow::Result<OodaConfig> {
+        if self.candidates == 0 {
+            anyhow::bail!("--candidates must be at least 1");
+        }
+        if !(self.risk_budget.is_finite() && self.risk_budget >= 0.0) {
+            anyhow::bail!("--risk-budget must be a number >= 0");
+        }
+        let policy = match (&self.policy, workspace) {
+            (Some(p), _) => Policy::load(p)?,
+            (None, Some(ws)) => Policy::for_workspace(ws)?,
+            (None, None) => Policy::default(),
+        };
+        Ok(OodaConfig {
+            max_loops,
+            candidates: self.candidates,
+            risk_budget: self.risk_budget,
+            deadline: Some(Duration::from_secs_f64(deadline_s)),
+            policy,
+            ..OodaConfig::default()
+        })
+    }
+}
+
+/// The OODA tool set: the built-ins, plus the irreversible writers when there is a workspace.
+pub fn ooda_tools(shell: Option<ShellPolicy>, workspace: Option<&Sandbox>) -> Toolset {
+    let mut t = Toolset::builtin(shell);
+    if workspace.is_some() {
+        t.add(std::sync::Arc::new(WriteFile));
+        t.add(std::sync::Arc::new(DeleteFile));
+    }
+    t
+}
+
+/// The approval key, if the config directory is usable (a warning otherwise).
+pub fn approval_key() -> Option<ApprovalKey> {
+    match ApprovalKey::load_default() {
+        Ok(k) => Some(k),
+        Err(e) => {
+            tracing::warn!("approval key unavailable: {e:#}");
+            None
+        }
+    }
+}
+
+/// The model-backed phases over one shared model.
+pub struct Phases<'m> {
+    /// Decide.
+    pub decider: LmDecider<'m>,
+    /// Orient.
+    pub orienter: Box<dyn Orienter + 'm>,
+}
+
+/// Build the phases. `a` and `b` are two handles of the same shared model.
+pub fn phases<'m, 's: 'm>(
+    a: &'m mut SharedModel<'s>,
+    b: &'m mut SharedModel<'s>,
+    orient: OrientArg,
+    step_tokens: usize,
+    constrained: bool,
+) -> Phases<'m> {
+    let mut decider = LmDecider::new(a);
+    decider.max_tokens = step_tokens.max(64);
+    decider.constrained = constrained;
+    let orienter: Box<dyn Orienter + 'm> = match orient {
+        OrientArg::Model => Box::new(LmOrienter::new(b)),
+        OrientArg::Rules => Box::new(RuleOrienter),
+    };
+    Phases { decider, orienter }
+}
+
+/// A current-thread tokio runtime for the loop.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn clip(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// Print one phase event readably.
+pub fn print_event(ev: &OodaEvent<'_>) {
+    let mut out = std::io::stdout().lock();
+    let _ = match ev {
+        OodaEvent::Started {
+            run_id,
+            task,
+            tiers,
+            budget,
+            resumed,
+            ..
+        } => {
+            let t: Vec<String> = tiers.iter().map(|(n, t)| format!("{n}={}", t.as_str())).collect();
+            writeln!(
+                out,
+                "{}task: {task}\nrun:  {run_id}\ntiers: {}\nrisk budget: {budget:.1}",
+                if *resumed { "(resumed)\n" } else { "" },
+                t.join(", ")
+            )
+        }
+        OodaEvent::Observed { observation: o } => {
+            let sig: Vec<String> = o
+                .signals
+                .iter()
+                .filter(|s| s.key != "last_action.output")
+                .map(|s| format!("{}={}", s.key, clip(&s.value, 40)))
+                .collect();
+            let mut line = format!(
+                "\n── cycle {}\nobserve  confidence {:.2} · {}",
+                o.cycle,
+                o.confidence,
+                sig.join(" · ")
+            );
+            for f in &o.failed {
+                line.push_str(&format!(
+                    "\n         ✗ sensor {}{} {}",
+                    f.sensor,
+                    if f.critical { " (critical)" } else { "" },
+                    f.reason
+                ));
+            }
+            writeln!(out, "{line}")
+        }
+        OodaEvent::Oriented { report, world, .. } => {
+            let mut line = format!(
+                "orient   {} new, {} updated, {} from memory, {} contradiction(s) · confidence {:.2}",
+                report.added.len(),
+                report.updated.len(),
+                report.retrieved.len(),
+                report.contradictions.len(),
+                world.confidence
+            );
+            for f in report.added.iter().chain(&report.retrieved) {
+                line.push_str(&format!(
+                    "\n         + {} = {} ({:.2}, {})",
+                    clip(&f.key, 60),
+                    clip(&f.value, 60),
+                    f.confidence,
+                    f.source
+                ));
+            }
+            for c in &report.contradictions {
+                line.push_str(&format!(
+                    "\n         ! {} contradiction on {}: {:?} → {:?}",
+                    c.severity.as_str(),
+                    clip(&c.key, 60),
+                    clip(&c.old.value, 40),
+                    clip(&c.new.value, 40)
+                ));
+            }
+            for e in &report.extraction_errors {
+                line.push_str(&format!("\n         (fact extraction unusable: {})", clip(e, 80)));
+            }
+            writeln!(out, "{line}")
+        }
+        OodaEvent::Compressed {
+            steps,
+            tokens_before,
+            tokens_after,
+        } => writeln!(
+            out,
+            "orient   compressed: {steps} older steps summarized ({tokens_before} → {tokens_after} tokens)"
+        ),
+        OodaEvent::Decided { record } => {
+            let how = match (&record.guidance, record.implicit) {
+                (Some(g), true) => format!("implicit ({g}), no model call"),
+                (Some(g), false) => g.clone(),
+                (None, _) => format!("{} candidate(s) from the model", record.candidates.len()),
+            };
+            let mut line = format!("decide   {how}");
+            if let Some(e) = &record.parse_error {
+                line.push_str(&format!("\n         (model output unusable: {})", clip(e, 100)));
+            }
+            for (i, a) in record.candidates.iter().enumerate() {
+                let mark = if record.chosen == Some(i) { "→" } else { " " };
+                let verdict = match &a.dropped {
+                    Some(r) => format!("dropped: {}", r.describe()),
+                    None if record.chosen == Some(i) => "chosen".into(),
+                    None => "viable".into(),
+                };
+                line.push_str(&format!(
+                    "\n       {mark} {} {} · tier {} · cost {:.1} · risk {:.2} · ev {:.2} · {verdict}",
+                    a.tool,
+                    clip(&canonical_json(&a.args), 70),
+                    a.tier.as_str(),
+                    a.cost,
+                    a.risk,
+                    a.expected_value
+                ));
+            }
+            writeln!(out, "{line}")
+        }
+        OodaEvent::Acted { report: r } => {
+            let status = match r.status {
+                OutcomeStatus::Verified => "verified",
+                OutcomeStatus::Unverified => "unverified",
+                OutcomeStatus::Failed => "failed",
+                OutcomeStatus::TimedOut => "timed out",
+            };
+            let mut line = format!(
+                "act      {} {} → {status} (cost {:.2}, {:.2} s): {}",
+                r.tool,
+                clip(&canonical_json(&r.args), 60),
+                r.cost,
+                r.elapsed_s,
+                clip(&r.output, 120)
+            );
+            for d in &r.discrepancies {
+                line.push_str(&format!("\n         discrepancy: {d}"));
+            }
+            writeln!(out, "{line}")
+        }
+        OodaEvent::Finished { .. } => Ok(()),
+    };
+}
+
+/// Print the end of a run: state, answer, how to continue, counters.
+pub fn print_outcome(o: &OodaOutcome) {
+    println!();
+    println!("state: {}", o.state);
+    if let Some(a) = &o.answer {
+        println!("Answer: {a}");
+    }
+    if let Some(d) = &o.detail {
+        println!("detail: {d}");
+    }
+    if let (Some(fp), Some(act)) = (&o.pending_fingerprint, &o.pending_action) {
+        println!("pending: {act}");
+        println!(
+            "to approve it: boyd approve {} {fp} --ttl 15m   then: boyd resume {} --approve <TOKEN>",
+            o.run_id, o.run_id
+        );
+    } else if !matches!(o.state, OodaState::Completed) {
+        println!("to continue: boyd resume {}", o.run_id);
+    }
+    let c = &o.counters;
+    println!(
+        "{} cycle(s) · {} decide call(s) · {} implicit · {} orient call(s) · {} action(s) · {} refused · {} contradiction(s) · budget left {:.1} · prompt {} tokens ({} prefilled, {} reused) · {} generated · {:.1} s · run {}",
+        c.cycles,
+        c.decide_calls,
+        c.implicit,
+        c.orient_calls,
+        c.actions,
+        c.refused,
+        c.contradictions,
+        o.budget_left,
+        c.usage.prompt_tokens,
+        c.usage.prefilled_tokens,
+        c.usage.reused_tokens,
+        c.usage.generated_tokens,
+        o.elapsed_s,
+        o.run_id
+    );
+}
+
+/// Exit code of an OODA run.
+pub fn exit_code(state: OodaState) -> std::process::ExitCode {
+    match state {
+        OodaState::Completed => std::process::ExitCode::SUCCESS,
+        OodaState::Cancelled => std::process::ExitCode::from(130),
+        _ => std::process::ExitCode::from(2),
+    }
+}

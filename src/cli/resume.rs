@@ -1,0 +1,100 @@
+//! `boyd resume RUN [--approve TOKEN]`: continue an OODA run that paused, escalated, ran out of
+//! budget or cycles, or was cancelled, from its saved world model.
+
+use std::process::ExitCode;
+
+use super::ooda::{self as o, OodaOpts};
+use super::run::load_agent_model;
+use super::GlobalOpts;
+use crate::agent::ooda::memory::MemoryStore;
+use crate::agent::ooda::{load_snapshot, Ooda, OodaEvent, SharedModel};
+use crate::agent::rundir::{boyd_home, find_run};
+use crate::agent::tools::{Sandbox, ShellPolicy};
+use crate::lm::CancelToken;
+
+/// Arguments of `boyd resume`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run (id, unique prefix, or `latest`).
+    pub run: String,
+    /// Approval token for the pending irreversible action (from `boyd approve`).
+    #[arg(long)]
+    pub approve: Option<String>,
+    /// Add this much to the risk budget (to continue a budget-exhausted run).
+    #[arg(long, default_value_t = 0.0)]
+    pub add_budget: f64,
+    /// Most cycles in this session.
+    #[arg(long, default_value_t = 12)]
+    pub max_loops: usize,
+    /// Wall-clock budget of this session, in seconds.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Most tokens the model may generate per Decide.
+    #[arg(long, default_value_t = 256)]
+    pub step_tokens: usize,
+    /// Enable the shell tool again (as the original run had it).
+    #[arg(long)]
+    pub enable_shell: bool,
+    /// OODA options.
+    #[command(flatten)]
+    pub ooda: OodaOpts,
+}
+
+/// Run `boyd resume`.
+pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    if !(args.add_budget.is_finite() && args.add_budget >= 0.0) {
+        anyhow::bail!("--add-budget must be a number >= 0");
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        anyhow::bail!("--timeout must be a positive number of seconds");
+    }
+    let home = boyd_home()?;
+    let run = find_run(&home, &args.run)?;
+    let snap = load_snapshot(&run.path)?;
+    let workspace = match &snap.workspace {
+        Some(dir) => Some(Sandbox::new(dir).map_err(|e| {
+            anyhow::anyhow!("the run's workspace {} is not usable: {e}", dir.display())
+        })?),
+        None => None,
+    };
+    let mut config = args.ooda.config(
+        args.max_loops,
+        args.timeout,
+        workspace.as_ref().map(|w| w.root()),
+    )?;
+    config.extra_budget = args.add_budget;
+    let tools = o::ooda_tools(args.enable_shell.then(ShellPolicy::default), workspace.as_ref());
+    let memory = if args.ooda.no_memory {
+        None
+    } else {
+        Some(MemoryStore::open(&home, workspace.as_ref().map(|w| w.root()))?)
+    };
+    let key = o::approval_key();
+    if args.approve.is_some() && key.is_none() {
+        anyhow::bail!("--approve needs the approval key in the config directory");
+    }
+    let mut model = load_agent_model(g)?;
+    let cancel = CancelToken::new();
+    super::cancel_on_ctrl_c(&cancel);
+    let mut m1 = SharedModel::new(model.as_mut());
+    let mut m2 = m1.clone();
+    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.step_tokens, true);
+    let mut ooda = Ooda::new(&mut phases.decider, phases.orienter.as_mut(), &tools, cancel.clone());
+    ooda.config = config;
+    ooda.workspace = workspace;
+    ooda.approval_key = key;
+    ooda.memory = memory;
+    let json = g.json;
+    let mut on_event = |ev: &OodaEvent<'_>| {
+        if !json {
+            o::print_event(ev);
+        }
+    };
+    let outcome = o::runtime()?.block_on(ooda.resume(&run.path, args.approve.as_deref(), &mut on_event))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        o::print_outcome(&outcome);
+    }
+    Ok(o::exit_code(outcome.state))
+}

@@ -1,0 +1,243 @@
+//! `boyd validate`: predict, load, measure, compare and calibrate one model on one device.
+//!
+//! Prints one table — component | predicted | measured | error % — for weights, the KV cache
+//! at each depth, the compute peak, overhead, total, and prefill/decode tokens/s; saves the
+//! fitted calibration profile where `boyd size --hw this` finds it; with `--out DIR` writes
+//! `report.json` and `report.svg`. Progress bars go to stderr.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::GlobalOpts;
+use crate::catalog;
+use crate::hw::{BandwidthConfig, CpuInfo, HostMemory};
+use crate::measure::compare::Unit;
+use crate::measure::report::ValidateReport;
+use crate::measure::validate::{self, Progress, ValidateConfig};
+use crate::sizing::{Backend, Hardware};
+use crate::units::{Bytes, BytesPerSec};
+
+/// Arguments of `boyd validate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Cache depths for the decode tests and KV readings, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0,512,2048")]
+    pub depths: Vec<usize>,
+    /// Timed repetitions per speed test (one untimed warm-up comes first).
+    #[arg(long, default_value_t = 2)]
+    pub reps: usize,
+    /// Tokens generated per decode test.
+    #[arg(long, default_value_t = 128)]
+    pub n_gen: usize,
+    /// Tokens of the prefill test.
+    #[arg(long, default_value_t = 512)]
+    pub n_prompt: usize,
+    /// Write report.json and report.svg into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Do not save the calibration profile.
+    #[arg(long)]
+    pub no_save: bool,
+    /// Hardware preset for a GPU device (h200, m3-max, …); the CPU is always `this` machine.
+    #[arg(long)]
+    pub hw: Option<String>,
+    /// Bandwidth probe buffer in MiB (default: 16 × the last-level cache, at least 256).
+    #[arg(long)]
+    pub bw_mib: Option<u64>,
+}
+
+/// The device as the sizing model knows it before calibration.
+fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
+    if let Some(name) = &args.hw {
+        return Ok(Hardware::preset(name)?);
+    }
+    let mem = HostMemory::read()?;
+    let backend = match g.device.as_str() {
+        "cpu" => Backend::Cpu,
+        "metal" => Backend::Metal,
+        _ => Backend::Cuda,
+    };
+    if backend != Backend::Cpu {
+        anyhow::bail!(
+            "--device {} needs --hw PRESET (e.g. h200, m3-max) for the GPU's memory and throughput",
+            g.device
+        );
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Ok(Hardware::new(
+        "this",
+        &format!("this machine ({cores} CPU threads)"),
+        Backend::Cpu,
+        mem.total,
+        1.0,
+        super::size::ASSUMED_HOST_BANDWIDTH,
+        cores as f64 * super::size::ASSUMED_FLOPS_PER_CORE,
+        "RAM from /proc/meminfo; bandwidth measured by boyd validate",
+    )?
+    .with_free(mem.available.unwrap_or(mem.total)))
+}
+
+/// Run `boyd validate`.
+pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    let resolved = catalog::resolve_model(g.model.as_deref(), catalog::DEFAULT_MODEL)
+        .context("cannot find the model to validate")?;
+    let name = resolved
+        .entry
+        .as_ref()
+        .map(|e| e.name.clone())
+        .or_else(|| {
+            resolved
+                .path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let device = crate::runtime::parse_device(&g.device)?;
+    let cpu = CpuInfo::detect();
+    let mem = HostMemory::read()?;
+    let mut bw = BandwidthConfig::for_host(&cpu, &mem);
+    if let Some(mib) = args.bw_mib {
+        bw.bytes = mib * Bytes::MIB;
+    }
+    let cfg = ValidateConfig {
+        model_path: resolved.path.clone(),
+        model_name: name,
+        device_spec: g.device.clone(),
+        depths: args.depths.clone(),
+        n_gen: args.n_gen,
+        n_prompt: args.n_prompt,
+        reps: args.reps,
+        hardware: hardware(&args, g)?,
+        bandwidth: bw,
+        seed: 42,
+        measured_at: crate::agent::rundir::utc_timestamp(),
+    };
+    if let Some(w) = crate::measure::bench::BuildInfo::current().warnings().first() {
+        eprintln!("warning: {w}");
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let mut report = validate::validate(&cfg, &device, &mut |p| match p {
+        Progress::Stage { name, steps } => {
+            bar.set_prefix(name);
+            bar.set_length(steps);
+            bar.set_position(0);
+        }
+        Progress::Step(msg) => {
+            bar.set_message(msg);
+            bar.inc(1);
+        }
+    })?;
+    bar.finish_and_clear();
+
+    if !args.no_save {
+        let path = super::size::save_profile(&report.calibration.profile)?;
+        report.calibration.saved_to = Some(path.display().to_string());
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let json = serde_json::to_string_pretty(&report)? + "\n";
+        std::fs::write(dir.join("report.json"), json)
+            .with_context(|| format!("cannot write {}", dir.join("report.json").display()))?;
+        std::fs::write(dir.join("report.svg"), crate::measure::svg::render(&report))
+            .with_context(|| format!("cannot write {}", dir.join("report.svg").display()))?;
+    }
+    let text = if g.json {
+        serde_json::to_string_pretty(&report)? + "\n"
+    } else {
+        render_table(&report)
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fmt_value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Bytes if v < 0.0 => format!("-{}", Bytes((-v) as u64)),
+        Unit::Bytes => Bytes(v as u64).to_string(),
+        Unit::TokPerSec => format!("{v:.1} tok/s"),
+    }
+}
+
+/// The comparison table, with the context it was measured in.
+pub fn render_table(r: &ValidateReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "boyd validate: {} ({}) on {} — {}, {} threads, {} build",
+        r.model.name, r.model.arch, r.device, r.host.cpu, r.host.threads, r.build.profile
+    );
+    let _ = writeln!(
+        s,
+        "bandwidth: {} best of {} runs ({}, {} threads, spread {:.1} %); memory source: {:?}\n",
+        BytesPerSec(r.bandwidth.best.0),
+        r.bandwidth.samples.len(),
+        Bytes(r.bandwidth.bytes_per_run.0),
+        r.bandwidth.threads,
+        r.bandwidth.spread * 100.0,
+        r.memory.source
+    );
+    let _ = writeln!(
+        s,
+        "{:<24} {:>14} {:>22} {:>9} {:>7}  note",
+        "component", "predicted", "measured", "error %", "target"
+    );
+    for row in &r.rows {
+        let measured = match row.sd {
+            Some(sd) => format!("{} ± {:.1}", fmt_value(row.unit, row.measured), sd),
+            None => fmt_value(row.unit, row.measured),
+        };
+        let predicted = if row.component == "unaccounted" {
+            "—".to_string()
+        } else {
+            fmt_value(row.unit, row.predicted)
+        };
+        let err = row.error_pct.map_or("—".into(), |e| format!("{e:+.1}"));
+        let target = match (row.target_pct, row.pass) {
+            (Some(t), Some(true)) => format!("≤{t:.0} ok"),
+            (Some(t), _) => format!("≤{t:.0} NO"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "{:<24} {:>14} {:>22} {:>9} {:>7}  {}",
+            row.component, predicted, measured, err, target, row.note
+        );
+    }
+    let c = &r.calibration;
+    let _ = writeln!(
+        s,
+        "\ncalibration: decode efficiency {:.3} of {}, fixed {:.3} ms/token (fit rms {:.1} %{}); prefill efficiency {}",
+        c.decode.efficiency,
+        BytesPerSec(r.bandwidth.best.0),
+        c.decode.fixed_s * 1e3,
+        c.decode.rms_rel_residual * 100.0,
+        if c.decode.intercept_clamped { ", intercept clamped to 0" } else { "" },
+        c.prefill_efficiency.map_or("not fitted (memory-bound)".into(), |e| format!("{e:.3}")),
+    );
+    match &c.saved_to {
+        Some(p) => {
+            let _ = writeln!(s, "profile saved to {p}; `boyd size MODEL --hw this` uses it");
+        }
+        None => {
+            let _ = writeln!(s, "profile not saved (--no-save)");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "took {:.0} s{}",
+        r.wall_s,
+        r.load_average
+            .map(|l| format!(" (load average {:.2} {:.2} {:.2})", l[0], l[1], l[2]))
+            .unwrap_or_default()
+    );
+    s
+}
