@@ -161,7 +161,16 @@ fn run_ooda(
         if cancel.is_cancelled() {
             break;
         }
-        let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.agent.step_tokens, constrained);
+        let task_tools = crate::agent::ooda::eval::eval_tools(task);
+        let mut phases = o::phases(
+            &mut m1,
+            &mut m2,
+            args.ooda.orient,
+            args.agent.step_tokens,
+            constrained,
+            &task_tools,
+            args.ooda.candidates,
+        );
         let trace = args.trace && !g.json;
         let mut on_event = |ev: &OodaEvent<'_>| {
             if trace {

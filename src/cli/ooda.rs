@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
-use crate::agent::ooda::decide::{LmDecider, Policy};
+use crate::agent::ooda::decide::{decide_system_prompt, LmDecider, Policy};
 use crate::agent::ooda::orient::{LmOrienter, Orienter, RuleOrienter};
 use crate::agent::ooda::writers::{DeleteFile, WriteFile};
 use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, SharedModel};
@@ -107,12 +107,19 @@ pub fn phases<'m, 's: 'm>(
     orient: OrientArg,
     step_tokens: usize,
     constrained: bool,
+    tools: &Toolset,
+    candidates: usize,
 ) -> Phases<'m> {
     let mut decider = LmDecider::new(a);
     decider.max_tokens = step_tokens.max(64);
     decider.constrained = constrained;
     let orienter: Box<dyn Orienter + 'm> = match orient {
-        OrientArg::Model => Box::new(LmOrienter::new(b)),
+        OrientArg::Model => {
+            let mut o = LmOrienter::new(b);
+            // Same system message as Decide: the KV prefix is reused across the phases.
+            o.shared_system = Some(decide_system_prompt(tools, candidates));
+            Box::new(o)
+        }
         OrientArg::Rules => Box::new(RuleOrienter),
     };
     Phases { decider, orienter }

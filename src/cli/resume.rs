@@ -78,7 +78,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     super::cancel_on_ctrl_c(&cancel);
     let mut m1 = SharedModel::new(model.as_mut());
     let mut m2 = m1.clone();
-    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.step_tokens, true);
+    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.step_tokens, true, &tools, args.ooda.candidates);
     let mut ooda = Ooda::new(&mut phases.decider, phases.orienter.as_mut(), &tools, cancel.clone());
     ooda.config = config;
     ooda.workspace = workspace;

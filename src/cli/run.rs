@@ -328,7 +328,7 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let mut m1 = SharedModel::new(model.as_mut());
     let mut m2 = m1.clone();
     let constrained = args.agent.constraint != ConstraintArg::None;
-    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.agent.step_tokens, constrained);
+    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.agent.step_tokens, constrained, &tools, args.ooda.candidates);
     let mut ooda = Ooda::new(&mut phases.decider, phases.orienter.as_mut(), &tools, cancel.clone());
     ooda.config = config;
     ooda.workspace = workspace;

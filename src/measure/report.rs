@@ -11,7 +11,8 @@
 //!   — each with the predicted figure next to the measured ones (allocator and RSS).
 //! - `memory_curve`: the predicted memory terms at a range of context lengths (the plot's lines).
 //! - `speed`: the raw llama-bench records; `prefill` and `decode`: per test, measured mean ± sd
-//!   and the prediction before and after calibration.
+//!   and the prediction before and after calibration; `decode_curve`: both predictions over
+//!   depths (the plot's lines).
 //! - `calibration`: the decode fit, the prefill efficiency, and the profile that was saved.
 //! - `rows`: the comparison table (component | predicted | measured | error %).
 //! - `wall_s`, `load_average`: how long it took and how busy the machine was.
@@ -151,6 +152,17 @@ pub struct SpeedPoint {
     pub predicted_after: f64,
 }
 
+/// Predicted decode speed at one depth (a point on the plot's lines).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecodeCurvePoint {
+    /// Cache depth at the start of a `tg` test.
+    pub depth: usize,
+    /// Before calibration.
+    pub predicted_before: f64,
+    /// After calibration.
+    pub predicted_after: f64,
+}
+
 /// What calibration found and saved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CalibrationReport {
@@ -191,6 +203,8 @@ pub struct ValidateReport {
     pub prefill: SpeedPoint,
     /// Decode tests by depth.
     pub decode: Vec<SpeedPoint>,
+    /// Predicted decode speed over depths (before and after calibration).
+    pub decode_curve: Vec<DecodeCurvePoint>,
     /// Calibration.
     pub calibration: CalibrationReport,
     /// The comparison table.

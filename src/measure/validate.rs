@@ -502,6 +502,16 @@ pub fn validate(
         });
     }
 
+    let mut decode_curve = Vec::new();
+    for i in 0..=16usize {
+        let depth = max_depth * i / 16;
+        decode_curve.push(DecodeCurvePoint {
+            depth,
+            predicted_before: predict_decode(&arch, &wbytes, &hw_before, depth, cfg.n_gen)?,
+            predicted_after: predict_decode(&arch, &wbytes, &hw_after, depth, cfg.n_gen)?,
+        });
+    }
+
     let rows = comparison_rows(&memory, &prefill, &decode);
     Ok(ValidateReport {
         schema: REPORT_SCHEMA,
@@ -515,6 +525,7 @@ pub fn validate(
         speed,
         prefill,
         decode,
+        decode_curve,
         calibration: CalibrationReport {
             points,
             decode: fit,

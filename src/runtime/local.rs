@@ -13,7 +13,7 @@ use crate::lm::{CancelToken, Constraint, GenOutput, GenRequest, LanguageModel, L
 use crate::runtime::constrain::{GrammarConstraint, GrammarVocab, TokenConstraint};
 use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::fit::{self, Fit, FitError};
-use crate::runtime::gguf::GgufFile;
+use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::session::{Flow, GenOptions, GenerateError, Session};
 use crate::runtime::tokenizer::{GgufTokenizer, TokenizerError};
 use crate::sizing::Hardware;
@@ -107,6 +107,18 @@ impl LocalModel {
                 path: p.clone(),
                 source,
             })?;
+        // Token ids past the embedding's rows would fail mid-generation: refuse at load.
+        let vocab = file
+            .header
+            .arch_params()
+            .map_err(|e| decoder_err(DecoderError::Gguf(e)))?
+            .vocab as usize;
+        if tokenizer.vocab_size() > vocab {
+            return Err(decoder_err(DecoderError::Gguf(GgufError::Inconsistent(format!(
+                "the tokenizer has {} tokens but the model's vocabulary is {vocab}",
+                tokenizer.vocab_size()
+            )))));
+        }
         let decoder =
             Decoder::load_with_positions(&mut file, device, ctx).map_err(decoder_err)?;
         let name = match file.header.opt_str("general.name") {

@@ -136,8 +136,9 @@ fn corpus_sandbox_path_replays() {
     }
 }
 
-/// Regression (found by `fuzz/sandbox_path`): `prepare_write("out/x/f.txt")`, where `out` is a
-/// symlink to a directory outside the workspace, created `x` outside before refusing the path.
+/// Regression (found while writing `fuzz/sandbox_path`, whose invariant catches it):
+/// `prepare_write("out/x/f.txt")`, where `out` is a symlink to a directory outside the
+/// workspace, created `x` outside before refusing the path.
 #[cfg(unix)]
 #[test]
 fn prepare_write_through_an_escaping_symlink_creates_nothing_outside() {

@@ -1191,3 +1191,35 @@ fn cli_force_flag_parses_next_to_models_pull_force() {
     assert!(!cli.global.force);
     assert!(Cli::try_parse_from(["boyd", "models", "pull", "x", "--force"]).is_ok());
 }
+
+/// A tokenizer with more tokens than the embedding has rows is refused at load, before the
+/// first out-of-range id fails a generation.
+#[test]
+fn tokenizer_larger_than_the_model_vocabulary_is_refused() {
+    let mut m = Model::tiny().set("llama.vocab_size", Value::U32(100));
+    let embd = m
+        .tensors
+        .iter_mut()
+        .find(|t| t.0 == "token_embd.weight")
+        .expect("token_embd");
+    let row_bytes = embd.3.len() / embd.2[1] as usize;
+    embd.2[1] = 100;
+    embd.3.truncate(100 * row_bytes);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("m.gguf");
+    std::fs::write(&path, m.bytes()).expect("write");
+    // the decoder alone accepts the file: its shapes agree with vocab_size
+    let mut f = GgufFile::open(&path).expect("open");
+    assert!(Decoder::load(&mut f, &Device::Cpu).is_ok());
+    let opts = LoadOptions {
+        force: true,
+        hardware: None,
+    };
+    match LocalModel::load_with(&path, &Device::Cpu, 64, &opts) {
+        Err(LoadError::Decoder {
+            source: DecoderError::Gguf(GgufError::Inconsistent(msg)),
+            ..
+        }) => assert!(msg.contains("320 tokens"), "{msg}"),
+        other => panic!("expected Inconsistent, got {other:?}"),
+    }
+}

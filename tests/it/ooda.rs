@@ -922,3 +922,25 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
         .iter()
         .any(|r| matches!(&r.event, AuditEvent::Recovered { unknown_actions, .. } if unknown_actions == &vec![99])));
 }
+
+#[tokio::test]
+async fn the_world_model_is_compressed_near_its_context_share_and_the_compression_is_logged() {
+    let env = Env::new();
+    let tools = Toolset::builtin(None);
+    let mut turns: Vec<ScriptedDecision> = (1..=5).map(|i| propose(vec![calc(&format!("{i} * 1000"))])).collect();
+    turns.push(propose(vec![Candidate::answer("done")]));
+    let mut d = ScriptedDecider::new(turns);
+    let mut o = ScriptedOrienter::new([]);
+    let (r, _) = run_scripted("sum things", &tools, &mut d, &mut o, |ooda| ooda.config.world_tokens = 120, env.run_dir()).await;
+    let out = r.expect("run");
+    assert_eq!(out.state, OodaState::Completed);
+    assert!(out.counters.compressions >= 1);
+    let snap = load_snapshot(&out.run_dir).expect("snap");
+    assert!(!snap.world.summary.is_empty());
+    assert!(snap.world.completed.len() <= 4);
+    assert_eq!(snap.world.facts.len(), 5, "facts are kept");
+    assert!(read_events(&out.run_dir)
+        .expect("audit")
+        .iter()
+        .any(|r| matches!(r.event, AuditEvent::Compressed { .. })));
+}

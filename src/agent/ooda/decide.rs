@@ -35,6 +35,8 @@ use super::orient::WorldModel;
 
 /// Weight of risk against value in the expected value.
 pub const RISK_WEIGHT: f64 = 0.05;
+/// Value factor of a candidate that repeats an action already done in this run.
+pub const REPEAT_VALUE: f64 = 0.3;
 
 /// A proposed action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -710,13 +712,17 @@ pub fn assess(
             (None, _) => (Tier::Deny, false, 0.0),
         };
         let risk = cost * if irreversible { 3.0 } else { 1.0 } * (2.0 - conf);
-        let value = c.value.unwrap_or(1.0 - 0.1 * rank as f64).clamp(0.0, 1.0);
-        let expected_value = value * conf - RISK_WEIGHT * risk;
         let done = world
             .completed
             .iter()
             .filter(|s| s.fingerprint == fp && s.status != OutcomeStatus::Failed)
             .count();
+        let mut value = c.value.unwrap_or(1.0 - 0.1 * rank as f64).clamp(0.0, 1.0);
+        if done > 0 && !is_final && !polls(&tool_name) {
+            // Its result is already in the world model: repeating it teaches nothing.
+            value *= REPEAT_VALUE;
+        }
+        let expected_value = value * conf - RISK_WEIGHT * risk;
         let mut token = None;
         let dropped = if is_final {
             None

@@ -244,26 +244,30 @@ impl Sandbox {
         for part in parents {
             let next = dir.join(part);
             match std::fs::symlink_metadata(&next) {
-                Ok(_) => {
-                    let canon = match next.canonicalize() {
-                        Ok(c) => c,
-                        // a dangling symlink: never create through it
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            return Err(escape())
-                        }
-                        Err(e) => return Err(io(e)),
-                    };
-                    if !canon.starts_with(&self.root) {
-                        return Err(escape());
-                    }
-                    dir = canon;
-                }
+                Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     std::fs::create_dir(&next).map_err(io)?;
-                    dir = next;
                 }
                 Err(e) => return Err(io(e)),
             }
+            // Resolve what is there now (also re-checks a directory just created, in case a
+            // symlink was swapped in).
+            let canon = match next.canonicalize() {
+                Ok(c) => c,
+                // a dangling symlink: never create through it
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(escape()),
+                Err(e) => return Err(io(e)),
+            };
+            if !canon.starts_with(&self.root) {
+                return Err(escape());
+            }
+            if !canon.is_dir() {
+                return Err(SandboxError::Io {
+                    path: path.into(),
+                    reason: format!("{} is not a directory", rel.display()),
+                });
+            }
+            dir = canon;
         }
         let target = dir.join(last);
         if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
