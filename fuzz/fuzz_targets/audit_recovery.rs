@@ -97,7 +97,9 @@ fn fixture() -> &'static Fixture {
 }
 
 fn lines(data: &[u8]) -> Vec<Vec<u8>> {
-    data.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect()
+    data.split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 fn check_report_shape(path: &Path, data: &[u8], manifest: Option<&Manifest>) {
@@ -122,7 +124,10 @@ fuzz_target!(|input: &[u8]| {
             check_report_shape(&f.path, rest, Some(&f.manifest));
         }
         1 => {
-            let Some(cut) = rest.get(..2).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize) else {
+            let Some(cut) = rest
+                .get(..2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+            else {
                 return;
             };
             let cut = cut % (f.log.len() + 1);
@@ -136,7 +141,11 @@ fuzz_target!(|input: &[u8]| {
             }
             for m in manifests {
                 let r = verify_bytes(&f.path, data, Some(m));
-                assert!(r.problem.is_none(), "cut at {cut}, manifest {m:?}: {:?}", r.problem);
+                assert!(
+                    r.problem.is_none(),
+                    "cut at {cut}, manifest {m:?}: {:?}",
+                    r.problem
+                );
                 assert!(r.records <= f.records);
             }
         }
@@ -153,7 +162,11 @@ fuzz_target!(|input: &[u8]| {
             let r = verify_bytes(&f.path, &data, Some(&f.manifest));
             let looks_clean =
                 r.ok() && r.torn_tail.is_none() && r.records == f.records && r.head == clean.head;
-            assert!(!looks_clean, "tampered log verified clean: {:?}", String::from_utf8_lossy(&data));
+            assert!(
+                !looks_clean,
+                "tampered log verified clean: {:?}",
+                String::from_utf8_lossy(&data)
+            );
         }
         _ => {
             // line operations: delete, swap, duplicate
@@ -182,7 +195,11 @@ fuzz_target!(|input: &[u8]| {
             let r = verify_bytes(&f.path, &data, Some(&f.manifest));
             let looks_clean =
                 r.ok() && r.torn_tail.is_none() && r.records == f.records && r.head == clean.head;
-            assert!(!looks_clean, "reordered log verified clean: {:?}", String::from_utf8_lossy(&data));
+            assert!(
+                !looks_clean,
+                "reordered log verified clean: {:?}",
+                String::from_utf8_lossy(&data)
+            );
         }
     }
 });

@@ -41,7 +41,9 @@ fuzz_target!(|data: &[u8]| {
         "fuzz",
     ) {
         if let Ok(e) = fit::estimate(&header, 4096, KvDtype::F32, &hw) {
-            let _ = fit::decide(&e, false).map(|_| ()).map_err(|e| e.to_string());
+            let _ = fit::decide(&e, false)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
         }
     }
 });

@@ -47,13 +47,18 @@ fn fixture() -> &'static Fixture {
             let _ = symlink("loop", root.join("loop"));
         }
         let sandbox = Sandbox::new(&root).expect("sandbox");
-        let listings = [outside.clone(), root.clone(), root.join("sub"), root.join("sub/deeper")]
-            .into_iter()
-            .map(|d| {
-                let e = entries(&d);
-                (d, e)
-            })
-            .collect();
+        let listings = [
+            outside.clone(),
+            root.clone(),
+            root.join("sub"),
+            root.join("sub/deeper"),
+        ]
+        .into_iter()
+        .map(|d| {
+            let e = entries(&d);
+            (d, e)
+        })
+        .collect();
         Fixture {
             _dir: dir,
             outside,
@@ -75,7 +80,10 @@ fuzz_target!(|data: &[u8]| {
     match f.sandbox.resolve(path) {
         Ok(p) => {
             assert!(p.starts_with(root), "{path:?} escaped to {p:?}");
-            assert!(f.sandbox.lexical(path).is_ok(), "{path:?} resolved but fails lexically");
+            assert!(
+                f.sandbox.lexical(path).is_ok(),
+                "{path:?} resolved but fails lexically"
+            );
         }
         Err(_) => {}
     }

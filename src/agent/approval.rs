@@ -196,7 +196,7 @@ pub fn parse_token(token: &str) -> Result<(TokenClaims, Vec<u8>), ApprovalError>
 }
 
 fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

@@ -180,10 +180,14 @@ pub fn estimate(
 /// `MemTotal` and `MemAvailable` from the text of `/proc/meminfo`.
 pub fn parse_meminfo(text: &str) -> Option<(Bytes, Option<Bytes>)> {
     let field = |key: &str| -> Option<Bytes> {
-        let line = text
-            .lines()
-            .find(|l| l.split(':').next() == Some(key))?;
-        let kib: u64 = line.split(':').nth(1)?.split_whitespace().next()?.parse().ok()?;
+        let line = text.lines().find(|l| l.split(':').next() == Some(key))?;
+        let kib: u64 = line
+            .split(':')
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
         kib.checked_mul(1024).map(Bytes)
     };
     Some((field("MemTotal")?, field("MemAvailable")))

@@ -534,8 +534,8 @@ impl<R: Read> Cur<R> {
         let elem_size = match ty {
             0 | 1 | 7 => 1,
             2 | 3 => 2,
-            4 | 5 | 6 => 4,
-            8 | 10 | 11 | 12 => 8,
+            4..=6 => 4,
+            8 | 10..=12 => 8,
             9 => 12,
             _ => {
                 return Err(GgufError::BadValueType {
@@ -919,7 +919,7 @@ fn tensor_info(
         });
     }
     let row = dims.first().copied().unwrap_or(1);
-    if row % ggml_type.block_elems() != 0 {
+    if !row.is_multiple_of(ggml_type.block_elems()) {
         return Err(GgufError::RowNotBlockMultiple {
             name,
             row,
@@ -929,7 +929,7 @@ fn tensor_info(
     let Some(bytes) = ggml_type.tensor_bytes(elems) else {
         return Err(GgufError::SizeOverflow { name, dims });
     };
-    if offset % alignment != 0 {
+    if !offset.is_multiple_of(alignment) {
         return Err(GgufError::Unaligned {
             name,
             offset,

@@ -114,13 +114,14 @@ impl LocalModel {
             .map_err(|e| decoder_err(DecoderError::Gguf(e)))?
             .vocab as usize;
         if tokenizer.vocab_size() > vocab {
-            return Err(decoder_err(DecoderError::Gguf(GgufError::Inconsistent(format!(
+            let msg = format!(
                 "the tokenizer has {} tokens but the model's vocabulary is {vocab}",
                 tokenizer.vocab_size()
-            )))));
+            );
+            let e = DecoderError::Gguf(GgufError::Inconsistent(msg));
+            return Err(decoder_err(e));
         }
-        let decoder =
-            Decoder::load_with_positions(&mut file, device, ctx).map_err(decoder_err)?;
+        let decoder = Decoder::load_with_positions(&mut file, device, ctx).map_err(decoder_err)?;
         let name = match file.header.opt_str("general.name") {
             Ok(Some(n)) => n.to_string(),
             _ => path

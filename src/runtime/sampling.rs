@@ -40,11 +40,7 @@ impl TokenMask {
     /// missing words count as disallowed.
     pub fn from_words(mut words: Vec<u32>, len: usize) -> Self {
         words.resize(len.div_ceil(32), 0);
-        if len % 32 != 0 {
-            if let Some(last) = words.last_mut() {
-                *last &= (1u32 << (len % 32)) - 1;
-            }
-        }
+        clear_tail(&mut words, len);
         Self { words, len }
     }
 
@@ -55,11 +51,7 @@ impl TokenMask {
         self.words.clear();
         self.words.extend_from_slice(&words[..words.len().min(n)]);
         self.words.resize(n, 0);
-        if self.len % 32 != 0 {
-            if let Some(last) = self.words.last_mut() {
-                *last &= (1u32 << (self.len % 32)) - 1;
-            }
-        }
+        clear_tail(&mut self.words, self.len);
     }
 
     /// Number of ids the mask covers.
@@ -128,6 +120,16 @@ impl TokenMask {
         let covered = self.words.len() * 32;
         if logits.len() > covered {
             logits[covered..].fill(f32::NEG_INFINITY);
+        }
+    }
+}
+
+/// Clear the bits at or past `len` in the last word.
+fn clear_tail(words: &mut [u32], len: usize) {
+    let rem = len % 32;
+    if rem > 0 {
+        if let Some(last) = words.last_mut() {
+            *last &= (1u32 << rem) - 1;
         }
     }
 }

@@ -475,3 +475,31 @@ fn qwen_constrained_actions_parse() {
     );
     assert_eq!(out.finish, FinishReason::ConstraintDone);
 }
+
+#[test]
+fn smollm2_constrained_actions_parse() {
+    let Some(path) = crate::common::smollm2() else {
+        return;
+    };
+    let mut model = LocalModel::load(&path, &Device::Cpu, 4096).expect("load smollm2");
+    let tools = Toolset::builtin(None);
+    for mode in [ConstraintMode::JsonSchema, ConstraintMode::Lark] {
+        let cancel = CancelToken::new();
+        let mut planner = LmPlanner::new(
+            &mut model,
+            LmPlannerConfig {
+                constraint: mode,
+                ..LmPlannerConfig::default()
+            },
+        );
+        let input = PlannerInput {
+            task: "What is 1234 * 5678?",
+            steps: &[],
+            tools: &tools,
+            cancel: &cancel,
+        };
+        let out = planner.next(&input).expect("planner");
+        eprintln!("smollm2 {mode:?}: {}", out.raw);
+        assert!(out.action.is_ok(), "{mode:?}: {:?}", out.raw);
+    }
+}

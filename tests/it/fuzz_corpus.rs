@@ -17,7 +17,12 @@ fn corpus(target: &str) -> Vec<PathBuf> {
         .join("tests/corpus")
         .join(target);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
         .unwrap_or_default();
     files.sort();
     files

@@ -232,9 +232,11 @@ const CASE_PEAK_LIMIT: u64 = 4 << 20;
 fn header_cases() -> Vec<Case> {
     use GgufError as E;
     let mut cases = vec![
-        case("bad magic", b"GGUX\x03\0\0\0".to_vec(), |f| {
-            matches!(gguf(f), Some(E::BadMagic { found }) if found == b"GGUX")
-        }),
+        case(
+            "bad magic",
+            b"GGUX\x03\0\0\0".to_vec(),
+            |f| matches!(gguf(f), Some(E::BadMagic { found }) if found == b"GGUX"),
+        ),
         case("ggml magic", b"lmgg\x01\0\0\0".to_vec(), |f| {
             matches!(gguf(f), Some(E::BadMagic { .. }))
         }),
@@ -247,18 +249,26 @@ fn header_cases() -> Vec<Case> {
         case("version u32 max", raw(u32::MAX, 0, 0), |f| {
             matches!(gguf(f), Some(E::UnsupportedVersion(u32::MAX)))
         }),
-        case("empty file", Vec::new(), |f| {
-            matches!(gguf(f), Some(E::Truncated { what, offset: 0 }) if what == "magic")
-        }),
-        case("truncated in version", b"GGUF\x03\0".to_vec(), |f| {
-            matches!(gguf(f), Some(E::Truncated { what, offset: 4 }) if what == "version")
-        }),
-        case("truncated in tensor count", raw(3, 0, 0)[..12].to_vec(), |f| {
-            matches!(gguf(f), Some(E::Truncated { what, .. }) if what == "tensor count")
-        }),
-        case("truncated in kv count", raw(3, 0, 0)[..20].to_vec(), |f| {
-            matches!(gguf(f), Some(E::Truncated { what, .. }) if what == "metadata count")
-        }),
+        case(
+            "empty file",
+            Vec::new(),
+            |f| matches!(gguf(f), Some(E::Truncated { what, offset: 0 }) if what == "magic"),
+        ),
+        case(
+            "truncated in version",
+            b"GGUF\x03\0".to_vec(),
+            |f| matches!(gguf(f), Some(E::Truncated { what, offset: 4 }) if what == "version"),
+        ),
+        case(
+            "truncated in tensor count",
+            raw(3, 0, 0)[..12].to_vec(),
+            |f| matches!(gguf(f), Some(E::Truncated { what, .. }) if what == "tensor count"),
+        ),
+        case(
+            "truncated in kv count",
+            raw(3, 0, 0)[..20].to_vec(),
+            |f| matches!(gguf(f), Some(E::Truncated { what, .. }) if what == "metadata count"),
+        ),
         case(
             "truncated in key",
             {
@@ -303,11 +313,20 @@ fn header_cases() -> Vec<Case> {
             },
             |f| matches!(gguf(f), Some(E::OutOfBounds { name, .. }) if name == "t"),
         ),
-        case("absurd tensor count", raw(3, 1 << 63, 0), |f| {
-            matches!(gguf(f), Some(E::TooMany { what: "tensor", count, .. }) if *count == 1 << 63)
-        }),
+        case(
+            "absurd tensor count",
+            raw(3, 1 << 63, 0),
+            |f| matches!(gguf(f), Some(E::TooMany { what: "tensor", count, .. }) if *count == 1 << 63),
+        ),
         case("absurd kv count", raw(3, 0, u64::MAX), |f| {
-            matches!(gguf(f), Some(E::TooMany { what: "metadata", count: u64::MAX, .. }))
+            matches!(
+                gguf(f),
+                Some(E::TooMany {
+                    what: "metadata",
+                    count: u64::MAX,
+                    ..
+                })
+            )
         }),
         case(
             "kv count beyond the remaining bytes",
@@ -316,7 +335,16 @@ fn header_cases() -> Vec<Case> {
                 v.extend_from_slice(&[0; 100]);
                 v
             },
-            |f| matches!(gguf(f), Some(E::TooMany { what: "metadata", count: 1000, limit: 7 })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::TooMany {
+                        what: "metadata",
+                        count: 1000,
+                        limit: 7
+                    })
+                )
+            },
         ),
         case(
             "tensor count beyond the remaining bytes",
@@ -325,7 +353,16 @@ fn header_cases() -> Vec<Case> {
                 v.extend_from_slice(&[0; 100]);
                 v
             },
-            |f| matches!(gguf(f), Some(E::TooMany { what: "tensor", count: 10, limit: 3 })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::TooMany {
+                        what: "tensor",
+                        count: 10,
+                        limit: 3
+                    })
+                )
+            },
         ),
         case(
             "2^40-byte key",
@@ -345,7 +382,15 @@ fn header_cases() -> Vec<Case> {
                 p.extend_from_slice(&[b'a'; 32]);
                 one_kv(b"general.name", 8, &p)
             },
-            |f| matches!(gguf(f), Some(E::TooMany { what: "string length", .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::TooMany {
+                        what: "string length",
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "2^60-element u8 array",
@@ -367,7 +412,15 @@ fn header_cases() -> Vec<Case> {
                 p.extend_from_slice(&[0; 64]);
                 one_kv(b"tokenizer.ggml.tokens", 9, &p)
             },
-            |f| matches!(gguf(f), Some(E::TooMany { what: "array element", .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::TooMany {
+                        what: "array element",
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "string array element of 2^40 bytes",
@@ -380,7 +433,15 @@ fn header_cases() -> Vec<Case> {
                 p.extend_from_slice(&[0; 16]);
                 one_kv(b"tokenizer.ggml.tokens", 9, &p)
             },
-            |f| matches!(gguf(f), Some(E::TooMany { what: "string length", .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::TooMany {
+                        what: "string length",
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "nesting too deep",
@@ -392,12 +453,16 @@ fn header_cases() -> Vec<Case> {
                 .to_bytes(),
             |f| matches!(gguf(f), Some(E::TooDeep { key, limit: 2 }) if key == "x"),
         ),
-        case("bad value type", one_kv(b"k", 13, &[0; 16]), |f| {
-            matches!(gguf(f), Some(E::BadValueType { key, ty: 13 }) if key == "k")
-        }),
-        case("value type u32 max", one_kv(b"k", u32::MAX, &[0; 16]), |f| {
-            matches!(gguf(f), Some(E::BadValueType { ty: u32::MAX, .. }))
-        }),
+        case(
+            "bad value type",
+            one_kv(b"k", 13, &[0; 16]),
+            |f| matches!(gguf(f), Some(E::BadValueType { key, ty: 13 }) if key == "k"),
+        ),
+        case(
+            "value type u32 max",
+            one_kv(b"k", u32::MAX, &[0; 16]),
+            |f| matches!(gguf(f), Some(E::BadValueType { ty: u32::MAX, .. })),
+        ),
         case(
             "bad array element type",
             {
@@ -411,12 +476,16 @@ fn header_cases() -> Vec<Case> {
         ),
         case(
             "alignment 0",
-            with_f32("t", 8).kv("general.alignment", Value::U32(0)).to_bytes(),
+            with_f32("t", 8)
+                .kv("general.alignment", Value::U32(0))
+                .to_bytes(),
             |f| matches!(gguf(f), Some(E::BadAlignment(0))),
         ),
         case(
             "alignment not a power of two",
-            with_f32("t", 8).kv("general.alignment", Value::U32(48)).to_bytes(),
+            with_f32("t", 8)
+                .kv("general.alignment", Value::U32(48))
+                .to_bytes(),
             |f| matches!(gguf(f), Some(E::BadAlignment(48))),
         ),
         case(
@@ -428,7 +497,9 @@ fn header_cases() -> Vec<Case> {
         ),
         case(
             "negative alignment",
-            with_f32("t", 8).kv("general.alignment", Value::I32(-32)).to_bytes(),
+            with_f32("t", 8)
+                .kv("general.alignment", Value::I32(-32))
+                .to_bytes(),
             |f| matches!(gguf(f), Some(E::WrongType { key, .. }) if key == "general.alignment"),
         ),
         case(
@@ -454,7 +525,9 @@ fn header_cases() -> Vec<Case> {
         ),
         case(
             "zero dimension",
-            GgufWriter::new().raw_tensor("t", &[4096, 0], 0, 0).to_bytes(),
+            GgufWriter::new()
+                .raw_tensor("t", &[4096, 0], 0, 0)
+                .to_bytes(),
             |f| matches!(gguf(f), Some(E::BadDim { dim: 0, .. })),
         ),
         case(
@@ -469,7 +542,16 @@ fn header_cases() -> Vec<Case> {
             GgufWriter::new()
                 .raw_tensor("t", &[2, 2, 2, 2, 2], 0, 0)
                 .to_bytes(),
-            |f| matches!(gguf(f), Some(E::BadDimCount { n_dims: 5, limit: 4, .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::BadDimCount {
+                        n_dims: 5,
+                        limit: 4,
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "zero dimensions",
@@ -485,7 +567,15 @@ fn header_cases() -> Vec<Case> {
                 v.extend_from_slice(&[0; 64]);
                 v
             },
-            |f| matches!(gguf(f), Some(E::BadDimCount { n_dims: u32::MAX, .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::BadDimCount {
+                        n_dims: u32::MAX,
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "unknown ggml type",
@@ -494,7 +584,9 @@ fn header_cases() -> Vec<Case> {
         ),
         case(
             "ggml type u32 max",
-            GgufWriter::new().raw_tensor("t", &[32], u32::MAX, 0).to_bytes(),
+            GgufWriter::new()
+                .raw_tensor("t", &[32], u32::MAX, 0)
+                .to_bytes(),
             |f| matches!(gguf(f), Some(E::UnknownType { ty: u32::MAX, .. })),
         ),
         case(
@@ -502,14 +594,32 @@ fn header_cases() -> Vec<Case> {
             GgufWriter::new()
                 .raw_tensor("t", &[33], GgmlType::Q8_0.id(), 0)
                 .to_bytes(),
-            |f| matches!(gguf(f), Some(E::NotBlockMultiple { elems: 33, ty: "Q8_0", .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::NotBlockMultiple {
+                        elems: 33,
+                        ty: "Q8_0",
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "row not a block multiple",
             GgufWriter::new()
                 .raw_tensor("t", &[16, 2], GgmlType::Q8_0.id(), 0)
                 .to_bytes(),
-            |f| matches!(gguf(f), Some(E::RowNotBlockMultiple { row: 16, ty: "Q8_0", .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::RowNotBlockMultiple {
+                        row: 16,
+                        ty: "Q8_0",
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "unaligned offset",
@@ -517,7 +627,16 @@ fn header_cases() -> Vec<Case> {
                 .raw_tensor("t", &[8], 0, 4)
                 .raw_data(&[0; 64])
                 .to_bytes(),
-            |f| matches!(gguf(f), Some(E::Unaligned { offset: 4, alignment: 32, .. })),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::Unaligned {
+                        offset: 4,
+                        alignment: 32,
+                        ..
+                    })
+                )
+            },
         ),
         case(
             "offset past the end",
@@ -597,7 +716,9 @@ fn header_cases() -> Vec<Case> {
         ),
     ];
     // the same checks through a v2 header
-    let mut v2 = with_f32("t", 8).kv("general.alignment", Value::U32(0)).to_bytes();
+    let mut v2 = with_f32("t", 8)
+        .kv("general.alignment", Value::U32(0))
+        .to_bytes();
     v2[4] = 2;
     cases.push(case("alignment 0 in a v2 file", v2, |f| {
         matches!(gguf(f), Some(E::BadAlignment(0)))
@@ -625,13 +746,29 @@ fn tokenizer_cases() -> Vec<Case> {
                 "tokenizer.ggml.tokens",
                 Value::Array(Array::U32((0..n as u32).collect())),
             ),
-            |f| matches!(tok(f), Some(T::WrongType { key: "tokenizer.ggml.tokens", .. })),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::WrongType {
+                        key: "tokenizer.ggml.tokens",
+                        ..
+                    })
+                )
+            },
         ),
         t(
             "tokens not an array",
             m.clone()
                 .set("tokenizer.ggml.tokens", Value::String("abc".into())),
-            |f| matches!(tok(f), Some(T::WrongType { key: "tokenizer.ggml.tokens", .. })),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::WrongType {
+                        key: "tokenizer.ggml.tokens",
+                        ..
+                    })
+                )
+            },
         ),
         t(
             "tokens missing",
@@ -646,10 +783,19 @@ fn tokenizer_cases() -> Vec<Case> {
         ),
         t(
             "token types of the wrong length",
-            m.clone()
-                .set("tokenizer.ggml.token_type", Value::Array(Array::I32(vec![1; 7]))),
+            m.clone().set(
+                "tokenizer.ggml.token_type",
+                Value::Array(Array::I32(vec![1; 7])),
+            ),
             |f| {
-                matches!(tok(f), Some(T::LengthMismatch { key: "tokenizer.ggml.token_type", found: 7, .. }))
+                matches!(
+                    tok(f),
+                    Some(T::LengthMismatch {
+                        key: "tokenizer.ggml.token_type",
+                        found: 7,
+                        ..
+                    })
+                )
             },
         ),
         t(
@@ -658,25 +804,62 @@ fn tokenizer_cases() -> Vec<Case> {
                 "tokenizer.ggml.token_type",
                 Value::Array(Array::String(vec!["1".into(); n])),
             ),
-            |f| matches!(tok(f), Some(T::WrongType { key: "tokenizer.ggml.token_type", .. })),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::WrongType {
+                        key: "tokenizer.ggml.token_type",
+                        ..
+                    })
+                )
+            },
         ),
         t(
             "scores of the wrong length",
-            m.clone()
-                .set("tokenizer.ggml.scores", Value::Array(Array::F32(vec![0.0; 3]))),
-            |f| matches!(tok(f), Some(T::LengthMismatch { key: "tokenizer.ggml.scores", found: 3, .. })),
+            m.clone().set(
+                "tokenizer.ggml.scores",
+                Value::Array(Array::F32(vec![0.0; 3])),
+            ),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::LengthMismatch {
+                        key: "tokenizer.ggml.scores",
+                        found: 3,
+                        ..
+                    })
+                )
+            },
         ),
         t(
             "scores of the wrong element type",
             m.clone()
                 .set("tokenizer.ggml.scores", Value::Array(Array::U8(vec![0; n]))),
-            |f| matches!(tok(f), Some(T::WrongType { key: "tokenizer.ggml.scores", .. })),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::WrongType {
+                        key: "tokenizer.ggml.scores",
+                        ..
+                    })
+                )
+            },
         ),
         t(
             "merges of the wrong type",
-            m.clone()
-                .set("tokenizer.ggml.merges", Value::Array(Array::I32(vec![1, 2]))),
-            |f| matches!(tok(f), Some(T::WrongType { key: "tokenizer.ggml.merges", .. })),
+            m.clone().set(
+                "tokenizer.ggml.merges",
+                Value::Array(Array::I32(vec![1, 2])),
+            ),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::WrongType {
+                        key: "tokenizer.ggml.merges",
+                        ..
+                    })
+                )
+            },
         ),
         t(
             "special id outside the vocabulary",
@@ -694,7 +877,16 @@ fn tokenizer_cases() -> Vec<Case> {
                     v
                 })),
             ),
-            |f| matches!(tok(f), Some(T::DuplicateToken { first: 4, second: 5, .. })),
+            |f| {
+                matches!(
+                    tok(f),
+                    Some(T::DuplicateToken {
+                        first: 4,
+                        second: 5,
+                        ..
+                    })
+                )
+            },
         ),
     ]
 }
@@ -712,23 +904,48 @@ fn decoder_cases() -> Vec<Case> {
         d(
             "zero heads",
             m.clone().set("llama.attention.head_count", Value::U32(0)),
-            |f| matches!(gguf(f), Some(E::BadHyperParams(ArchError::Zero { field: "n_heads" }))),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::BadHyperParams(ArchError::Zero { field: "n_heads" }))
+                )
+            },
         ),
         d(
             "zero kv heads",
-            m.clone().set("llama.attention.head_count_kv", Value::U32(0)),
-            |f| matches!(gguf(f), Some(E::BadHyperParams(ArchError::Zero { field: "n_kv_heads" }))),
+            m.clone()
+                .set("llama.attention.head_count_kv", Value::U32(0)),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::BadHyperParams(ArchError::Zero {
+                        field: "n_kv_heads"
+                    }))
+                )
+            },
         ),
         d(
             "zero layers",
             m.clone().set("llama.block_count", Value::U32(0)),
-            |f| matches!(gguf(f), Some(E::BadHyperParams(ArchError::Zero { field: "n_layers" }))),
+            |f| {
+                matches!(
+                    gguf(f),
+                    Some(E::BadHyperParams(ArchError::Zero { field: "n_layers" }))
+                )
+            },
         ),
         d(
             "kv heads not dividing heads",
-            m.clone().set("llama.attention.head_count_kv", Value::U32(3)),
+            m.clone()
+                .set("llama.attention.head_count_kv", Value::U32(3)),
             |f| {
-                matches!(gguf(f), Some(E::BadHyperParams(ArchError::KvHeadsDoNotDivide { n_heads: 4, n_kv_heads: 3 })))
+                matches!(
+                    gguf(f),
+                    Some(E::BadHyperParams(ArchError::KvHeadsDoNotDivide {
+                        n_heads: 4,
+                        n_kv_heads: 3
+                    }))
+                )
             },
         ),
         d(
@@ -824,20 +1041,33 @@ fn decoder_cases() -> Vec<Case> {
         d(
             "sizing-only architecture",
             {
-                let mut m = m.clone().set("general.architecture", Value::String("phi3".into()));
-                let keys: Vec<String> = m.kv.keys().filter(|k| k.starts_with("llama.")).cloned().collect();
+                let mut m = m
+                    .clone()
+                    .set("general.architecture", Value::String("phi3".into()));
+                let keys: Vec<String> =
+                    m.kv.keys()
+                        .filter(|k| k.starts_with("llama."))
+                        .cloned()
+                        .collect();
                 for k in keys {
                     let v = m.kv.remove(&k).expect("key");
                     m.kv.insert(k.replacen("llama.", "phi3.", 1), v);
                 }
                 m
             },
-            |f| matches!(f, Failure::Decoder(DecoderError::NotRunnable(Architecture::Phi3))),
+            |f| {
+                matches!(
+                    f,
+                    Failure::Decoder(DecoderError::NotRunnable(Architecture::Phi3))
+                )
+            },
         ),
         d(
             "non-finite rms epsilon",
-            m.clone()
-                .set("llama.attention.layer_norm_rms_epsilon", Value::F32(f32::NAN)),
+            m.clone().set(
+                "llama.attention.layer_norm_rms_epsilon",
+                Value::F32(f32::NAN),
+            ),
             |f| matches!(gguf(f), Some(E::WrongType { key, .. }) if key.ends_with("layer_norm_rms_epsilon")),
         ),
     ]
@@ -876,7 +1106,12 @@ fn malformed_gguf_table() {
             }
         }
     }
-    assert!(failed.is_empty(), "{} cases failed:\n{}", failed.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{} cases failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
     assert!(cases.len() >= 60, "{} cases", cases.len());
 }
 
@@ -1068,7 +1303,12 @@ fn fit_decision_fits_refuses_and_forces() {
     let c = w.max_ctx.expect("a smaller context fits");
     assert!(c < 131_072 && c > 8192, "{c}");
     let msg = w.to_string();
-    for part in ["short", &format!("--ctx {c}"), "--force", &w.shortfall.to_string()] {
+    for part in [
+        "short",
+        &format!("--ctx {c}"),
+        "--force",
+        &w.shortfall.to_string(),
+    ] {
         assert!(msg.contains(part), "{msg:?} lacks {part:?}");
     }
 
@@ -1112,7 +1352,8 @@ fn fit_estimate_reads_only_the_header() {
 
 #[test]
 fn meminfo_parsing() {
-    let text = "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
+    let text =
+        "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
     assert_eq!(
         fit::parse_meminfo(text),
         Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
@@ -1123,7 +1364,10 @@ fn meminfo_parsing() {
     );
     assert_eq!(fit::parse_meminfo("MemAvailable: 5 kB\n"), None);
     assert_eq!(fit::parse_meminfo("MemTotal: lots\n"), None);
-    assert_eq!(fit::parse_meminfo("MemTotal: 99999999999999999999 kB\n"), None);
+    assert_eq!(
+        fit::parse_meminfo("MemTotal: 99999999999999999999 kB\n"),
+        None
+    );
 }
 
 /// `LocalModel::load_with` refuses before reading any tensor, and `force` loads anyway.

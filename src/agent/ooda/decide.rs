@@ -156,6 +156,12 @@ Example 2:\nWorld model:\nObjective: What is 12 * (3 + 4)?\nActions so far:\n- c
 {\"candidates\": [{\"thought\": \"The calculator returned the result.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"84\"}}]}\n",
         );
     }
+    if has("read_file") {
+        s.push_str(
+            "Example 3:\nWorld model:\nObjective: Who is the owner named in notes.txt?\nActions so far:\n- read_file {\"path\":\"notes.txt\"} -> verified: Owner: Bob Smith Status: open\n\
+{\"candidates\": [{\"thought\": \"The file says the owner is Bob Smith.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"Bob Smith\"}}]}\n",
+        );
+    }
     s
 }
 
@@ -233,7 +239,7 @@ pub struct LmDecider<'m> {
     /// Use the JSON-schema constraint (falls back to none when the backend refuses it).
     pub constrained: bool,
     /// Streaming text.
-    pub on_text: Option<Box<dyn FnMut(&str) + 'm>>,
+    pub on_text: Option<crate::agent::planner::TextSink<'m>>,
 }
 
 impl<'m> LmDecider<'m> {

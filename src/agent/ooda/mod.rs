@@ -769,6 +769,8 @@ impl<'a> Ooda<'a> {
 
             // ---- Observe
             let obs = observe(&sensors, cycle, self.config.sensor_timeout).await;
+            // Signals are the latest readings; only the loop's own notes carry over.
+            s.world.signals.retain(|k, _| k.starts_with("decide."));
             for sig in &obs.signals {
                 s.world.signals.insert(sig.key.clone(), sig.value.clone());
             }
@@ -1009,17 +1011,27 @@ impl<'a> Ooda<'a> {
             (s.on_event)(&OodaEvent::Decided { record: &record });
 
             let Some(choice) = record.choice().cloned() else {
-                if record.candidates.is_empty() {
+                // The model's own mistakes (unparseable output, unknown tools, repeats) are fed
+                // back as a signal; only several in a row escalate.
+                let mistakes_only = record.candidates.iter().all(|a| {
+                    matches!(
+                        a.dropped,
+                        Some(DropReason::UnknownTool | DropReason::Repeat | DropReason::RepeatOfFailure { .. })
+                    )
+                });
+                if record.candidates.is_empty() || mistakes_only {
                     decide_failures += 1;
-                    if let Some(e) = &record.parse_error {
-                        s.world
-                            .signals
-                            .insert("decide.error".into(), format!("the last proposal was unusable: {e}"));
-                    }
+                    let why = match &record.parse_error {
+                        Some(e) if record.candidates.is_empty() => format!("the last proposal was unusable: {e}"),
+                        _ => "every candidate of the last proposal was refused (see Refused); propose something else or give the final answer".to_string(),
+                    };
+                    s.world.signals.insert("decide.error".into(), why);
                     if decide_failures >= self.config.max_decide_failures {
                         break (
                             OodaState::Escalated,
-                            Some(format!("{decide_failures} proposals in a row were unusable")),
+                            Some(format!(
+                                "no viable candidate: {decide_failures} proposals in a row were unusable or refused"
+                            )),
                         );
                     }
                     continue;
@@ -1073,6 +1085,7 @@ impl<'a> Ooda<'a> {
                 );
             };
             decide_failures = 0;
+            s.world.signals.remove("decide.error");
 
             // ---- Act
             if choice.is_final {
@@ -1114,7 +1127,11 @@ impl<'a> Ooda<'a> {
             return Ok(Err(format!("no tool named {}", a.tool)));
         };
         let mut approval_sha = None;
-        if self.config.policy.tier(tool.as_ref()) == Tier::Token {
+        let tier = self.config.policy.tier(tool.as_ref());
+        if tier == Tier::Deny {
+            return Ok(Err(format!("{} is denied by the workspace policy", a.tool)));
+        }
+        if tier == Tier::Token {
             let Some(token) = a.token.as_deref() else {
                 return Ok(Err(format!("{} needs an approval token", a.tool)));
             };

@@ -235,8 +235,11 @@ impl Sensor for LastActionSensor {
 #[derive(Debug, Clone)]
 pub struct WorkspaceSensor {
     root: PathBuf,
-    prev: Arc<Mutex<Option<BTreeMap<String, (u64, u128)>>>>,
+    prev: Arc<Mutex<Option<FileSnapshot>>>,
 }
+
+/// Path → (size, modification time in ns).
+type FileSnapshot = BTreeMap<String, (u64, u128)>;
 
 impl WorkspaceSensor {
     /// Watch `root`.
@@ -250,7 +253,7 @@ impl WorkspaceSensor {
 
 const WALK_LIMIT: usize = 5000;
 
-fn snapshot(root: &std::path::Path) -> BTreeMap<String, (u64, u128)> {
+fn snapshot(root: &std::path::Path) -> FileSnapshot {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {

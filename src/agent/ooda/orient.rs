@@ -356,14 +356,11 @@ impl WorldModel {
         self.risk_budget_remaining = (self.risk_budget_remaining - r.cost).max(0.0);
     }
 
-    /// Render for a model prompt.
+    /// Render for a model prompt. Budgets are left out on purpose: the gate enforces them, and a
+    /// small model tends to answer with whatever number it sees last.
     pub fn render(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!("Objective: {}\n", self.objective));
-        s.push_str(&format!(
-            "Cycle {} · risk budget left {:.1} of {:.1}\n",
-            self.loop_count, self.risk_budget_remaining, self.risk_budget_total
-        ));
         if !self.summary.is_empty() || !self.completed.is_empty() {
             s.push_str("Actions so far:\n");
             for line in &self.summary {
@@ -408,6 +405,24 @@ impl WorldModel {
         }
         for c in &self.constraints {
             s.push_str(&format!("Constraint: {c}\n"));
+        }
+        let notes: Vec<String> = self
+            .signals
+            .iter()
+            .filter(|(k, _)| {
+                k.starts_with("decide.")
+                    || k.starts_with("sensor.")
+                    || k.as_str() == "last_action.discrepancy"
+                    || k.as_str() == "workspace.changed"
+            })
+            .map(|(k, v)| format!("- {k}: {}", one_line(v, 200)))
+            .collect();
+        if !notes.is_empty() {
+            s.push_str("Notes:\n");
+            for n in notes {
+                s.push_str(&n);
+                s.push('\n');
+            }
         }
         s
     }
