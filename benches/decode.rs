@@ -39,7 +39,12 @@ fn model(weight_type: GgmlType) -> (tempfile::TempDir, Session) {
 
 fn decode_step(c: &mut Criterion) {
     let mut g = c.benchmark_group("cpu/decode_step");
-    for ty in [GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_K] {
+    for ty in [
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4_K,
+    ] {
         let (_dir, mut s) = model(ty);
         for depth in [0usize, 512, 2048] {
             s.reset();
@@ -70,7 +75,9 @@ fn prefill(c: &mut Criterion) {
 }
 
 fn sampler(c: &mut Criterion) {
-    let logits: Vec<f32> = (0..151_936).map(|i| ((i * 7919) % 1000) as f32 / 100.0).collect();
+    let logits: Vec<f32> = (0..151_936)
+        .map(|i| ((i * 7919) % 1000) as f32 / 100.0)
+        .collect();
     let mut greedy = Sampler::new(SamplingParams::default());
     c.bench_function("cpu/sample_greedy_152k", |b| {
         b.iter(|| greedy.sample(black_box(&mut logits.clone()), &[], None))

@@ -11,13 +11,13 @@
 //! `runtime::session` reuses the longest cached token prefix between calls. `sizing` and
 //! `agent` never import candle.
 
-pub mod sizing;
-pub mod units;
-pub mod cli;
-pub mod catalog;
-pub mod store;
-pub mod lm;
 pub mod agent;
-pub mod runtime;
-pub mod measure;
+pub mod catalog;
+pub mod cli;
 pub mod hw;
+pub mod lm;
+pub mod measure;
+pub mod runtime;
+pub mod sizing;
+pub mod store;
+pub mod units;

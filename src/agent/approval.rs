@@ -283,7 +283,11 @@ impl ApprovalKey {
 
     /// Issue a token valid for `ttl` from now.
     pub fn issue(&self, run_id: &str, fingerprint: &str, ttl: Duration) -> String {
-        self.issue_until(run_id, fingerprint, now_unix().saturating_add(ttl.as_secs()))
+        self.issue_until(
+            run_id,
+            fingerprint,
+            now_unix().saturating_add(ttl.as_secs()),
+        )
     }
 
     /// Check a token for this run and action at time `now` (unix seconds), without spending it.
@@ -396,15 +400,33 @@ mod tests {
         let k = ApprovalKey::from_bytes([7; 32]);
         let t = k.issue_until("run-1", FP, 1000);
         assert!(k.check_at(&t, "run-1", FP, 999).is_ok());
-        assert!(matches!(k.check_at(&t, "run-1", FP, 1000), Err(ApprovalError::Expired { .. })));
-        assert!(matches!(k.check_at(&t, "run-2", FP, 1), Err(ApprovalError::WrongRun { .. })));
+        assert!(matches!(
+            k.check_at(&t, "run-1", FP, 1000),
+            Err(ApprovalError::Expired { .. })
+        ));
+        assert!(matches!(
+            k.check_at(&t, "run-2", FP, 1),
+            Err(ApprovalError::WrongRun { .. })
+        ));
         let other = FP.replace('0', "f");
-        assert!(matches!(k.check_at(&t, "run-1", &other, 1), Err(ApprovalError::WrongAction { .. })));
+        assert!(matches!(
+            k.check_at(&t, "run-1", &other, 1),
+            Err(ApprovalError::WrongAction { .. })
+        ));
         let other_key = ApprovalKey::from_bytes([8; 32]);
-        assert!(matches!(other_key.check_at(&t, "run-1", FP, 1), Err(ApprovalError::BadSignature)));
+        assert!(matches!(
+            other_key.check_at(&t, "run-1", FP, 1),
+            Err(ApprovalError::BadSignature)
+        ));
         let longer = t.replace(".1000.", ".99999.");
-        assert!(matches!(k.check_at(&longer, "run-1", FP, 1), Err(ApprovalError::BadSignature)));
-        assert!(matches!(k.check_at("approved", "run-1", FP, 1), Err(ApprovalError::Malformed { .. })));
+        assert!(matches!(
+            k.check_at(&longer, "run-1", FP, 1),
+            Err(ApprovalError::BadSignature)
+        ));
+        assert!(matches!(
+            k.check_at("approved", "run-1", FP, 1),
+            Err(ApprovalError::Malformed { .. })
+        ));
     }
 
     #[test]
@@ -424,7 +446,10 @@ mod tests {
         let a = ApprovalKey::load_or_create(d.path()).expect("create");
         let b = ApprovalKey::load_or_create(d.path()).expect("load");
         assert_eq!(a.key, b.key);
-        let mode = std::fs::metadata(d.path().join(KEY_FILE)).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(d.path().join(KEY_FILE))
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 }

@@ -314,7 +314,8 @@ impl ChainLog {
         let tmp = self.manifest.with_extension("json.tmp");
         {
             let mut f = File::create(&tmp).map_err(io_err("write", &tmp))?;
-            f.write_all(text.as_bytes()).map_err(io_err("write", &tmp))?;
+            f.write_all(text.as_bytes())
+                .map_err(io_err("write", &tmp))?;
             if durable {
                 f.sync_all().map_err(io_err("sync", &tmp))?;
             }
@@ -605,9 +606,7 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
             }
         }
     }
-    let bad = |line: usize, seq: u64, kind: ProblemKind| {
-        Some(AuditProblem { line, seq, kind })
-    };
+    let bad = |line: usize, seq: u64, kind: ProblemKind| Some(AuditProblem { line, seq, kind });
     for (i, p) in parsed.iter().enumerate() {
         let expected = i as u64;
         if p.seq != expected {
@@ -630,7 +629,11 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
             report.problem = bad(i + 1, expected, ProblemKind::Edited);
             return report;
         }
-        let prev_hash = if i == 0 { GENESIS } else { parsed[i - 1].hash.as_str() };
+        let prev_hash = if i == 0 {
+            GENESIS
+        } else {
+            parsed[i - 1].hash.as_str()
+        };
         if p.prev != prev_hash {
             // The previous record is self-consistent but not the one this record chained to.
             report.problem = if i == 0 {
@@ -706,10 +709,20 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
     for p in &parsed {
         match p.event.get("type").and_then(Value::as_str) {
             Some("intent") => {
-                let s = |k: &str| p.event.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let s = |k: &str| {
+                    p.event
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
                 open.push(UnknownIntent {
                     seq: p.seq,
-                    action_id: p.event.get("action_id").and_then(Value::as_u64).unwrap_or(0),
+                    action_id: p
+                        .event
+                        .get("action_id")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
                     tool: s("tool"),
                     fingerprint: s("fingerprint"),
                 });
@@ -775,6 +788,12 @@ mod tests {
         assert!(r.ok(), "{r:?}");
         assert_eq!(r.records, 3);
         // The recovered intent is not reported again; the new one is.
-        assert_eq!(r.unknown_intents.iter().map(|u| u.action_id).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(
+            r.unknown_intents
+                .iter()
+                .map(|u| u.action_id)
+                .collect::<Vec<_>>(),
+            vec![2]
+        );
     }
 }

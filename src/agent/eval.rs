@@ -345,7 +345,9 @@ pub fn run_task(
         .map_err(|e| ws_err(e.to_string()))?;
     let sandbox = Sandbox::new(dir.path()).map_err(|e| ws_err(e.to_string()))?;
     for (rel, content) in &task.files {
-        let path = sandbox.prepare_write(rel).map_err(|e| ws_err(e.to_string()))?;
+        let path = sandbox
+            .prepare_write(rel)
+            .map_err(|e| ws_err(e.to_string()))?;
         std::fs::write(&path, content).map_err(|e| ws_err(format!("{rel}: {e}")))?;
     }
     let tools = Toolset::builtin(task.shell.then(ShellPolicy::default));
@@ -418,8 +420,14 @@ mod tests {
         };
         assert!(t.check("about 2.505"));
         assert!(!t.check("about 2.52"));
-        assert!(Checker::Exact { value: "blue".into() }.check(" \"Blue\". "));
-        assert!(!Checker::Exact { value: "blue".into() }.check("light blue"));
+        assert!(Checker::Exact {
+            value: "blue".into()
+        }
+        .check(" \"Blue\". "));
+        assert!(!Checker::Exact {
+            value: "blue".into()
+        }
+        .check("light blue"));
         assert!(Checker::Contains {
             value: "Paris".into(),
             ignore_case: true
@@ -442,10 +450,22 @@ mod tests {
         let ok = "# comment\n{\"id\":\"a\",\"task\":\"t\",\"check\":{\"type\":\"exact\",\"value\":\"x\"}}\n";
         assert_eq!(parse_suite(ok, p).map(|t| t.len()).ok(), Some(1));
         let dup = format!("{ok}{}", ok.lines().nth(1).unwrap_or(""));
-        assert!(matches!(parse_suite(&dup, p), Err(EvalError::BadTask { line: 3, .. })));
+        assert!(matches!(
+            parse_suite(&dup, p),
+            Err(EvalError::BadTask { line: 3, .. })
+        ));
         let esc = "{\"id\":\"a\",\"task\":\"t\",\"files\":{\"../x\":\"\"},\"check\":{\"type\":\"exact\",\"value\":\"x\"}}";
-        assert!(matches!(parse_suite(esc, p), Err(EvalError::BadTask { line: 1, .. })));
-        assert!(matches!(parse_suite("\n\n", p), Err(EvalError::Empty { .. })));
-        assert!(matches!(parse_suite("{nope", p), Err(EvalError::BadTask { line: 1, .. })));
+        assert!(matches!(
+            parse_suite(esc, p),
+            Err(EvalError::BadTask { line: 1, .. })
+        ));
+        assert!(matches!(
+            parse_suite("\n\n", p),
+            Err(EvalError::Empty { .. })
+        ));
+        assert!(matches!(
+            parse_suite("{nope", p),
+            Err(EvalError::BadTask { line: 1, .. })
+        ));
     }
 }

@@ -141,8 +141,9 @@ mod tests {
             canonical_json(&a),
             r#"{"a":{"c":null,"z":[1,{"x":2,"y":1}]},"b":2}"#
         );
-        let b: Value = serde_json::from_str(r#"{ "a": {"z": [1, {"x": 2, "y": 1}], "c": null}, "b": 2 }"#)
-            .unwrap_or(Value::Null);
+        let b: Value =
+            serde_json::from_str(r#"{ "a": {"z": [1, {"x": 2, "y": 1}], "c": null}, "b": 2 }"#)
+                .unwrap_or(Value::Null);
         assert_eq!(fingerprint("t", &a), fingerprint("t", &b));
         assert_ne!(fingerprint("t", &a), fingerprint("u", &a));
     }

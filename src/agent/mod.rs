@@ -18,7 +18,10 @@ pub mod rundir;
 pub mod tools;
 pub mod types;
 
-pub use planner::{LmPlanner, LmPlannerConfig, Planner, PlannerError, PlannerInput, PlannerOutput, ScriptedPlanner, ScriptedTurn};
+pub use planner::{
+    LmPlanner, LmPlannerConfig, Planner, PlannerError, PlannerInput, PlannerOutput,
+    ScriptedPlanner, ScriptedTurn,
+};
 pub use react::{run, AgentError, AgentEvent, Limits};
 pub use tools::{Tool, ToolError, ToolErrorKind, Toolset};
 pub use types::{Action, Observation, ObservationKind, RunOutcome, Step, StopReason};

@@ -59,7 +59,9 @@ impl ActionParseError {
 
 /// Strip Markdown code fences: return the inside of the first fenced block, if any.
 fn strip_fences(text: &str) -> &str {
-    let Some(start) = text.find("```") else { return text };
+    let Some(start) = text.find("```") else {
+        return text;
+    };
     let after = &text[start + 3..];
     // Skip a language tag on the fence line.
     let body_start = after.find('\n').map_or(0, |i| i + 1);

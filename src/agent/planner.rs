@@ -112,7 +112,11 @@ pub fn schema_signature(schema: &Value) -> String {
                 .and_then(|p| p.get("type"))
                 .and_then(Value::as_str)
                 .unwrap_or("any");
-            let opt = if required.contains(&n.as_str()) { "" } else { "?" };
+            let opt = if required.contains(&n.as_str()) {
+                ""
+            } else {
+                "?"
+            };
             format!("\"{n}\"{opt}: {ty}")
         })
         .collect();
@@ -473,7 +477,10 @@ impl Planner for ScriptedPlanner {
         let messages = render_messages(input.task, input.steps, input.tools);
         let prompt_tokens = Self::tokens_of(&messages);
         self.prompts.push(messages);
-        let turn = self.turns.pop_front().ok_or(PlannerError::ScriptExhausted)?;
+        let turn = self
+            .turns
+            .pop_front()
+            .ok_or(PlannerError::ScriptExhausted)?;
         let (thought, action, raw) = match turn {
             ScriptedTurn::Act { thought, action } => (thought, Ok(action), String::new()),
             ScriptedTurn::Raw(text) => match parse_action(&text) {

@@ -20,7 +20,9 @@ use super::guard::{fingerprint, repeat_message, ActionCache, Verdict};
 use super::parse::ActionParseError;
 use super::planner::{schema_signature, Planner, PlannerError, PlannerInput};
 use super::rundir::{utc_timestamp, Record, RunDir, RunDirError};
-use super::tools::{FinalAnswer, Sandbox, Tool, ToolContext, ToolError, ToolErrorKind, Toolset, FINAL_ANSWER};
+use super::tools::{
+    FinalAnswer, Sandbox, Tool, ToolContext, ToolError, ToolErrorKind, Toolset, FINAL_ANSWER,
+};
 use super::types::{
     Action, Observation, ObservationKind, RunOutcome, Step, StepTimings, StopReason, UsageTotals,
 };
@@ -231,7 +233,10 @@ pub fn run(
         }
         if let Some(wall) = limits.wall_clock {
             if start.elapsed() >= wall {
-                detail = Some(format!("wall-clock budget of {:.1} s spent", wall.as_secs_f64()));
+                detail = Some(format!(
+                    "wall-clock budget of {:.1} s spent",
+                    wall.as_secs_f64()
+                ));
                 break StopReason::WallClock;
             }
         }
@@ -378,7 +383,9 @@ pub fn run(
                 let obs = match cache.check(&f, exempt) {
                     Verdict::Stuck { count } => {
                         finished = Some(StopReason::Stuck);
-                        detail = Some(format!("{name} chosen {count} times with the same arguments"));
+                        detail = Some(format!(
+                            "{name} chosen {count} times with the same arguments"
+                        ));
                         Observation::new(ObservationKind::Guard, stuck_message(count))
                     }
                     Verdict::RepeatOfFailure { error } => {
@@ -405,7 +412,11 @@ pub fn run(
                         }
                         Some(t) => {
                             let t0 = Instant::now();
-                            let result = call_tool(t.as_ref(), normalize_args(t.as_ref(), args.clone()), &ctx);
+                            let result = call_tool(
+                                t.as_ref(),
+                                normalize_args(t.as_ref(), args.clone()),
+                                &ctx,
+                            );
                             tool_s = t0.elapsed().as_secs_f64();
                             match result {
                                 Ok(text) => lp.observe(ObservationKind::Output, text)?,

@@ -98,7 +98,9 @@ impl Observation {
     pub fn is_failure(&self) -> bool {
         matches!(
             self.kind,
-            ObservationKind::ToolError { .. } | ObservationKind::Guard | ObservationKind::ParseError
+            ObservationKind::ToolError { .. }
+                | ObservationKind::Guard
+                | ObservationKind::ParseError
         )
     }
 }

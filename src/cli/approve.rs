@@ -23,7 +23,9 @@ pub struct Args {
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let fp = args.fingerprint.trim().to_ascii_lowercase();
     if fp.len() != 64 || !fp.bytes().all(|b| b.is_ascii_hexdigit()) {
-        anyhow::bail!("the fingerprint must be 64 hex digits, as printed after `pending:` by `boyd run`");
+        anyhow::bail!(
+            "the fingerprint must be 64 hex digits, as printed after `pending:` by `boyd run`"
+        );
     }
     let ttl = parse_ttl(&args.ttl)?;
     let home = boyd_home()?;

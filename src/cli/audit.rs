@@ -64,7 +64,11 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            Ok(if r.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if r.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }

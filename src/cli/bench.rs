@@ -28,7 +28,12 @@ pub enum Which {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Tests, comma-separated: ppN, tgN, tgN@dDEPTH.
-    #[arg(long, short = 't', value_delimiter = ',', default_value = "pp512,tg128,tg128@d512,tg128@d2048")]
+    #[arg(
+        long,
+        short = 't',
+        value_delimiter = ',',
+        default_value = "pp512,tg128,tg128@d512,tg128@d2048"
+    )]
     pub tests: Vec<String>,
     /// Timed repetitions per test.
     #[arg(long, short = 'r', default_value_t = 3)]
@@ -109,10 +114,22 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode>
     for &test in &tests {
         if args.which != Which::Reference {
             let mut target = BoydTarget::new(model.session_mut());
-            records.extend(bench::run(&mut target, &cfg(test), &info, &host, &mut progress(Impl::Boyd))?);
+            records.extend(bench::run(
+                &mut target,
+                &cfg(test),
+                &info,
+                &host,
+                &mut progress(Impl::Boyd),
+            )?);
         }
         if let Some(r) = reference.as_mut() {
-            records.extend(bench::run(r, &cfg(test), &info, &host, &mut progress(Impl::Reference))?);
+            records.extend(bench::run(
+                r,
+                &cfg(test),
+                &info,
+                &host,
+                &mut progress(Impl::Reference),
+            )?);
         }
     }
     bar.finish_and_clear();
@@ -165,7 +182,10 @@ fn print_table(
             r.sd_tps
         )?;
     }
-    let ours: Vec<&BenchRecord> = records.iter().filter(|r| r.implementation == Impl::Boyd).collect();
+    let ours: Vec<&BenchRecord> = records
+        .iter()
+        .filter(|r| r.implementation == Impl::Boyd)
+        .collect();
     let theirs: Vec<&BenchRecord> = records
         .iter()
         .filter(|r| r.implementation == Impl::Reference)

@@ -156,7 +156,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode>
         &req,
         &mut |piece| {
             if !json && write_err.is_none() {
-                if let Err(e) = stdout.write_all(piece.as_bytes()).and_then(|_| stdout.flush()) {
+                if let Err(e) = stdout
+                    .write_all(piece.as_bytes())
+                    .and_then(|_| stdout.flush())
+                {
                     write_err = Some(e);
                 }
             }

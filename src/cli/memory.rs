@@ -50,7 +50,11 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             if g.json {
                 println!("{}", serde_json::to_string_pretty(store.entries())?);
             } else {
-                println!("workspace: {} ({})", store.workspace(), store.path().display());
+                println!(
+                    "workspace: {} ({})",
+                    store.workspace(),
+                    store.path().display()
+                );
                 if store.entries().is_empty() {
                     println!("(nothing remembered)");
                 }
@@ -75,7 +79,11 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             } else {
                 println!("forgot {n} entr{}", if n == 1 { "y" } else { "ies" });
             }
-            Ok(if n > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if n > 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }

@@ -5,20 +5,20 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub mod bench;
-pub mod chat;
-pub mod generate;
-pub mod models;
-pub mod ooda;
 pub mod approve;
 pub mod audit;
+pub mod bench;
+pub mod chat;
+pub mod eval;
+pub mod generate;
 pub mod memory;
+pub mod models;
+pub mod ooda;
+pub mod probe;
 pub mod resume;
 pub mod run;
-pub mod eval;
 pub mod runs;
 pub mod size;
-pub mod probe;
 pub mod validate;
 
 /// Global options shared by every subcommand.

@@ -48,7 +48,12 @@ pub struct OodaOpts {
 
 impl OodaOpts {
     /// The loop settings.
-    pub fn config(&self, max_loops: usize, deadline_s: f64, workspace: Option<&Path>) -> anyhow::Result<OodaConfig> {
+    pub fn config(
+        &self,
+        max_loops: usize,
+        deadline_s: f64,
+        workspace: Option<&Path>,
+    ) -> anyhow::Result<OodaConfig> {
         if self.candidates == 0 {
             anyhow::bail!("--candidates must be at least 1");
         }

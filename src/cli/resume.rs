@@ -63,11 +63,17 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         workspace.as_ref().map(|w| w.root()),
     )?;
     config.extra_budget = args.add_budget;
-    let tools = o::ooda_tools(args.enable_shell.then(ShellPolicy::default), workspace.as_ref());
+    let tools = o::ooda_tools(
+        args.enable_shell.then(ShellPolicy::default),
+        workspace.as_ref(),
+    );
     let memory = if args.ooda.no_memory {
         None
     } else {
-        Some(MemoryStore::open(&home, workspace.as_ref().map(|w| w.root()))?)
+        Some(MemoryStore::open(
+            &home,
+            workspace.as_ref().map(|w| w.root()),
+        )?)
     };
     let key = o::approval_key();
     if args.approve.is_some() && key.is_none() {
@@ -78,8 +84,21 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     super::cancel_on_ctrl_c(&cancel);
     let mut m1 = SharedModel::new(model.as_mut());
     let mut m2 = m1.clone();
-    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.step_tokens, true, &tools, args.ooda.candidates);
-    let mut ooda = Ooda::new(&mut phases.decider, phases.orienter.as_mut(), &tools, cancel.clone());
+    let mut phases = o::phases(
+        &mut m1,
+        &mut m2,
+        args.ooda.orient,
+        args.step_tokens,
+        true,
+        &tools,
+        args.ooda.candidates,
+    );
+    let mut ooda = Ooda::new(
+        &mut phases.decider,
+        phases.orienter.as_mut(),
+        &tools,
+        cancel.clone(),
+    );
     ooda.config = config;
     ooda.workspace = workspace;
     ooda.approval_key = key;
@@ -90,7 +109,8 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             o::print_event(ev);
         }
     };
-    let outcome = o::runtime()?.block_on(ooda.resume(&run.path, args.approve.as_deref(), &mut on_event))?;
+    let outcome =
+        o::runtime()?.block_on(ooda.resume(&run.path, args.approve.as_deref(), &mut on_event))?;
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

@@ -185,7 +185,13 @@ pub fn print_event(ev: &AgentEvent<'_>) {
                     ObservationKind::ParseError => "Parse error",
                     ObservationKind::Final => "Final",
                 };
-                let mut text: String = step.observation.text.lines().take(8).collect::<Vec<_>>().join("\n      ");
+                let mut text: String = step
+                    .observation
+                    .text
+                    .lines()
+                    .take(8)
+                    .collect::<Vec<_>>()
+                    .join("\n      ");
                 if step.observation.text.lines().count() > 8 {
                     text.push_str("\n      …");
                 }
@@ -193,7 +199,10 @@ pub fn print_event(ev: &AgentEvent<'_>) {
             }
         }
         AgentEvent::Collapsed { steps } => {
-            writeln!(out, "    (context: collapsed the observations of steps {steps:?})")
+            writeln!(
+                out,
+                "    (context: collapsed the observations of steps {steps:?})"
+            )
         }
         AgentEvent::Finished { .. } => Ok(()),
     };
@@ -223,9 +232,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     args.agent.require_react()?;
     let limits = args.agent.limits()?;
     let workspace = match &args.workspace {
-        Some(dir) => Some(
-            Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?,
-        ),
+        Some(dir) => {
+            Some(Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?)
+        }
         None => None,
     };
     let shell = if args.enable_shell {
@@ -291,9 +300,9 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
 
     let _ = args.agent.limits()?;
     let workspace = match &args.workspace {
-        Some(dir) => Some(
-            Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?,
-        ),
+        Some(dir) => {
+            Some(Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?)
+        }
         None => None,
     };
     let shell = if args.enable_shell {
@@ -318,7 +327,10 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let memory = if args.ooda.no_memory {
         None
     } else {
-        Some(MemoryStore::open(&home, workspace.as_ref().map(|w| w.root()))?)
+        Some(MemoryStore::open(
+            &home,
+            workspace.as_ref().map(|w| w.root()),
+        )?)
     };
     let key = o::approval_key();
     let mut model = load_agent_model(g)?;
@@ -328,8 +340,21 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let mut m1 = SharedModel::new(model.as_mut());
     let mut m2 = m1.clone();
     let constrained = args.agent.constraint != ConstraintArg::None;
-    let mut phases = o::phases(&mut m1, &mut m2, args.ooda.orient, args.agent.step_tokens, constrained, &tools, args.ooda.candidates);
-    let mut ooda = Ooda::new(&mut phases.decider, phases.orienter.as_mut(), &tools, cancel.clone());
+    let mut phases = o::phases(
+        &mut m1,
+        &mut m2,
+        args.ooda.orient,
+        args.agent.step_tokens,
+        constrained,
+        &tools,
+        args.ooda.candidates,
+    );
+    let mut ooda = Ooda::new(
+        &mut phases.decider,
+        phases.orienter.as_mut(),
+        &tools,
+        cancel.clone(),
+    );
     ooda.config = config;
     ooda.workspace = workspace;
     ooda.approval_key = key;

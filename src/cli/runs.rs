@@ -55,7 +55,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                 println!("no runs in {}", home.join("runs").display());
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("{:<24} {:<17} {:>5}  {:<20} TASK", "RUN", "STOP", "STEPS", "ANSWER");
+            println!(
+                "{:<24} {:<17} {:>5}  {:<20} TASK",
+                "RUN", "STOP", "STEPS", "ANSWER"
+            );
             for r in runs {
                 let (stop, steps, answer) = match &r.outcome {
                     Some(o) => (

@@ -116,7 +116,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         seed: 42,
         measured_at: crate::agent::rundir::utc_timestamp(),
     };
-    if let Some(w) = crate::measure::bench::BuildInfo::current().warnings().first() {
+    if let Some(w) = crate::measure::bench::BuildInfo::current()
+        .warnings()
+        .first()
+    {
         eprintln!("warning: {w}");
     }
     let bar = ProgressBar::new(0);
@@ -225,7 +228,10 @@ pub fn render_table(r: &ValidateReport) -> String {
     );
     match &c.saved_to {
         Some(p) => {
-            let _ = writeln!(s, "profile saved to {p}; `boyd size MODEL --hw this` uses it");
+            let _ = writeln!(
+                s,
+                "profile saved to {p}; `boyd size MODEL --hw this` uses it"
+            );
         }
         None => {
             let _ = writeln!(s, "profile not saved (--no-save)");

@@ -256,12 +256,7 @@ pub fn device_copy_bandwidth(
             secs.push(dt);
         }
     }
-    BandwidthResult::from_times(
-        BandwidthMethod::DeviceCopy,
-        2 * elems as u64 * 4,
-        1,
-        &secs,
-    )
+    BandwidthResult::from_times(BandwidthMethod::DeviceCopy, 2 * elems as u64 * 4, 1, &secs)
 }
 
 #[cfg(test)]
@@ -288,7 +283,10 @@ mod tests {
         assert!(r.best.0 > 0.0 && r.best >= r.mean);
         assert!((0.0..1.0).contains(&r.spread));
         let bad = BandwidthConfig { threads: 0, ..cfg };
-        assert!(matches!(cpu_read_bandwidth(&bad), Err(ProbeError::BadConfig(_))));
+        assert!(matches!(
+            cpu_read_bandwidth(&bad),
+            Err(ProbeError::BadConfig(_))
+        ));
     }
 
     #[test]
@@ -305,8 +303,13 @@ mod tests {
 
     #[test]
     fn summary_is_best_mean_and_spread() {
-        let r = BandwidthResult::from_times(BandwidthMethod::CpuStreamingRead, 100, 1, &[1.0, 2.0, 0.0])
-            .expect("r");
+        let r = BandwidthResult::from_times(
+            BandwidthMethod::CpuStreamingRead,
+            100,
+            1,
+            &[1.0, 2.0, 0.0],
+        )
+        .expect("r");
         assert_eq!(r.best, BytesPerSec(100.0));
         assert_eq!(r.mean, BytesPerSec(75.0));
         assert!((r.spread - 0.5).abs() < 1e-12);

@@ -107,8 +107,17 @@ fn simd_features() -> Vec<&'static str> {
             )*};
         }
         detect!(
-            "sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
-            "avx512vnni", "avx512bf16", "avxvnni"
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512vnni",
+            "avx512bf16",
+            "avxvnni"
         );
     }
     #[cfg(target_arch = "aarch64")]

@@ -52,12 +52,17 @@ mod tests {
 
     #[test]
     fn parses_meminfo() {
-        let m = HostMemory::parse("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    8192 kB\n")
-            .expect("parse");
+        let m = HostMemory::parse(
+            "MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    8192 kB\n",
+        )
+        .expect("parse");
         assert_eq!(m.total, Bytes(16 * Bytes::MIB));
         assert_eq!(m.available, Some(Bytes(8 * Bytes::MIB)));
         assert!(HostMemory::parse("MemFree: 1 kB").is_none());
-        assert_eq!(kib_field("VmRSS:\t  100 kB\n", "VmRSS"), Some(Bytes(102_400)));
+        assert_eq!(
+            kib_field("VmRSS:\t  100 kB\n", "VmRSS"),
+            Some(Bytes(102_400))
+        );
         assert_eq!(kib_field("VmRSSx: 1 kB", "VmRSS"), None);
     }
 }

@@ -258,7 +258,9 @@ pub fn probe_gpus(cfg: Option<&BandwidthConfig>) -> Vec<GpuReport> {
         }
     };
     add(Backend::Cuda, &|i| cuda::CudaProbe::new(i).map(Probe::Cuda));
-    add(Backend::Metal, &|i| metal::MetalProbe::new(i).map(Probe::Metal));
+    add(Backend::Metal, &|i| {
+        metal::MetalProbe::new(i).map(Probe::Metal)
+    });
     out
 }
 

@@ -66,7 +66,11 @@ impl BenchTest {
     pub fn parse(s: &str) -> Option<Self> {
         let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
         if let Some(n) = s.strip_prefix("pp") {
-            return n.parse().ok().filter(|&n| n > 0).map(|n| BenchTest::Pp { n });
+            return n
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(|n| BenchTest::Pp { n });
         }
         let rest = s.strip_prefix("tg")?;
         let (n, depth) = match rest.split_once("@d") {
@@ -83,7 +87,10 @@ pub fn default_tests() -> Vec<BenchTest> {
         BenchTest::Pp { n: 512 },
         BenchTest::Tg { n: 128, depth: 0 },
         BenchTest::Tg { n: 128, depth: 512 },
-        BenchTest::Tg { n: 128, depth: 2048 },
+        BenchTest::Tg {
+            n: 128,
+            depth: 2048,
+        },
     ]
 }
 
@@ -132,7 +139,20 @@ impl BuildInfo {
                 }
             )*};
         }
-        feat!("sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vnni", "avx512bf16", "neon", "dotprod", "i8mm");
+        feat!(
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx512f",
+            "avx512bw",
+            "avx512vnni",
+            "avx512bf16",
+            "neon",
+            "dotprod",
+            "i8mm"
+        );
         let mut features = Vec::new();
         if cfg!(feature = "cuda") {
             features.push("cuda");
@@ -142,7 +162,11 @@ impl BuildInfo {
         }
         Self {
             version: env!("CARGO_PKG_VERSION"),
-            profile: if cfg!(debug_assertions) { "debug" } else { "release" },
+            profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
             arch: std::env::consts::ARCH,
             simd,
             features,
@@ -153,7 +177,10 @@ impl BuildInfo {
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         if self.profile == "debug" {
-            w.push("this is a debug build: numbers are not representative; build with --release".into());
+            w.push(
+                "this is a debug build: numbers are not representative; build with --release"
+                    .into(),
+            );
         }
         let fast = match self.arch {
             "x86_64" => self.simd.contains(&"avx2") && self.simd.contains(&"fma"),
@@ -354,7 +381,8 @@ impl BenchTarget for ReferenceTarget {
         Ok(())
     }
     fn forward(&mut self, tokens: &[u32]) -> candle_core::Result<()> {
-        self.model.forward(tokens, self.history.len(), &self.device)?;
+        self.model
+            .forward(tokens, self.history.len(), &self.device)?;
         self.history.extend_from_slice(tokens);
         self.device.synchronize()
     }
@@ -401,7 +429,8 @@ pub fn run(
     progress: &mut dyn FnMut(&str, usize),
 ) -> candle_core::Result<Vec<BenchRecord>> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed);
-    let mut tokens = |n: usize| -> Vec<u32> { (0..n).map(|_| rng.random_range(0..cfg.vocab)).collect() };
+    let mut tokens =
+        |n: usize| -> Vec<u32> { (0..n).map(|_| rng.random_range(0..cfg.vocab)).collect() };
     let mut out = Vec::new();
     for test in &cfg.tests {
         let name = test.name();
@@ -467,10 +496,16 @@ mod tests {
     #[test]
     fn parses_llama_bench_names() {
         assert_eq!(BenchTest::parse("pp512"), Some(BenchTest::Pp { n: 512 }));
-        assert_eq!(BenchTest::parse("tg128"), Some(BenchTest::Tg { n: 128, depth: 0 }));
+        assert_eq!(
+            BenchTest::parse("tg128"),
+            Some(BenchTest::Tg { n: 128, depth: 0 })
+        );
         assert_eq!(
             BenchTest::parse("tg128 @ d2048"),
-            Some(BenchTest::Tg { n: 128, depth: 2048 })
+            Some(BenchTest::Tg {
+                n: 128,
+                depth: 2048
+            })
         );
         assert_eq!(BenchTest::parse("tg0"), None);
         assert_eq!(BenchTest::parse("xx"), None);

@@ -15,5 +15,5 @@ pub mod calibrate;
 pub mod compare;
 pub mod memory;
 pub mod report;
-pub mod validate;
 pub mod svg;
+pub mod validate;

@@ -130,7 +130,11 @@ impl Axes {
             .filter(|(x, y)| x.is_finite() && y.is_finite())
             .map(|&(x, y)| format!("{:.1},{:.1}", self.x(x), self.y(y)))
             .collect();
-        let dash = if dashed { r#" stroke-dasharray="6,4""# } else { "" };
+        let dash = if dashed {
+            r#" stroke-dasharray="6,4""#
+        } else {
+            ""
+        };
         let _ = writeln!(
             s,
             r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
@@ -214,7 +218,9 @@ fn fmt_tick(v: f64) -> String {
 }
 
 fn esc(t: &str) -> String {
-    t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -244,14 +250,20 @@ pub fn render(r: &ValidateReport) -> String {
     let m = &r.memory;
     let curve = &r.memory_curve;
     let x_max = curve.last().map_or(1.0, |p| p.ctx as f64);
-    let mut y_max = curve.iter().map(|p| p.total.0 as f64 / MIB).fold(0.0, f64::max);
+    let mut y_max = curve
+        .iter()
+        .map(|p| p.total.0 as f64 / MIB)
+        .fold(0.0, f64::max);
     if let Some(t) = m.total_measured {
         y_max = y_max.max(t.0 as f64 / MIB);
     }
     let a = Axes::new(LEFT[0], x_max, y_max * 1.05);
     a.frame(&mut s, "Memory vs context", "context (tokens)", "MiB");
     let line = |f: &dyn Fn(&super::report::MemoryCurvePoint) -> u64| -> Vec<(f64, f64)> {
-        curve.iter().map(|p| (p.ctx as f64, f(p) as f64 / MIB)).collect()
+        curve
+            .iter()
+            .map(|p| (p.ctx as f64, f(p) as f64 / MIB))
+            .collect()
     };
     a.polyline(&mut s, &line(&|p| p.weights.0), C_WEIGHTS, false);
     a.polyline(&mut s, &line(&|p| p.kv.0), C_KV, false);
@@ -276,7 +288,11 @@ pub fn render(r: &ValidateReport) -> String {
         LEFT[0] + 10.0,
         TOP + PANEL_H + 62.0,
         &[
-            ("weights (line: predicted, dot: measured)", C_WEIGHTS, "line"),
+            (
+                "weights (line: predicted, dot: measured)",
+                C_WEIGHTS,
+                "line",
+            ),
             ("KV cache", C_KV, "line"),
         ],
     );
@@ -284,7 +300,10 @@ pub fn render(r: &ValidateReport) -> String {
         &mut s,
         LEFT[0] + 260.0,
         TOP + PANEL_H + 62.0,
-        &[("compute peak", C_COMPUTE, "line"), ("total (dot: peak RSS)", C_TOTAL, "line")],
+        &[
+            ("compute peak", C_COMPUTE, "line"),
+            ("total (dot: peak RSS)", C_TOTAL, "line"),
+        ],
     );
 
     // Decode tok/s vs depth.
@@ -297,7 +316,12 @@ pub fn render(r: &ValidateReport) -> String {
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let b = Axes::new(LEFT[1], x_max, y_max * 1.1);
-    b.frame(&mut s, "Decode speed vs depth", "depth (tokens in cache)", "tokens/s");
+    b.frame(
+        &mut s,
+        "Decode speed vs depth",
+        "depth (tokens in cache)",
+        "tokens/s",
+    );
     let pts = |f: &dyn Fn(&super::report::DecodeCurvePoint) -> f64| -> Vec<(f64, f64)> {
         dc.iter().map(|p| (p.depth as f64, f(p))).collect()
     };

@@ -175,7 +175,9 @@ fn kv_bytes(arch: &ArchParams, hw: &Hardware, depth: usize) -> Result<u64, Sizin
     if depth == 0 {
         return Ok(0);
     }
-    Ok(kv_cache(arch, hw.backend.runtime_kv_dtype(), depth as u32)?.total.0)
+    Ok(kv_cache(arch, hw.backend.runtime_kv_dtype(), depth as u32)?
+        .total
+        .0)
 }
 
 fn input(arch: &ArchParams, w: &WeightBytes, hw: &Hardware, ctx: usize) -> Input {
@@ -192,15 +194,40 @@ fn input(arch: &ArchParams, w: &WeightBytes, hw: &Hardware, ctx: usize) -> Input
 }
 
 /// Decode tok/s the sizing model predicts for `tg n @ depth` on `hw`.
-fn predict_decode(arch: &ArchParams, w: &WeightBytes, hw: &Hardware, depth: usize, n: usize) -> Result<f64, SizingError> {
+fn predict_decode(
+    arch: &ArchParams,
+    w: &WeightBytes,
+    hw: &Hardware,
+    depth: usize,
+    n: usize,
+) -> Result<f64, SizingError> {
     let ctx = mid_depth(depth, n).max(1) as u32;
-    let s = throughput::speed(arch, w, hw.backend.runtime_kv_dtype(), ctx, PREFILL_CHUNK as u32, hw)?;
+    let s = throughput::speed(
+        arch,
+        w,
+        hw.backend.runtime_kv_dtype(),
+        ctx,
+        PREFILL_CHUNK as u32,
+        hw,
+    )?;
     Ok(s.decode_at_ctx.0)
 }
 
 /// Prefill tok/s the sizing model predicts for `pp n` on `hw`.
-fn predict_prefill(arch: &ArchParams, w: &WeightBytes, hw: &Hardware, n: usize) -> Result<f64, SizingError> {
-    let s = throughput::speed(arch, w, hw.backend.runtime_kv_dtype(), n.max(1) as u32, PREFILL_CHUNK as u32, hw)?;
+fn predict_prefill(
+    arch: &ArchParams,
+    w: &WeightBytes,
+    hw: &Hardware,
+    n: usize,
+) -> Result<f64, SizingError> {
+    let s = throughput::speed(
+        arch,
+        w,
+        hw.backend.runtime_kv_dtype(),
+        n.max(1) as u32,
+        PREFILL_CHUNK as u32,
+        hw,
+    )?;
     Ok(s.prefill.0)
 }
 
@@ -230,7 +257,10 @@ pub fn validate(
     let hw0 = &cfg.hardware;
 
     // 1. Load.
-    progress(Progress::Stage { name: "load", steps: 1 });
+    progress(Progress::Stage {
+        name: "load",
+        steps: 1,
+    });
     let gguf_err = |source| ValidateError::Gguf {
         path: cfg.model_path.display().to_string(),
         source,
@@ -283,9 +313,13 @@ pub fn validate(
     // 2. Compute peak and KV at each depth.
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed ^ 0x6b76);
     let vocab = arch.vocab.max(1);
-    let mut tokens = |n: usize| -> Vec<u32> { (0..n).map(|_| rng.random_range(0..vocab)).collect() };
+    let mut tokens =
+        |n: usize| -> Vec<u32> { (0..n).map(|_| rng.random_range(0..vocab)).collect() };
     let kv_steps = depths.iter().filter(|&&d| d > 0).count() as u64;
-    progress(Progress::Stage { name: "memory", steps: 1 + kv_steps });
+    progress(Progress::Stage {
+        name: "memory",
+        steps: 1 + kv_steps,
+    });
     progress(Progress::Step(format!("compute peak (pp{})", cfg.n_prompt)));
     session.reset();
     let empty = MemSnapshot::now();
@@ -303,7 +337,12 @@ pub fn validate(
         )),
         _ => None,
     };
-    let compute_pred = compute_buffers(&arch, cfg.n_prompt as u32, PREFILL_CHUNK as u32, hw0.backend)?;
+    let compute_pred = compute_buffers(
+        &arch,
+        cfg.n_prompt as u32,
+        PREFILL_CHUNK as u32,
+        hw0.backend,
+    )?;
     let compute = ComputeMemory {
         tokens: cfg.n_prompt,
         predicted: compute_pred.total,
@@ -350,9 +389,15 @@ pub fn validate(
 
     // 3. Speed.
     let mut tests = vec![BenchTest::Pp { n: cfg.n_prompt }];
-    tests.extend(depths.iter().map(|&depth| BenchTest::Tg { n: cfg.n_gen, depth }));
+    tests.extend(depths.iter().map(|&depth| BenchTest::Tg {
+        n: cfg.n_gen,
+        depth,
+    }));
     let reps_total = tests.len() as u64 * (cfg.reps as u64 + 1);
-    progress(Progress::Stage { name: "speed", steps: reps_total });
+    progress(Progress::Stage {
+        name: "speed",
+        steps: reps_total,
+    });
     let host = HostInfo::current(device);
     let bench_cfg = BenchConfig {
         tests,
@@ -371,8 +416,14 @@ pub fn validate(
     drop(session);
 
     // 4. Bandwidth.
-    progress(Progress::Stage { name: "bandwidth", steps: 1 });
-    progress(Progress::Step(format!("{} streaming read", Bytes(cfg.bandwidth.bytes))));
+    progress(Progress::Stage {
+        name: "bandwidth",
+        steps: 1,
+    });
+    progress(Progress::Step(format!(
+        "{} streaming read",
+        Bytes(cfg.bandwidth.bytes)
+    )));
     let bandwidth = probe.bandwidth(&cfg.bandwidth)?;
 
     // 5. Predict, calibrate, compare.
@@ -558,16 +609,26 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
     for k in m.kv.iter().filter(|k| k.depth > 0) {
         if let Some(meas) = k.measured {
             rows.push(
-                Row::new(format!("kv @ d{}", k.depth), Unit::Bytes, b(k.predicted), b(meas))
-                    .target(targets::KV_PCT)
-                    .note(format!("cache reports {} used", k.cache_used)),
+                Row::new(
+                    format!("kv @ d{}", k.depth),
+                    Unit::Bytes,
+                    b(k.predicted),
+                    b(meas),
+                )
+                .target(targets::KV_PCT)
+                .note(format!("cache reports {} used", k.cache_used)),
             );
         }
     }
     if let Some(c) = m.compute.measured {
         rows.push(
-            Row::new(format!("compute peak (pp{})", m.compute.tokens), Unit::Bytes, b(m.compute.predicted), b(c))
-                .note("transient peak above weights + KV"),
+            Row::new(
+                format!("compute peak (pp{})", m.compute.tokens),
+                Unit::Bytes,
+                b(m.compute.predicted),
+                b(c),
+            )
+            .note("transient peak above weights + KV"),
         );
     }
     if let Some(o) = m.overhead_measured {
@@ -578,8 +639,13 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
     }
     if let Some(t) = m.total_measured {
         rows.push(
-            Row::new(format!("total @ ctx {}", m.total_ctx), Unit::Bytes, b(m.total_predicted), b(t))
-                .note("peak RSS of the run"),
+            Row::new(
+                format!("total @ ctx {}", m.total_ctx),
+                Unit::Bytes,
+                b(m.total_predicted),
+                b(t),
+            )
+            .note("peak RSS of the run"),
         );
     }
     if let Some(u) = m.unaccounted {
@@ -589,16 +655,29 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
         rows.push(r);
     }
     rows.push(
-        Row::new(format!("prefill {}", prefill.test), Unit::TokPerSec, prefill.predicted_after, prefill.measured)
-            .sd(prefill.sd)
-            .note(format!("before calibration: {:.1}", prefill.predicted_before)),
+        Row::new(
+            format!("prefill {}", prefill.test),
+            Unit::TokPerSec,
+            prefill.predicted_after,
+            prefill.measured,
+        )
+        .sd(prefill.sd)
+        .note(format!(
+            "before calibration: {:.1}",
+            prefill.predicted_before
+        )),
     );
     for d in decode {
         rows.push(
-            Row::new(format!("decode {}", d.test), Unit::TokPerSec, d.predicted_after, d.measured)
-                .sd(d.sd)
-                .target(targets::DECODE_PCT)
-                .note(format!("before calibration: {:.1}", d.predicted_before)),
+            Row::new(
+                format!("decode {}", d.test),
+                Unit::TokPerSec,
+                d.predicted_after,
+                d.measured,
+            )
+            .sd(d.sd)
+            .target(targets::DECODE_PCT)
+            .note(format!("before calibration: {:.1}", d.predicted_before)),
         );
     }
     rows

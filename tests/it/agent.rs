@@ -124,7 +124,12 @@ fn run_with(
     .expect("run")
 }
 
-fn run_script(e: &Env, turns: Vec<ScriptedTurn>, tools: &Toolset, limits: &Limits) -> (RunOutcome, ScriptedPlanner) {
+fn run_script(
+    e: &Env,
+    turns: Vec<ScriptedTurn>,
+    tools: &Toolset,
+    limits: &Limits,
+) -> (RunOutcome, ScriptedPlanner) {
     let mut p = ScriptedPlanner::new(turns);
     let out = run_with(e, &mut p, tools, limits, &CancelToken::new());
     (out, p)
@@ -198,7 +203,12 @@ fn max_steps_stops_the_run() {
         max_steps: 2,
         ..Limits::default()
     };
-    let (out, _) = run_script(&e, vec![calc("1+1"), calc("2+2"), calc("3+3")], &tools, &limits);
+    let (out, _) = run_script(
+        &e,
+        vec![calc("1+1"), calc("2+2"), calc("3+3")],
+        &tools,
+        &limits,
+    );
     assert_eq!(out.stop, StopReason::MaxSteps);
     assert_eq!(out.steps, 2);
     assert!(out.answer.is_none());
@@ -208,7 +218,12 @@ fn max_steps_stops_the_run() {
 fn stuck_after_three_identical_actions() {
     let e = env();
     let tools = Toolset::builtin(None);
-    let (out, _) = run_script(&e, vec![calc("1+1"), calc("1+1"), calc(" 1+1"), calc("1+1")], &tools, &Limits::default());
+    let (out, _) = run_script(
+        &e,
+        vec![calc("1+1"), calc("1+1"), calc(" 1+1"), calc("1+1")],
+        &tools,
+        &Limits::default(),
+    );
     // " 1+1" has a different fingerprint, so the third identical one is the fourth turn.
     assert_eq!(out.stop, StopReason::Stuck);
     assert_eq!(out.steps, 4);
@@ -235,7 +250,9 @@ fn polling_tools_are_exempt_from_stuck() {
     let mut poll = Echo::new("poll", "not yet");
     poll.polls = true;
     let tools = Toolset::new().with(poll);
-    let mut turns: Vec<ScriptedTurn> = (0..5).map(|_| ScriptedTurn::tool("poll", json!({}))).collect();
+    let mut turns: Vec<ScriptedTurn> = (0..5)
+        .map(|_| ScriptedTurn::tool("poll", json!({})))
+        .collect();
     turns.push(ScriptedTurn::answer("done"));
     let (out, _) = run_script(&e, turns, &tools, &Limits::default());
     assert_eq!(out.stop, StopReason::Completed);
@@ -272,7 +289,12 @@ fn repeated_failed_action_gets_a_guard_observation() {
 fn cancelled_during_generation_and_before_start() {
     let e = env();
     let tools = Toolset::builtin(None);
-    let (out, _) = run_script(&e, vec![calc("1+1"), ScriptedTurn::Cancel], &tools, &Limits::default());
+    let (out, _) = run_script(
+        &e,
+        vec![calc("1+1"), ScriptedTurn::Cancel],
+        &tools,
+        &Limits::default(),
+    );
     assert_eq!(out.stop, StopReason::Cancelled);
     assert_eq!(out.steps, 1);
 
@@ -282,7 +304,10 @@ fn cancelled_during_generation_and_before_start() {
     let out = run_with(&e, &mut p, &tools, &Limits::default(), &cancel);
     assert_eq!(out.stop, StopReason::Cancelled);
     assert_eq!(out.steps, 0);
-    assert!(p.prompts.is_empty(), "the planner must not be called after cancel");
+    assert!(
+        p.prompts.is_empty(),
+        "the planner must not be called after cancel"
+    );
 }
 
 #[test]
@@ -293,7 +318,10 @@ fn irreversible_tool_escalates_without_running() {
     let tools = Toolset::builtin(None).with(danger);
     let (out, _) = run_script(
         &e,
-        vec![ScriptedTurn::tool("delete_all", json!({})), ScriptedTurn::answer("x")],
+        vec![
+            ScriptedTurn::tool("delete_all", json!({})),
+            ScriptedTurn::answer("x"),
+        ],
         &tools,
         &Limits::default(),
     );
@@ -307,14 +335,23 @@ fn irreversible_tool_escalates_without_running() {
 fn context_exhausted_from_planner_and_from_estimate() {
     let e = env();
     let tools = Toolset::builtin(None);
-    let (out, _) = run_script(&e, vec![calc("1+1"), ScriptedTurn::ContextFull], &tools, &Limits::default());
+    let (out, _) = run_script(
+        &e,
+        vec![calc("1+1"), ScriptedTurn::ContextFull],
+        &tools,
+        &Limits::default(),
+    );
     assert_eq!(out.stop, StopReason::ContextExhausted);
 
     // A window smaller than the system prompt: nothing to collapse, so the loop stops itself.
     let mut p = ScriptedPlanner::new(vec![calc("1+1")]).with_context_window(50);
     let out = run_with(&e, &mut p, &tools, &Limits::default(), &CancelToken::new());
     assert_eq!(out.stop, StopReason::ContextExhausted);
-    assert!(out.detail.as_deref().unwrap_or("").contains("context is 50"));
+    assert!(out
+        .detail
+        .as_deref()
+        .unwrap_or("")
+        .contains("context is 50"));
     assert!(p.prompts.is_empty());
 }
 
@@ -333,7 +370,12 @@ fn wall_clock_and_token_budgets() {
         max_generated_tokens: Some(5),
         ..Limits::default()
     };
-    let (out, _) = run_script(&e, vec![calc("1+1"), calc("2+2"), calc("3+3")], &tools, &limits);
+    let (out, _) = run_script(
+        &e,
+        vec![calc("1+1"), calc("2+2"), calc("3+3")],
+        &tools,
+        &limits,
+    );
     assert_eq!(out.stop, StopReason::TokenBudget);
     assert_eq!(out.steps, 1);
     assert!(out.usage.generated_tokens >= 5);
@@ -370,7 +412,13 @@ fn unknown_tool_bad_args_parse_errors_and_panics_are_observations() {
             kind: ToolErrorKind::InvalidArgs
         }
     );
-    assert!(s[1].observation.text.contains("Expected args: {\"expression\": string}"), "{}", s[1].observation.text);
+    assert!(
+        s[1].observation
+            .text
+            .contains("Expected args: {\"expression\": string}"),
+        "{}",
+        s[1].observation.text
+    );
     assert_eq!(s[2].observation.kind, ObservationKind::ParseError);
     assert!(s[2].action.is_none());
     assert!(s[3].observation.text.contains("crashed"));
@@ -389,9 +437,15 @@ fn file_tools_see_only_the_workspace() {
         &e,
         vec![
             ScriptedTurn::tool("list_dir", json!({})),
-            ScriptedTurn::tool("read_file", json!({"path": "notes.txt", "start_line": 2, "max_lines": 1})),
+            ScriptedTurn::tool(
+                "read_file",
+                json!({"path": "notes.txt", "start_line": 2, "max_lines": 1}),
+            ),
             ScriptedTurn::tool("search_text", json!({"pattern": "beta"})),
-            ScriptedTurn::tool("search_text", json!({"pattern": "beta", "ignore_case": true, "path": "notes.txt"})),
+            ScriptedTurn::tool(
+                "search_text",
+                json!({"pattern": "beta", "ignore_case": true, "path": "notes.txt"}),
+            ),
             ScriptedTurn::tool("read_file", json!({"path": "../etc/passwd"})),
             ScriptedTurn::answer("ok"),
         ],
@@ -401,8 +455,14 @@ fn file_tools_see_only_the_workspace() {
     let s = steps_of(&out);
     assert_eq!(s[0].observation.text, "notes.txt (22 bytes)\nsub/");
     assert_eq!(s[1].observation.text, "beta gamma\n");
-    assert_eq!(s[2].observation.text, "notes.txt:2: beta gamma\nsub/inner.txt:1: beta inside");
-    assert_eq!(s[3].observation.text, "notes.txt:2: beta gamma\nnotes.txt:3: Beta");
+    assert_eq!(
+        s[2].observation.text,
+        "notes.txt:2: beta gamma\nsub/inner.txt:1: beta inside"
+    );
+    assert_eq!(
+        s[3].observation.text,
+        "notes.txt:2: beta gamma\nnotes.txt:3: Beta"
+    );
     assert_eq!(
         s[4].observation.kind,
         ObservationKind::ToolError {
@@ -417,7 +477,9 @@ fn file_tools_see_only_the_workspace() {
 #[test]
 fn long_observation_is_condensed_to_a_blob_and_paged() {
     let e = env();
-    let long: String = (0..300).map(|i| format!("line {i:04} of the long output\n")).collect();
+    let long: String = (0..300)
+        .map(|i| format!("line {i:04} of the long output\n"))
+        .collect();
     let tools = Toolset::builtin(None).with(Echo::new("dump", long.clone()));
     let sha = sha256_hex(long.as_bytes());
     let (out, _) = run_script(
@@ -437,12 +499,19 @@ fn long_observation_is_condensed_to_a_blob_and_paged() {
     let blob = out.run_dir.join("blobs").join(format!("{sha}.txt"));
     assert_eq!(std::fs::read_to_string(&blob).expect("blob"), long);
     assert!(obs.text.starts_with("line 0000 of the long output\n"));
-    assert!(obs.text.contains("line 0299 of the long output"), "tail missing");
+    assert!(
+        obs.text.contains("line 0299 of the long output"),
+        "tail missing"
+    );
     assert!(obs.text.ends_with(&format!(
         "[Observation truncated: {} bytes, 300 lines; full output stored as blob {sha}; use read_blob to page]",
         long.len()
     )));
-    assert!(obs.text.chars().count() <= 1500, "preview is {} chars", obs.text.chars().count());
+    assert!(
+        obs.text.chars().count() <= 1500,
+        "preview is {} chars",
+        obs.text.chars().count()
+    );
     // read_blob pages from the offset, and the page is not condensed again
     let page = &s[1].observation;
     assert!(page.blob.is_none());
@@ -453,7 +522,9 @@ fn long_observation_is_condensed_to_a_blob_and_paged() {
 #[test]
 fn context_collapse_shrinks_older_observations_and_is_recorded() {
     let e = env();
-    let body: String = (0..25).map(|i| format!("row {i:02}: {}\n", "x".repeat(40))).collect(); // ~1.2 KB
+    let body: String = (0..25)
+        .map(|i| format!("row {i:02}: {}\n", "x".repeat(40)))
+        .collect(); // ~1.2 KB
     let tools = Toolset::new().with(Echo::new("fetch", body.clone()));
     let turns: Vec<ScriptedTurn> = (0..6)
         .map(|i| ScriptedTurn::tool("fetch", json!({ "n": i })))
@@ -484,15 +555,29 @@ fn context_collapse_shrinks_older_observations_and_is_recorded() {
     let idx = p
         .prompts
         .iter()
-        .position(|m| m.iter().any(|c| c.content.contains("[collapsed to save context")))
+        .position(|m| {
+            m.iter()
+                .any(|c| c.content.contains("[collapsed to save context"))
+        })
         .expect("a prompt with a collapsed observation");
     let prompt = &p.prompts[idx];
     assert!(prompt[3].content.contains("[collapsed to save context"));
     // ... and the latest observations stay whole.
-    assert_eq!(prompt.last().map(|m| m.content.clone()), Some(format!("Observation: {body}")));
+    assert_eq!(
+        prompt.last().map(|m| m.content.clone()),
+        Some(format!("Observation: {body}"))
+    );
     // The collapsed text points at a blob holding the full output.
-    assert!(std::fs::read_dir(out.run_dir.join("blobs")).expect("blobs").count() >= 1);
-    let blob = out.run_dir.join("blobs").join(format!("{}.txt", sha256_hex(body.as_bytes())));
+    assert!(
+        std::fs::read_dir(out.run_dir.join("blobs"))
+            .expect("blobs")
+            .count()
+            >= 1
+    );
+    let blob = out
+        .run_dir
+        .join("blobs")
+        .join(format!("{}.txt", sha256_hex(body.as_bytes())));
     assert!(blob.is_file());
 }
 
@@ -532,7 +617,10 @@ impl LanguageModel for FakeLm {
             .zip(prompt.chars())
             .take_while(|(a, b)| a == b)
             .count();
-        let text = self.replies.pop_front().ok_or_else(|| LmError::Backend("no reply".into()))?;
+        let text = self
+            .replies
+            .pop_front()
+            .ok_or_else(|| LmError::Backend("no reply".into()))?;
         on_text(&text);
         let total = prompt.chars().count();
         self.cache = format!("{prompt}{text}<|end|>");
@@ -578,7 +666,13 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
     let out = {
         let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default())
             .with_stream(|t| streamed.push_str(t));
-        run_with(&e, &mut planner, &tools, &Limits::default(), &CancelToken::new())
+        run_with(
+            &e,
+            &mut planner,
+            &tools,
+            &Limits::default(),
+            &CancelToken::new(),
+        )
     };
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("42"));
@@ -591,12 +685,26 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
         let prev = &lm.requests[k - 1].messages;
         let cur = &lm.requests[k].messages;
         // prefix property: same earlier messages, byte for byte, plus reply + observation
-        assert_eq!(&cur[..prev.len()], &prev[..], "step {} prompt is not an extension", k + 1);
+        assert_eq!(
+            &cur[..prev.len()],
+            &prev[..],
+            "step {} prompt is not an extension",
+            k + 1
+        );
         assert_eq!(cur.len(), prev.len() + 2);
-        assert_eq!(cur[prev.len()].content, replies[k - 1], "the model's reply is replayed verbatim");
+        assert_eq!(
+            cur[prev.len()].content,
+            replies[k - 1],
+            "the model's reply is replayed verbatim"
+        );
         // only the new observation message and the assistant header are prefilled
         let new_part = format!("<|user|>{}<|end|><|assistant|>", cur[cur.len() - 1].content);
-        assert_eq!(steps[k].usage.prefilled_tokens, new_part.chars().count(), "step {}", k + 1);
+        assert_eq!(
+            steps[k].usage.prefilled_tokens,
+            new_part.chars().count(),
+            "step {}",
+            k + 1
+        );
         assert!(steps[k].usage.reused_tokens > steps[k].usage.prefilled_tokens);
     }
     // every request is constrained by a schema that names each tool
@@ -605,9 +713,14 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
             panic!("no JSON schema constraint");
         };
         let branches = schema["anyOf"].as_array().expect("anyOf");
-        let names: Vec<&str> = branches.iter().filter_map(|b| b["properties"]["tool"]["const"].as_str()).collect();
+        let names: Vec<&str> = branches
+            .iter()
+            .filter_map(|b| b["properties"]["tool"]["const"].as_str())
+            .collect();
         assert_eq!(names, tools.names());
-        assert!(branches.iter().all(|b| b["required"] == json!(["thought", "tool", "args"])));
+        assert!(branches
+            .iter()
+            .all(|b| b["required"] == json!(["thought", "tool", "args"])));
     }
 }
 
@@ -615,7 +728,12 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
 fn lm_planner_context_error_stops_as_context_exhausted() {
     struct Full;
     impl LanguageModel for Full {
-        fn generate(&mut self, _r: &GenRequest, _t: &mut dyn FnMut(&str), _c: &CancelToken) -> Result<GenOutput, LmError> {
+        fn generate(
+            &mut self,
+            _r: &GenRequest,
+            _t: &mut dyn FnMut(&str),
+            _c: &CancelToken,
+        ) -> Result<GenOutput, LmError> {
             Err(LmError::ContextExceeded {
                 prompt: 900,
                 max_new: 256,
@@ -632,7 +750,13 @@ fn lm_planner_context_error_stops_as_context_exhausted() {
     let e = env();
     let mut m = Full;
     let mut planner = LmPlanner::new(&mut m, LmPlannerConfig::default());
-    let out = run_with(&e, &mut planner, &Toolset::builtin(None), &Limits::default(), &CancelToken::new());
+    let out = run_with(
+        &e,
+        &mut planner,
+        &Toolset::builtin(None),
+        &Limits::default(),
+        &CancelToken::new(),
+    );
     assert_eq!(out.stop, StopReason::ContextExhausted);
 }
 
@@ -663,7 +787,10 @@ fn lark_constraint_names_every_tool_in_order() {
     };
     assert!(g.starts_with("start: \"{\\\"thought\\\": \" thought \", \\\"tool\\\": \" call \"}\""));
     for name in tools.names() {
-        assert!(g.contains(&format!("\"\\\"{name}\\\", \\\"args\\\": \" %json {{")), "{name} missing:\n{g}");
+        assert!(
+            g.contains(&format!("\"\\\"{name}\\\", \\\"args\\\": \" %json {{")),
+            "{name} missing:\n{g}"
+        );
     }
 }
 
@@ -676,7 +803,10 @@ fn system_prompt_tells_the_model_to_use_tools_for_facts() {
     assert!(sys.contains("Never guess what a file contains"));
     assert!(sys.contains("- calculator: "));
     assert!(sys.contains("Args: {\"expression\": string}"));
-    assert!(sys.contains("Args: {\"path\": string, \"max_lines\"?: integer, \"start_line\"?: integer}"));
+    // Arguments are listed in each tool's declared order (serde_json keeps insertion order).
+    assert!(
+        sys.contains("Args: {\"path\": string, \"start_line\"?: integer, \"max_lines\"?: integer}")
+    );
     assert!(sys.contains(r#"{"thought": "I will compute this with the calculator.", "tool": "calculator", "args": {"expression": "12 * (3 + 4)"}}"#));
     assert_eq!(m[1].content, "Task: What is 2+2?");
     // the example in the prompt parses with our own parser
@@ -708,10 +838,15 @@ fn tolerant_parser_accepts_messy_model_output() {
         (r#"{"tool": "list_dir"}"#, Action::tool("list_dir", json!({}))),
     ];
     for (text, want) in cases {
-        assert_eq!(parse_action(text).map(|p| p.action), Ok(want), "input: {text}");
+        assert_eq!(
+            parse_action(text).map(|p| p.action),
+            Ok(want),
+            "input: {text}"
+        );
     }
     assert_eq!(
-        parse_action(r#"{"thought": "I think", "tool": "calculator", "args": {}}"#).map(|p| p.thought),
+        parse_action(r#"{"thought": "I think", "tool": "calculator", "args": {}}"#)
+            .map(|p| p.thought),
         Ok("I think".to_string())
     );
 }
@@ -719,11 +854,26 @@ fn tolerant_parser_accepts_messy_model_output() {
 #[test]
 fn tolerant_parser_rejects_with_typed_errors() {
     assert_eq!(parse_action("   "), Err(ActionParseError::Empty));
-    assert_eq!(parse_action("the answer is 4"), Err(ActionParseError::NoJsonObject));
-    assert!(matches!(parse_action("{\"tool\": \"calculator\", \"args\": {"), Err(ActionParseError::InvalidJson { .. })));
-    assert!(matches!(parse_action("{\"thought\": \"hm\"}"), Err(ActionParseError::MissingTool { .. })));
-    assert_eq!(parse_action("{\"tool\": 3}"), Err(ActionParseError::BadToolName));
-    assert_eq!(parse_action("{\"tool\": \"  \"}"), Err(ActionParseError::BadToolName));
+    assert_eq!(
+        parse_action("the answer is 4"),
+        Err(ActionParseError::NoJsonObject)
+    );
+    assert!(matches!(
+        parse_action("{\"tool\": \"calculator\", \"args\": {"),
+        Err(ActionParseError::InvalidJson { .. })
+    ));
+    assert!(matches!(
+        parse_action("{\"thought\": \"hm\"}"),
+        Err(ActionParseError::MissingTool { .. })
+    ));
+    assert_eq!(
+        parse_action("{\"tool\": 3}"),
+        Err(ActionParseError::BadToolName)
+    );
+    assert_eq!(
+        parse_action("{\"tool\": \"  \"}"),
+        Err(ActionParseError::BadToolName)
+    );
     let msg = ActionParseError::NoJsonObject.for_model();
     assert!(msg.contains("\"tool\": \"final_answer\""));
     // deeply nested junk must not blow the stack
@@ -754,25 +904,45 @@ fn sandbox_path_cases() {
 
     type Want = fn(&SandboxError) -> bool;
     let refused: Vec<(&str, Want)> = vec![
-        ("../secret.txt", |e| matches!(e, SandboxError::ParentDir { .. })),
-        ("sub/../../secret.txt", |e| matches!(e, SandboxError::ParentDir { .. })),
-        ("sub/../notes.txt", |e| matches!(e, SandboxError::ParentDir { .. })),
+        ("../secret.txt", |e| {
+            matches!(e, SandboxError::ParentDir { .. })
+        }),
+        ("sub/../../secret.txt", |e| {
+            matches!(e, SandboxError::ParentDir { .. })
+        }),
+        ("sub/../notes.txt", |e| {
+            matches!(e, SandboxError::ParentDir { .. })
+        }),
         ("..", |e| matches!(e, SandboxError::ParentDir { .. })),
-        ("/etc/passwd", |e| matches!(e, SandboxError::Absolute { .. })),
-        ("//etc/passwd", |e| matches!(e, SandboxError::Absolute { .. })),
-        ("C:/Windows/win.ini", |e| matches!(e, SandboxError::Absolute { .. })),
+        ("/etc/passwd", |e| {
+            matches!(e, SandboxError::Absolute { .. })
+        }),
+        ("//etc/passwd", |e| {
+            matches!(e, SandboxError::Absolute { .. })
+        }),
+        ("C:/Windows/win.ini", |e| {
+            matches!(e, SandboxError::Absolute { .. })
+        }),
         ("~/.ssh/id_rsa", |e| matches!(e, SandboxError::Home { .. })),
         ("~", |e| matches!(e, SandboxError::Home { .. })),
         ("notes.txt\0.png", |e| matches!(e, SandboxError::NulByte)),
         ("", |e| matches!(e, SandboxError::Empty)),
         ("   ", |e| matches!(e, SandboxError::Empty)),
-        ("sub\\..\\..\\secret.txt", |e| matches!(e, SandboxError::Backslash { .. })),
-        ("link_out/secret.txt", |e| matches!(e, SandboxError::Escape { .. })),
+        ("sub\\..\\..\\secret.txt", |e| {
+            matches!(e, SandboxError::Backslash { .. })
+        }),
+        ("link_out/secret.txt", |e| {
+            matches!(e, SandboxError::Escape { .. })
+        }),
         ("link_out", |e| matches!(e, SandboxError::Escape { .. })),
         ("file_link", |e| matches!(e, SandboxError::Escape { .. })),
         ("dangling_out", |e| matches!(e, SandboxError::Escape { .. })),
-        ("sub/deeper/up/secret.txt", |e| matches!(e, SandboxError::Escape { .. })),
-        ("missing.txt", |e| matches!(e, SandboxError::NotFound { .. })),
+        ("sub/deeper/up/secret.txt", |e| {
+            matches!(e, SandboxError::Escape { .. })
+        }),
+        ("missing.txt", |e| {
+            matches!(e, SandboxError::NotFound { .. })
+        }),
     ];
     for (p, want) in &refused {
         match sb.resolve(p) {
@@ -790,12 +960,17 @@ fn sandbox_path_cases() {
         ("sub/rel_in", "notes.txt"),
         (".", ""),
     ] {
-        let got = sb.resolve(p).unwrap_or_else(|e| panic!("{p:?} refused: {e}"));
+        let got = sb
+            .resolve(p)
+            .unwrap_or_else(|e| panic!("{p:?} refused: {e}"));
         assert_eq!(got, canon.join(want), "{p:?}");
     }
     // open_file resolves and then re-checks the opened handle
     assert!(sb.open_file("notes.txt").is_ok());
-    assert!(matches!(sb.open_file("file_link"), Err(SandboxError::Escape { .. })));
+    assert!(matches!(
+        sb.open_file("file_link"),
+        Err(SandboxError::Escape { .. })
+    ));
     // errors map to tool error kinds
     let te: ToolError = SandboxError::Escape { path: "x".into() }.into();
     assert_eq!(te.kind, ToolErrorKind::PermissionDenied);
@@ -839,7 +1014,10 @@ fn shell_refusals() {
         ("find . -exec rm {} +", ToolErrorKind::PermissionDenied),
         ("find . -delete", ToolErrorKind::PermissionDenied),
         ("find . -execdir ls", ToolErrorKind::PermissionDenied),
-        ("sort -o notes.txt notes.txt", ToolErrorKind::PermissionDenied),
+        (
+            "sort -o notes.txt notes.txt",
+            ToolErrorKind::PermissionDenied,
+        ),
         ("sort --output=x notes.txt", ToolErrorKind::PermissionDenied),
         ("cat /etc/passwd", ToolErrorKind::PermissionDenied),
         ("cat ../secret.txt", ToolErrorKind::PermissionDenied),
@@ -856,8 +1034,15 @@ fn shell_refusals() {
         }
     }
     assert_eq!(
-        policy.check("grep -n 'two words' notes.txt").map_err(|e| e.to_string()),
-        Ok(vec!["grep".to_string(), "-n".into(), "two words".into(), "notes.txt".into()])
+        policy
+            .check("grep -n 'two words' notes.txt")
+            .map_err(|e| e.to_string()),
+        Ok(vec![
+            "grep".to_string(),
+            "-n".into(),
+            "two words".into(),
+            "notes.txt".into()
+        ])
     );
 }
 
@@ -872,19 +1057,27 @@ fn shell_tool_runs_in_the_workspace_and_times_out() {
         cancel: CancelToken::new(),
     };
     let shell = Shell::new(ShellPolicy::default());
-    let out = shell.call(json!({"command": "wc -l notes.txt"}), &ctx).expect("wc");
+    let out = shell
+        .call(json!({"command": "wc -l notes.txt"}), &ctx)
+        .expect("wc");
     assert_eq!(out.trim(), "3 notes.txt");
-    let err = shell.call(json!({"command": "cat missing.txt"}), &ctx).expect_err("missing");
+    let err = shell
+        .call(json!({"command": "cat missing.txt"}), &ctx)
+        .expect_err("missing");
     assert_eq!(err.kind, ToolErrorKind::Failed);
     let mut slow = ShellPolicy::with_allow(["sleep"]);
     slow.timeout = Duration::from_millis(200);
     let t0 = std::time::Instant::now();
-    let err = Shell::new(slow).call(json!({"command": "sleep 20"}), &ctx).expect_err("timeout");
+    let err = Shell::new(slow)
+        .call(json!({"command": "sleep 20"}), &ctx)
+        .expect_err("timeout");
     assert_eq!(err.kind, ToolErrorKind::Timeout);
     assert!(t0.elapsed() < Duration::from_secs(5));
     // shell is off unless enabled
     assert!(Toolset::builtin(None).get("shell").is_none());
-    assert!(Toolset::builtin(Some(ShellPolicy::default())).get("shell").is_some());
+    assert!(Toolset::builtin(Some(ShellPolicy::default()))
+        .get("shell")
+        .is_some());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -896,8 +1089,12 @@ fn eval_task_with_workspace_files_passes_and_fails() {
     let task = EvalTask {
         id: "read".into(),
         task: "What colour is in colour.txt?".into(),
-        files: [("data/colour.txt".to_string(), "teal\n".to_string())].into_iter().collect(),
-        check: Checker::Exact { value: "teal".into() },
+        files: [("data/colour.txt".to_string(), "teal\n".to_string())]
+            .into_iter()
+            .collect(),
+        check: Checker::Exact {
+            value: "teal".into(),
+        },
         shell: false,
         max_steps: Some(4),
         tool: Some("read_file".into()),
@@ -951,7 +1148,9 @@ fn shipped_suite_passes_with_an_oracle_planner_for_calculator_tasks() {
     let text = std::fs::read_to_string(&path).expect("suite");
     for t in parse_suite(&text, &path).expect("parse") {
         match &t.check {
-            Checker::NumberWithin { value, .. } => assert!(t.check.check(&value.to_string()), "{}", t.id),
+            Checker::NumberWithin { value, .. } => {
+                assert!(t.check.check(&value.to_string()), "{}", t.id)
+            }
             Checker::Exact { value } | Checker::Contains { value, .. } => {
                 assert!(t.check.check(value), "{}", t.id)
             }

@@ -97,7 +97,10 @@ fn rehash(line: &str) -> String {
 
 fn problem(dir: &Path) -> (usize, u64, ProblemKind) {
     let r = verify(dir).expect("verify");
-    let p = r.problem.clone().unwrap_or_else(|| panic!("not detected: {r:?}"));
+    let p = r
+        .problem
+        .clone()
+        .unwrap_or_else(|| panic!("not detected: {r:?}"));
     (p.line, p.seq, p.kind)
 }
 
@@ -131,7 +134,16 @@ fn tamper_deleted_record_is_named() {
     });
     let (line, seq, kind) = problem(&p);
     assert_eq!((line, seq), (4, 3));
-    assert!(matches!(kind, ProblemKind::Missing { expected_seq: 3, found_seq: 4 }), "{kind:?}");
+    assert!(
+        matches!(
+            kind,
+            ProblemKind::Missing {
+                expected_seq: 3,
+                found_seq: 4
+            }
+        ),
+        "{kind:?}"
+    );
 }
 
 #[test]
@@ -139,7 +151,16 @@ fn tamper_reordered_records_are_named() {
     let (_d, p) = tampered(|_, l| l.swap(2, 3));
     let (line, seq, kind) = problem(&p);
     assert_eq!((line, seq), (3, 2));
-    assert!(matches!(kind, ProblemKind::Reordered { expected_seq: 2, found_seq: 3 }), "{kind:?}");
+    assert!(
+        matches!(
+            kind,
+            ProblemKind::Reordered {
+                expected_seq: 2,
+                found_seq: 3
+            }
+        ),
+        "{kind:?}"
+    );
 }
 
 #[test]
@@ -147,7 +168,16 @@ fn tamper_truncated_log_is_named() {
     let (_d, p) = tampered(|_, l| l.truncate(5));
     let (line, seq, kind) = problem(&p);
     assert_eq!((line, seq), (6, 5));
-    assert!(matches!(kind, ProblemKind::Truncated { manifest_records: 8, log_records: 5 }), "{kind:?}");
+    assert!(
+        matches!(
+            kind,
+            ProblemKind::Truncated {
+                manifest_records: 8,
+                log_records: 5
+            }
+        ),
+        "{kind:?}"
+    );
 }
 
 #[test]
@@ -173,7 +203,15 @@ fn tamper_appended_records_are_named() {
     });
     let (line, seq, kind) = problem(&p);
     assert_eq!((line, seq), (9, 8));
-    assert!(matches!(kind, ProblemKind::Extended { manifest_records: 8 }), "{kind:?}");
+    assert!(
+        matches!(
+            kind,
+            ProblemKind::Extended {
+                manifest_records: 8
+            }
+        ),
+        "{kind:?}"
+    );
 }
 
 #[test]
@@ -182,7 +220,10 @@ fn tamper_garbled_middle_line_is_refused_and_reopen_refuses_it() {
     let (line, _, kind) = problem(&p);
     assert_eq!(line, 3);
     assert!(matches!(kind, ProblemKind::Garbled { .. }));
-    assert!(matches!(ChainLog::reopen(&p), Err(AuditError::Damaged { .. })));
+    assert!(matches!(
+        ChainLog::reopen(&p),
+        Err(AuditError::Damaged { .. })
+    ));
 }
 
 #[test]
@@ -226,7 +267,11 @@ fn a_crash_between_log_and_manifest_is_recoverable() {
     std::fs::write(d.path().join(MANIFEST_FILE), manifest).expect("w");
     let r = verify(d.path()).expect("verify");
     assert!(r.ok() && r.manifest_lag, "{r:?}");
-    assert_eq!(r.unknown_intents.len(), 1, "the intent written just before the crash");
+    assert_eq!(
+        r.unknown_intents.len(),
+        1,
+        "the intent written just before the crash"
+    );
     assert_eq!(r.unknown_intents[0].action_id, 4);
 }
 
@@ -267,5 +312,8 @@ fn cli_audit_verify_says_ok_and_names_the_first_bad_record() {
     let (_d2, bad) = tampered(|_, l| l[4] = l[4].replace("\"verified\"", "\"failed\""));
     let (code, out) = boyd(&["audit", "verify", &bad.to_string_lossy()]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("record 4 (line 5)") && out.contains("edited"), "{out}");
+    assert!(
+        out.contains("record 4 (line 5)") && out.contains("edited"),
+        "{out}"
+    );
 }

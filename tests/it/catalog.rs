@@ -767,5 +767,8 @@ fn stale_temporaries_from_a_killed_fetch_are_removed() {
         .ensure(&entry("tiny", &bytes, Some(alt)), &offline(tmp.path()))
         .expect("fetch");
     assert!(!old.exists(), "an hour-old temporary is removed");
-    assert!(fresh.exists(), "a temporary another fetch may be writing is kept");
+    assert!(
+        fresh.exists(),
+        "a temporary another fetch may be writing is kept"
+    );
 }

@@ -4,7 +4,9 @@
 
 use boyd::hw::{self, DeviceProbe, Probe, ProbeError};
 use boyd::measure::bench::{BenchTest, BuildInfo, HostInfo, ModelInfo};
-use boyd::measure::calibrate::{fit_decode, fit_prefill_efficiency, CalibrationError, DecodeFit, DecodePoint};
+use boyd::measure::calibrate::{
+    fit_decode, fit_prefill_efficiency, CalibrationError, DecodeFit, DecodePoint,
+};
 use boyd::measure::compare::{error_pct, Row, Unit};
 use boyd::measure::memory::MemSnapshot;
 use boyd::measure::report::*;
@@ -62,8 +64,16 @@ fn calibration_with_noise_stays_close_and_clamps_negative_intercepts() {
     assert!(fit.rms_rel_residual < 0.02);
     // Time that grows faster than bytes would need a negative fixed cost: clamped to zero.
     let steep = vec![
-        DecodePoint { depth: 0, bytes_per_token: 100.0, secs_per_token: 1.0 },
-        DecodePoint { depth: 1, bytes_per_token: 200.0, secs_per_token: 3.0 },
+        DecodePoint {
+            depth: 0,
+            bytes_per_token: 100.0,
+            secs_per_token: 1.0,
+        },
+        DecodePoint {
+            depth: 1,
+            bytes_per_token: 200.0,
+            secs_per_token: 3.0,
+        },
     ];
     let fit = fit_decode(&steep, 1.0).expect("fit");
     assert!(fit.intercept_clamped && fit.fixed_s == 0.0);
@@ -77,14 +87,35 @@ fn calibration_with_noise_stays_close_and_clamps_negative_intercepts() {
 fn calibration_rejects_what_cannot_be_fitted() {
     assert_eq!(fit_decode(&[], 1e9), Err(CalibrationError::NoPoints));
     let pts = synthetic(0.0, 0.5, 1e9, &[1e6]);
-    assert!(matches!(fit_decode(&pts, 0.0), Err(CalibrationError::BadBandwidth(_))));
-    let bad = [DecodePoint { depth: 7, bytes_per_token: 1.0, secs_per_token: -1.0 }];
-    assert_eq!(fit_decode(&bad, 1e9), Err(CalibrationError::BadPoint { depth: 7 }));
+    assert!(matches!(
+        fit_decode(&pts, 0.0),
+        Err(CalibrationError::BadBandwidth(_))
+    ));
+    let bad = [DecodePoint {
+        depth: 7,
+        bytes_per_token: 1.0,
+        secs_per_token: -1.0,
+    }];
+    assert_eq!(
+        fit_decode(&bad, 1e9),
+        Err(CalibrationError::BadPoint { depth: 7 })
+    );
     let flat = [
-        DecodePoint { depth: 0, bytes_per_token: 100.0, secs_per_token: 2.0 },
-        DecodePoint { depth: 1, bytes_per_token: 200.0, secs_per_token: 1.0 },
+        DecodePoint {
+            depth: 0,
+            bytes_per_token: 100.0,
+            secs_per_token: 2.0,
+        },
+        DecodePoint {
+            depth: 1,
+            bytes_per_token: 200.0,
+            secs_per_token: 1.0,
+        },
     ];
-    assert!(matches!(fit_decode(&flat, 1.0), Err(CalibrationError::NoSlope { .. })));
+    assert!(matches!(
+        fit_decode(&flat, 1.0),
+        Err(CalibrationError::NoSlope { .. })
+    ));
 }
 
 #[test]
@@ -93,7 +124,11 @@ fn prefill_efficiency_is_solved_from_the_sizing_formula() {
     // 1 ms of fixed cost per token -> 200 tok/s measured.
     let eff = fit_prefill_efficiency(200.0, 1e9, 1e12, 1e-4, 1e-3).expect("eff");
     assert!((eff - 0.25).abs() < 1e-12, "{eff}");
-    assert_eq!(fit_prefill_efficiency(200.0, 1e9, 1e12, 1.0, 0.0), None, "memory-bound");
+    assert_eq!(
+        fit_prefill_efficiency(200.0, 1e9, 1e12, 1.0, 0.0),
+        None,
+        "memory-bound"
+    );
     assert_eq!(fit_prefill_efficiency(0.0, 1e9, 1e12, 0.0, 0.0), None);
 }
 
@@ -267,12 +302,29 @@ fn sample_report() -> ValidateReport {
         prefill,
         decode,
         decode_curve: vec![
-            DecodeCurvePoint { depth: 0, predicted_before: 80.0, predicted_after: 61.0 },
-            DecodeCurvePoint { depth: 512, predicted_before: 70.0, predicted_after: 49.0 },
+            DecodeCurvePoint {
+                depth: 0,
+                predicted_before: 80.0,
+                predicted_after: 61.0,
+            },
+            DecodeCurvePoint {
+                depth: 512,
+                predicted_before: 70.0,
+                predicted_after: 49.0,
+            },
         ],
         calibration: CalibrationReport {
-            points: vec![DecodePoint { depth: 0, bytes_per_token: 99_500_000.0, secs_per_token: 1.0 / 60.0 }],
-            decode: DecodeFit { fixed_s: 3e-4, efficiency: 0.6, rms_rel_residual: 0.01, intercept_clamped: false },
+            points: vec![DecodePoint {
+                depth: 0,
+                bytes_per_token: 99_500_000.0,
+                secs_per_token: 1.0 / 60.0,
+            }],
+            decode: DecodeFit {
+                fixed_s: 3e-4,
+                efficiency: 0.6,
+                rms_rel_residual: 0.01,
+                intercept_clamped: false,
+            },
             prefill_efficiency: Some(0.3),
             profile,
             saved_to: None,
@@ -334,21 +386,43 @@ fn gpu_probe_stand_ins_return_typed_not_compiled_errors() {
     #[cfg(not(feature = "cuda"))]
     {
         let e = Probe::for_device("cuda:1").expect_err("stand-in");
-        assert!(matches!(e, ProbeError::NotCompiled { backend: "cuda", feature: "cuda" }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ProbeError::NotCompiled {
+                    backend: "cuda",
+                    feature: "cuda"
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("--features cuda"));
         assert!(hw::cuda::CudaProbe::new(0).is_err());
     }
     #[cfg(not(all(feature = "metal", target_os = "macos")))]
     {
         let e = Probe::for_device("metal").expect_err("stand-in");
-        assert!(matches!(e, ProbeError::NotCompiled { backend: "metal", feature: "metal" }), "{e}");
+        assert!(
+            matches!(
+                e,
+                ProbeError::NotCompiled {
+                    backend: "metal",
+                    feature: "metal"
+                }
+            ),
+            "{e}"
+        );
     }
     let gpus = hw::probe_gpus(None);
     #[cfg(not(feature = "cuda"))]
-    assert!(gpus
-        .iter()
-        .any(|g| g.backend == Backend::Cuda && g.error.as_deref().is_some_and(|e| e.contains("not compiled"))));
-    assert!(matches!(Probe::for_device("tpu"), Err(ProbeError::BadConfig(_))));
+    assert!(gpus.iter().any(|g| g.backend == Backend::Cuda
+        && g.error
+            .as_deref()
+            .is_some_and(|e| e.contains("not compiled"))));
+    assert!(matches!(
+        Probe::for_device("tpu"),
+        Err(ProbeError::BadConfig(_))
+    ));
     let cpu = Probe::for_device("cpu").expect("cpu");
     assert_eq!(cpu.backend(), Backend::Cpu);
     assert!(cpu.memory().expect("meminfo").total.0 > 0);

@@ -230,7 +230,9 @@ pub async fn execute(
     });
     let result = match tokio::time::timeout(req.timeout, handle).await {
         Ok(Ok(r)) => Some(r),
-        Ok(Err(join)) => Some(Err(ToolError::failed(format!("the tool task failed: {join}")))),
+        Ok(Err(join)) => Some(Err(ToolError::failed(format!(
+            "the tool task failed: {join}"
+        )))),
         Err(_) => {
             call_cancel.cancel();
             None

@@ -133,7 +133,9 @@ Rules:\n"
         s.push_str("- ALL arithmetic goes through the calculator tool, even simple sums.\n");
     }
     if has("read_file") {
-        s.push_str("- Facts about files come from list_dir, read_file or search_text. Never guess.\n");
+        s.push_str(
+            "- Facts about files come from list_dir, read_file or search_text. Never guess.\n",
+        );
     }
     s.push_str(&format!(
         "- When the world model already holds the answer, the first candidate is {FINAL_ANSWER} with it, copied exactly.\n\
@@ -205,7 +207,10 @@ pub fn parse_proposal(text: &str, n: usize) -> Result<Vec<Candidate>, String> {
                 Ok(p) => out.push(Candidate {
                     thought: p.thought,
                     action: p.action,
-                    value: it.get("value").and_then(Value::as_f64).map(|v| v.clamp(0.0, 1.0)),
+                    value: it
+                        .get("value")
+                        .and_then(Value::as_f64)
+                        .map(|v| v.clamp(0.0, 1.0)),
                 }),
                 Err(e) => {
                     first_err.get_or_insert(e.to_string());
@@ -324,7 +329,8 @@ impl Decider for LmDecider<'_> {
                 Err(e) => {
                     proposal.parse_failures += 1;
                     proposal.parse_error = Some(e.clone());
-                    req.messages.push(ChatMessage::new(Role::Assistant, out.text.clone()));
+                    req.messages
+                        .push(ChatMessage::new(Role::Assistant, out.text.clone()));
                     req.messages.push(ChatMessage::new(
                         Role::User,
                         format!("Your reply could not be used: {e}. Reply with exactly one JSON object: {{\"candidates\": [{{\"thought\": \"...\", \"tool\": \"<tool name>\", \"args\": {{...}}}}]}}"),
@@ -382,7 +388,11 @@ impl ScriptedDecider {
 impl Decider for ScriptedDecider {
     fn propose(&mut self, input: &DecideInput<'_>) -> Result<Proposal, PlannerError> {
         self.seen.push(input.world.render());
-        match self.turns.pop_front().ok_or(PlannerError::ScriptExhausted)? {
+        match self
+            .turns
+            .pop_front()
+            .ok_or(PlannerError::ScriptExhausted)?
+        {
             ScriptedDecision::Propose(c) => Ok(Proposal {
                 candidates: c,
                 ..Proposal::default()
@@ -522,11 +532,14 @@ impl Policy {
         if tool.name() == FINAL_ANSWER {
             return Tier::Auto;
         }
-        self.tiers.get(tool.name()).copied().unwrap_or(if tool.risk().reversible {
-            Tier::Auto
-        } else {
-            Tier::Token
-        })
+        self.tiers
+            .get(tool.name())
+            .copied()
+            .unwrap_or(if tool.risk().reversible {
+                Tier::Auto
+            } else {
+                Tier::Token
+            })
     }
 
     /// Tiers of every tool in the set, for display.
@@ -552,7 +565,12 @@ pub struct Approvals {
 
 impl Approvals {
     /// Approvals for `run_id` with ledger in `run_dir`.
-    pub fn new(key: Option<ApprovalKey>, run_id: &str, run_dir: &Path, tokens: Vec<String>) -> Self {
+    pub fn new(
+        key: Option<ApprovalKey>,
+        run_id: &str,
+        run_dir: &Path,
+        tokens: Vec<String>,
+    ) -> Self {
         Self {
             key,
             run_id: run_id.into(),
@@ -714,7 +732,11 @@ pub fn assess(
         let tool = tools.get(&tool_name);
         let (tier, irreversible, cost) = match (&tool, is_final) {
             (_, true) => (Tier::Auto, false, 0.0),
-            (Some(t), _) => (policy.tier(t.as_ref()), !t.risk().reversible, cost_units(t.risk().cost)),
+            (Some(t), _) => (
+                policy.tier(t.as_ref()),
+                !t.risk().reversible,
+                cost_units(t.risk().cost),
+            ),
             (None, _) => (Tier::Deny, false, 0.0),
         };
         let risk = cost * if irreversible { 3.0 } else { 1.0 } * (2.0 - conf);
@@ -828,7 +850,9 @@ impl ImplicitGuidance {
                     Rule::FinalAfter { tool } => {
                         if &last.tool == tool && last.status == OutcomeStatus::Verified {
                             let mut c = Candidate::answer(last.output.trim());
-                            c.thought = format!("rule final_after {tool}: its verified output answers the task");
+                            c.thought = format!(
+                                "rule final_after {tool}: its verified output answers the task"
+                            );
                             return Some((c, format!("rule final_after {tool}")));
                         }
                     }
@@ -873,7 +897,12 @@ mod tests {
         );
         let p = p.unwrap_or_default();
         assert_eq!(p.tiers.get("shell"), Some(&Tier::Deny));
-        assert_eq!(p.rules, vec![Rule::FinalAfter { tool: "calculator".into() }]);
+        assert_eq!(
+            p.rules,
+            vec![Rule::FinalAfter {
+                tool: "calculator".into()
+            }]
+        );
         assert!(Policy::from_toml("[tiers]\nx = \"maybe\"\n", Path::new("p")).is_err());
     }
 }

@@ -115,7 +115,9 @@ pub async fn run_task(
         .map_err(|e| ws_err(e.to_string()))?;
     let sandbox = Sandbox::new(dir.path()).map_err(|e| ws_err(e.to_string()))?;
     for (rel, content) in &task.files {
-        let path = sandbox.prepare_write(rel).map_err(|e| ws_err(e.to_string()))?;
+        let path = sandbox
+            .prepare_write(rel)
+            .map_err(|e| ws_err(e.to_string()))?;
         std::fs::write(&path, content).map_err(|e| ws_err(format!("{rel}: {e}")))?;
     }
     let tools = eval_tools(task);

@@ -161,7 +161,14 @@ impl MemoryStore {
     }
 
     /// Add an entry, replacing one with the same key.
-    pub fn upsert(&mut self, key: &str, value: &str, confidence: f64, source: &str, kind: MemoryKind) {
+    pub fn upsert(
+        &mut self,
+        key: &str,
+        value: &str,
+        confidence: f64,
+        source: &str,
+        kind: MemoryKind,
+    ) {
         self.entries.retain(|e| e.key != key);
         self.entries.push(MemoryEntry {
             key: key.into(),
@@ -181,7 +188,8 @@ impl MemoryStore {
     pub fn forget(&mut self, key: &str) -> usize {
         let k = super::orient::normalize(key);
         let before = self.entries.len();
-        self.entries.retain(|e| super::orient::normalize(&e.key) != k);
+        self.entries
+            .retain(|e| super::orient::normalize(&e.key) != k);
         before - self.entries.len()
     }
 
@@ -268,11 +276,32 @@ mod tests {
     fn bm25_ranks_the_matching_entry_first_and_forget_removes_it() {
         let d = tempfile::tempdir().expect("tempdir");
         let mut m = MemoryStore::open(d.path(), None).expect("open");
-        m.upsert("read_file {\"path\":\"config.ini\"}", "port = 8088", 0.95, "r1", MemoryKind::Fact);
-        m.upsert("calculator {\"expression\":\"2+2\"}", "4", 0.95, "r1", MemoryKind::Fact);
-        m.upsert("read_file {\"path\":\"readme.md\"}", "Author: Ada", 0.95, "r1", MemoryKind::Fact);
+        m.upsert(
+            "read_file {\"path\":\"config.ini\"}",
+            "port = 8088",
+            0.95,
+            "r1",
+            MemoryKind::Fact,
+        );
+        m.upsert(
+            "calculator {\"expression\":\"2+2\"}",
+            "4",
+            0.95,
+            "r1",
+            MemoryKind::Fact,
+        );
+        m.upsert(
+            "read_file {\"path\":\"readme.md\"}",
+            "Author: Ada",
+            0.95,
+            "r1",
+            MemoryKind::Fact,
+        );
         let r = m.retrieve("What is the port in config.ini?", 2);
-        assert_eq!(r.first().map(|(_, e)| e.value.as_str()), Some("port = 8088"));
+        assert_eq!(
+            r.first().map(|(_, e)| e.value.as_str()),
+            Some("port = 8088")
+        );
         m.save().expect("save");
         let mut again = MemoryStore::open(d.path(), None).expect("reopen");
         assert_eq!(again.entries().len(), 3);

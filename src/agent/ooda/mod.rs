@@ -558,12 +558,12 @@ impl<'a> Ooda<'a> {
             workspace: self.workspace.as_ref().map(|w| w.root().to_path_buf()),
             started_at: utc_timestamp(),
         })?;
-        let budget = self.config.policy.risk_budget.unwrap_or(self.config.risk_budget);
-        let world = WorldModel::new(
-            task,
-            budget,
-            self.config.deadline.map(|d| d.as_secs_f64()),
-        );
+        let budget = self
+            .config
+            .policy
+            .risk_budget
+            .unwrap_or(self.config.risk_budget);
+        let world = WorldModel::new(task, budget, self.config.deadline.map(|d| d.as_secs_f64()));
         let session = Session {
             phase_log: open_phase_log(&run_path)?,
             approvals: Approvals::new(self.approval_key.clone(), &run_id, &run_path, Vec::new()),
@@ -606,9 +606,12 @@ impl<'a> Ooda<'a> {
         // Check the token before touching anything.
         let mut approved_pending = None;
         if let Some(token) = approve {
-            let pending = snap.pending.clone().ok_or_else(|| OodaError::NothingPending {
-                run_id: snap.run_id.clone(),
-            })?;
+            let pending = snap
+                .pending
+                .clone()
+                .ok_or_else(|| OodaError::NothingPending {
+                    run_id: snap.run_id.clone(),
+                })?;
             let key = self.approval_key.as_ref().ok_or(OodaError::NoKey)?;
             key.check(token, &snap.run_id, &pending.fingerprint)?;
             if approval::Ledger::new(run_path).is_spent(token)? {
@@ -655,7 +658,9 @@ impl<'a> Ooda<'a> {
             },
             true,
         )?;
-        let tokens: Vec<String> = approve.map(|t| vec![t.trim().to_string()]).unwrap_or_default();
+        let tokens: Vec<String> = approve
+            .map(|t| vec![t.trim().to_string()])
+            .unwrap_or_default();
         let mut guidance = snap.guidance;
         guidance.rules = self.config.policy.rules.clone();
         let session = Session {
@@ -724,7 +729,10 @@ impl<'a> Ooda<'a> {
 
         let (state, detail) = loop {
             if self.cancel.is_cancelled() {
-                break (OodaState::Cancelled, Some("cancelled by the user".to_string()));
+                break (
+                    OodaState::Cancelled,
+                    Some("cancelled by the user".to_string()),
+                );
             }
             if session_cycles >= self.config.max_loops {
                 break (
@@ -775,9 +783,10 @@ impl<'a> Ooda<'a> {
                 s.world.signals.insert(sig.key.clone(), sig.value.clone());
             }
             for f in &obs.failed {
-                s.world
-                    .signals
-                    .insert(format!("sensor.{}", f.sensor), format!("failed: {}", f.reason));
+                s.world.signals.insert(
+                    format!("sensor.{}", f.sensor),
+                    format!("failed: {}", f.reason),
+                );
             }
             s.log("observe", cycle, &obs)?;
             (s.on_event)(&OodaEvent::Observed { observation: &obs });
@@ -892,12 +901,25 @@ impl<'a> Ooda<'a> {
             let high: Vec<String> = s
                 .world
                 .open_high()
-                .map(|c| format!("{}: known {:?} (confidence {:.2}, {}), now {:?} ({})", c.key, c.old.value, c.old.confidence, c.old.source, c.new.value, c.new.source))
+                .map(|c| {
+                    format!(
+                        "{}: known {:?} (confidence {:.2}, {}), now {:?} ({})",
+                        c.key,
+                        c.old.value,
+                        c.old.confidence,
+                        c.old.source,
+                        c.new.value,
+                        c.new.source
+                    )
+                })
                 .collect();
             if !high.is_empty() {
                 break (
                     OodaState::PausedForReview,
-                    Some(format!("contradiction against a high-confidence fact: {}", high.join("; "))),
+                    Some(format!(
+                        "contradiction against a high-confidence fact: {}",
+                        high.join("; ")
+                    )),
                 );
             }
 
@@ -910,7 +932,11 @@ impl<'a> Ooda<'a> {
                         "orientation confidence {:.2} is below {:.2} (failed sensors: {})",
                         s.world.confidence,
                         self.config.confidence_threshold,
-                        if failed.is_empty() { "none".into() } else { failed.join(", ") }
+                        if failed.is_empty() {
+                            "none".into()
+                        } else {
+                            failed.join(", ")
+                        }
                     )),
                 );
             }
@@ -1016,7 +1042,11 @@ impl<'a> Ooda<'a> {
                 let mistakes_only = record.candidates.iter().all(|a| {
                     matches!(
                         a.dropped,
-                        Some(DropReason::UnknownTool | DropReason::Repeat | DropReason::RepeatOfFailure { .. })
+                        Some(
+                            DropReason::UnknownTool
+                                | DropReason::Repeat
+                                | DropReason::RepeatOfFailure { .. }
+                        )
                     )
                 });
                 if record.candidates.is_empty() || mistakes_only {
@@ -1047,7 +1077,10 @@ impl<'a> Ooda<'a> {
                             "{} {} {}",
                             a.tool,
                             super::guard::canonical_json(&a.args),
-                            a.dropped.as_ref().map(DropReason::describe).unwrap_or_default()
+                            a.dropped
+                                .as_ref()
+                                .map(DropReason::describe)
+                                .unwrap_or_default()
                         )),
                     );
                 }
@@ -1075,7 +1108,10 @@ impl<'a> Ooda<'a> {
                         format!(
                             "{}: {}",
                             a.tool,
-                            a.dropped.as_ref().map(DropReason::describe).unwrap_or_default()
+                            a.dropped
+                                .as_ref()
+                                .map(DropReason::describe)
+                                .unwrap_or_default()
                         )
                     })
                     .collect();
@@ -1138,7 +1174,13 @@ impl<'a> Ooda<'a> {
             let Some(key) = s.approvals.key().cloned() else {
                 return Ok(Err("no approval key to check the token".into()));
             };
-            match approval::verify_and_spend(&key, s.approvals.ledger(), token, &s.run_id, &a.fingerprint) {
+            match approval::verify_and_spend(
+                &key,
+                s.approvals.ledger(),
+                token,
+                &s.run_id,
+                &a.fingerprint,
+            ) {
                 Ok(h) => approval_sha = Some(h),
                 Err(e) => return Ok(Err(format!("approval refused: {e}"))),
             }
@@ -1191,7 +1233,9 @@ impl<'a> Ooda<'a> {
             limit: self.config.observation_limit,
         }
         .condense(kind, report.output.clone(), &dir)
-        .unwrap_or_else(|_| StepObservation::new(kind, super::tools::truncate_str(&report.output, 1500)));
+        .unwrap_or_else(|_| {
+            StepObservation::new(kind, super::tools::truncate_str(&report.output, 1500))
+        });
         s.run_dir.append(&Record::Step(Step {
             index: id as usize,
             thought: a.thought.clone(),
@@ -1236,7 +1280,10 @@ impl<'a> Ooda<'a> {
             true,
         )?;
         let (status, discrepancies) = if text.trim().is_empty() {
-            (OutcomeStatus::Unverified, vec!["the answer is empty".to_string()])
+            (
+                OutcomeStatus::Unverified,
+                vec!["the answer is empty".to_string()],
+            )
         } else {
             (OutcomeStatus::Verified, Vec::new())
         };

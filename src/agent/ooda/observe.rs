@@ -106,7 +106,9 @@ pub trait Sensor: Send + Sync {
 
 /// Confidence after these failures.
 pub fn confidence_after(failed: &[SensorFailure]) -> f64 {
-    failed.iter().fold(1.0, |c, f| if f.critical { c * 0.5 } else { c * 0.9 })
+    failed
+        .iter()
+        .fold(1.0, |c, f| if f.critical { c * 0.5 } else { c * 0.9 })
 }
 
 /// Read all sensors concurrently, each under its timeout (or `default_timeout`).
@@ -203,7 +205,11 @@ impl Sensor for LastActionSensor {
                 .lock()
                 .map_err(|_| SensorError("last-action slot poisoned".into()))?;
             let Some(r) = guard.as_ref() else {
-                return Ok(vec![Signal::new("last_action", "last_action.status", "none yet")]);
+                return Ok(vec![Signal::new(
+                    "last_action",
+                    "last_action.status",
+                    "none yet",
+                )]);
             };
             let mut out = vec![
                 Signal::new("last_action", "last_action.tool", r.tool.clone()),
@@ -224,7 +230,11 @@ impl Sensor for LastActionSensor {
                 ),
             ];
             for d in &r.discrepancies {
-                out.push(Signal::new("last_action", "last_action.discrepancy", d.clone()));
+                out.push(Signal::new(
+                    "last_action",
+                    "last_action.discrepancy",
+                    d.clone(),
+                ));
             }
             Ok(out)
         })
@@ -257,7 +267,9 @@ fn snapshot(root: &std::path::Path) -> FileSnapshot {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for ent in rd.flatten() {
             if out.len() >= WALK_LIMIT {
                 return out;
@@ -302,7 +314,11 @@ impl Sensor for WorkspaceSensor {
             let mut guard = prev
                 .lock()
                 .map_err(|_| SensorError("workspace state poisoned".into()))?;
-            let mut out = vec![Signal::new("workspace", "workspace.files", now.len().to_string())];
+            let mut out = vec![Signal::new(
+                "workspace",
+                "workspace.files",
+                now.len().to_string(),
+            )];
             if let Some(before) = guard.as_ref() {
                 let mut changed: Vec<String> = now
                     .iter()
@@ -317,7 +333,11 @@ impl Sensor for WorkspaceSensor {
                 );
                 if !changed.is_empty() {
                     changed.truncate(20);
-                    out.push(Signal::new("workspace", "workspace.changed", changed.join(", ")));
+                    out.push(Signal::new(
+                        "workspace",
+                        "workspace.changed",
+                        changed.join(", "),
+                    ));
                 }
             }
             *guard = Some(now);
@@ -434,9 +454,21 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn hanging_sensor_times_out_and_the_others_answer() {
         let sensors: Vec<Arc<dyn Sensor>> = vec![
-            Arc::new(Fixed { name: "a", critical: true, mode: 0 }),
-            Arc::new(Fixed { name: "slow", critical: false, mode: 2 }),
-            Arc::new(Fixed { name: "bad", critical: false, mode: 1 }),
+            Arc::new(Fixed {
+                name: "a",
+                critical: true,
+                mode: 0,
+            }),
+            Arc::new(Fixed {
+                name: "slow",
+                critical: false,
+                mode: 2,
+            }),
+            Arc::new(Fixed {
+                name: "bad",
+                critical: false,
+                mode: 1,
+            }),
         ];
         let t0 = tokio::time::Instant::now();
         let obs = observe(&sensors, 1, Duration::from_secs(2)).await;
@@ -449,7 +481,10 @@ mod tests {
 
     #[test]
     fn meminfo() {
-        assert_eq!(mem_available("MemTotal: 10 kB\nMemAvailable:   2048 kB\n"), Some(2048 * 1024));
+        assert_eq!(
+            mem_available("MemTotal: 10 kB\nMemAvailable:   2048 kB\n"),
+            Some(2048 * 1024)
+        );
         assert_eq!(mem_available("nothing"), None);
     }
 }

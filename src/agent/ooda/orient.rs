@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::lm::{CancelToken, ChatMessage, Constraint, GenRequest, LanguageModel, LmError, Role, SamplingParams, Usage};
+use crate::lm::{
+    CancelToken, ChatMessage, Constraint, GenRequest, LanguageModel, LmError, Role, SamplingParams,
+    Usage,
+};
 
 use super::act::ActionReport;
 use super::observe::Observation;
@@ -31,7 +34,7 @@ pub const VALUE_MAX: usize = 400;
 /// A known fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
-    /// Key (normalized: lowercase, single spaces).
+    /// Key as first written (whitespace collapsed); the world model looks keys up lowercased.
     pub key: String,
     /// Value.
     pub value: String,
@@ -148,7 +151,7 @@ pub struct WorldModel {
     pub completed: Vec<CompletedStep>,
     /// Working hypotheses.
     pub hypotheses: Vec<String>,
-    /// Known facts by key.
+    /// Known facts by normalized (lowercase) key.
     pub facts: BTreeMap<String, Fact>,
     /// Contradictions found.
     pub contradictions: Vec<Contradiction>,
@@ -186,10 +189,15 @@ pub fn normalize(s: &str) -> String {
         .to_lowercase()
 }
 
+/// Collapse whitespace (keeps case: keys are shown to the model, and paths are case-sensitive).
+pub fn collapse(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The fact key for a tool call's result.
 pub fn action_key(tool: &str, args: &Value) -> String {
     let args = canonical_json(args);
-    normalize(&format!("{tool} {}", truncate_str(&args, 160)))
+    collapse(&format!("{tool} {}", truncate_str(&args, 160)))
 }
 
 /// What one Orient phase changed.
@@ -253,12 +261,13 @@ impl WorldModel {
     ) {
         let time = utc_timestamp();
         for c in claims {
+            // Looked up case-insensitively; shown as written.
             let key = normalize(&c.key);
             if key.is_empty() {
                 continue;
             }
             let new = Fact {
-                key: key.clone(),
+                key: collapse(&c.key),
                 value: truncate_str(c.value.trim(), VALUE_MAX).to_string(),
                 confidence: c.confidence.clamp(0.0, 1.0),
                 source: source.into(),
@@ -295,7 +304,7 @@ impl WorldModel {
                     };
                     let con = Contradiction {
                         cycle,
-                        key: key.clone(),
+                        key: old.key.clone(),
                         old: old.clone(),
                         new: new.clone(),
                         severity,
@@ -320,7 +329,7 @@ impl WorldModel {
                 let mut f = c.new.clone();
                 f.source = format!("{} (accepted by reviewer)", f.source);
                 f.prior = false;
-                self.facts.insert(c.key.clone(), f);
+                self.facts.insert(normalize(&c.key), f);
                 c.resolved = true;
                 n += 1;
             }
@@ -341,8 +350,10 @@ impl WorldModel {
             implicit: r.implicit,
         });
         if matches!(r.status, OutcomeStatus::Failed | OutcomeStatus::TimedOut) {
-            self.failed
-                .insert(r.fingerprint.clone(), truncate_str(&r.output, 300).to_string());
+            self.failed.insert(
+                r.fingerprint.clone(),
+                truncate_str(&r.output, 300).to_string(),
+            );
         }
         if irreversible && r.status != OutcomeStatus::Failed {
             self.irreversible_taken.push(r.fingerprint.clone());
@@ -381,7 +392,11 @@ impl WorldModel {
         if !self.facts.is_empty() {
             s.push_str("Known facts:\n");
             for f in self.facts.values() {
-                let mark = if f.prior { "[from an earlier run] " } else { "" };
+                let mark = if f.prior {
+                    "[from an earlier run] "
+                } else {
+                    ""
+                };
                 s.push_str(&format!(
                     "- {mark}{} = {} (confidence {:.2})\n",
                     f.key,
@@ -390,17 +405,26 @@ impl WorldModel {
                 ));
             }
         }
-        let open: Vec<&Contradiction> = self.contradictions.iter().filter(|c| !c.resolved).collect();
+        let open: Vec<&Contradiction> =
+            self.contradictions.iter().filter(|c| !c.resolved).collect();
         if !open.is_empty() {
             s.push_str("Unresolved contradictions:\n");
             for c in open {
-                s.push_str(&format!("- {}: was {:?}, now {:?}\n", c.key, c.old.value, c.new.value));
+                s.push_str(&format!(
+                    "- {}: was {:?}, now {:?}\n",
+                    c.key, c.old.value, c.new.value
+                ));
             }
         }
         if !self.refused.is_empty() {
             s.push_str("Refused (do not propose these again):\n");
             for r in &self.refused {
-                s.push_str(&format!("- {} {}: {}\n", r.tool, canonical_json(&r.args), r.reason));
+                s.push_str(&format!(
+                    "- {} {}: {}\n",
+                    r.tool,
+                    canonical_json(&r.args),
+                    r.reason
+                ));
             }
         }
         for c in &self.constraints {
@@ -434,7 +458,11 @@ impl WorldModel {
 
     /// Summarize all but the last `keep` steps when the rendering is over `max_tokens`.
     /// Returns `(steps summarized, tokens before, tokens after)`.
-    pub fn compress_if_needed(&mut self, max_tokens: usize, keep: usize) -> Option<(usize, usize, usize)> {
+    pub fn compress_if_needed(
+        &mut self,
+        max_tokens: usize,
+        keep: usize,
+    ) -> Option<(usize, usize, usize)> {
         let before = self.estimate_tokens();
         if before <= max_tokens || self.completed.len() <= keep {
             return None;
@@ -455,8 +483,10 @@ impl WorldModel {
             .collect();
         let first = old.first().map_or(0, |c| c.cycle);
         let last = old.last().map_or(0, |c| c.cycle);
-        self.summary
-            .push(format!("cycles {first}-{last}: {} (outputs summarized; facts kept)", parts.join(", ")));
+        self.summary.push(format!(
+            "cycles {first}-{last}: {} (outputs summarized; facts kept)",
+            parts.join(", ")
+        ));
         let after = self.estimate_tokens();
         Some((old.len(), before, after))
     }
@@ -638,8 +668,15 @@ pub fn parse_extraction(text: &str) -> Result<Vec<FactClaim>, String> {
         if key.is_empty() || value.is_empty() {
             continue;
         }
-        let conf = item.get("confidence").and_then(Value::as_f64).unwrap_or(0.5);
-        out.push(FactClaim::new(key, value, conf.clamp(0.0, MODEL_CONFIDENCE_CAP)));
+        let conf = item
+            .get("confidence")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.5);
+        out.push(FactClaim::new(
+            key,
+            value,
+            conf.clamp(0.0, MODEL_CONFIDENCE_CAP),
+        ));
     }
     Ok(out)
 }
@@ -680,7 +717,14 @@ If nothing is useful, reply {\"facts\": []}.";
         let body = format!(
             "Objective: {}\nKnown fact keys: {}\nTool output:\n{}",
             input.world.objective,
-            input.world.facts.keys().take(20).cloned().collect::<Vec<_>>().join(", "),
+            input
+                .world
+                .facts
+                .keys()
+                .take(20)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
             truncate_str(output, 1500)
         );
         let messages = match shared_system {
@@ -706,7 +750,9 @@ If nothing is useful, reply {\"facts\": []}.";
 impl Orienter for LmOrienter<'_> {
     fn extract(&mut self, input: &OrientInput<'_>) -> Result<Extraction, PlannerError> {
         let mut ex = Extraction::default();
-        let Some(last) = input.last_action else { return Ok(ex) };
+        let Some(last) = input.last_action else {
+            return Ok(ex);
+        };
         if matches!(last.status, OutcomeStatus::Failed | OutcomeStatus::TimedOut)
             || last.output.trim().is_empty()
         {
@@ -756,26 +802,58 @@ mod tests {
     fn contradiction_is_checked_before_update() {
         let mut w = WorldModel::new("t", 10.0, None);
         let mut r = OrientReport::default();
-        w.apply_claims(&[FactClaim::new("Port", "8088", 0.95)], "action 1", 1, false, &mut r);
-        w.apply_claims(&[FactClaim::new("port", "9090", 0.9)], "action 2", 2, false, &mut r);
+        w.apply_claims(
+            &[FactClaim::new("Port", "8088", 0.95)],
+            "action 1",
+            1,
+            false,
+            &mut r,
+        );
+        w.apply_claims(
+            &[FactClaim::new("port", "9090", 0.9)],
+            "action 2",
+            2,
+            false,
+            &mut r,
+        );
         assert_eq!(r.contradictions.len(), 1);
         assert_eq!(r.contradictions[0].severity, Severity::High);
-        assert_eq!(w.facts["port"].value, "8088", "a high contradiction is not applied");
+        assert_eq!(
+            w.facts["port"].value, "8088",
+            "a high contradiction is not applied"
+        );
         assert_eq!(w.open_high().count(), 1);
         assert_eq!(w.accept_reviewed(), 1);
         assert_eq!(w.facts["port"].value, "9090");
         let mut r = OrientReport::default();
-        w.apply_claims(&[FactClaim::new("mood", "calm", 0.5)], "model", 3, false, &mut r);
-        w.apply_claims(&[FactClaim::new("mood", "tense", 0.5)], "model", 3, false, &mut r);
+        w.apply_claims(
+            &[FactClaim::new("mood", "calm", 0.5)],
+            "model",
+            3,
+            false,
+            &mut r,
+        );
+        w.apply_claims(
+            &[FactClaim::new("mood", "tense", 0.5)],
+            "model",
+            3,
+            false,
+            &mut r,
+        );
         assert_eq!(r.contradictions[0].severity, Severity::Low);
         assert_eq!(w.facts["mood"].value, "tense");
     }
 
     #[test]
     fn extraction_parses_tolerantly_and_caps_confidence() {
-        let c = parse_extraction("here: {\"facts\": [{\"key\": \"port\", \"value\": 8088, \"confidence\": 1.0}]} ok")
-            .unwrap_or_default();
-        assert_eq!(c, vec![FactClaim::new("port", "8088", MODEL_CONFIDENCE_CAP)]);
+        let c = parse_extraction(
+            "here: {\"facts\": [{\"key\": \"port\", \"value\": 8088, \"confidence\": 1.0}]} ok",
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            c,
+            vec![FactClaim::new("port", "8088", MODEL_CONFIDENCE_CAP)]
+        );
         assert!(parse_extraction("nothing").is_err());
     }
 }

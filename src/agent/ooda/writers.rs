@@ -15,7 +15,9 @@ fn guard_policy_dir(path: &str) -> Result<(), ToolError> {
         .next()
         .unwrap_or("");
     if first == ".boyd" {
-        return Err(ToolError::denied(".boyd/ holds the workspace policy; it cannot be changed by the agent."));
+        return Err(ToolError::denied(
+            ".boyd/ holds the workspace policy; it cannot be changed by the agent.",
+        ));
     }
     Ok(())
 }
@@ -109,7 +111,9 @@ impl Tool for DeleteFile {
         let a: DeleteArgs = parse_args(args)?;
         guard_policy_dir(&a.path)?;
         let ws = ctx.workspace()?;
-        let p = ws.resolve(&a.path).map_err(|e| ToolError::denied(e.to_string()))?;
+        let p = ws
+            .resolve(&a.path)
+            .map_err(|e| ToolError::denied(e.to_string()))?;
         if !p.is_file() {
             return Err(ToolError::invalid(format!("{} is not a file.", a.path)));
         }

@@ -47,7 +47,12 @@ impl Tool for ReadBlob {
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: Args = parse_args(args)?;
-        let sha = a.blob.trim().trim_start_matches("blob").trim().to_ascii_lowercase();
+        let sha = a
+            .blob
+            .trim()
+            .trim_start_matches("blob")
+            .trim()
+            .to_ascii_lowercase();
         if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(ToolError::invalid(format!(
                 "{:?} is not a blob id; copy the 64 hex characters from the truncation note.",
@@ -70,7 +75,13 @@ impl Tool for ReadBlob {
         let len = a.length.unwrap_or(PAGE_CHARS).clamp(1, PAGE_CHARS);
         let page: String = text.chars().skip(a.offset).take(len).collect();
         let end = a.offset + page.chars().count();
-        let mut out = format!("[blob {} characters {}..{} of {}]\n", &sha[..12], a.offset, end, total);
+        let mut out = format!(
+            "[blob {} characters {}..{} of {}]\n",
+            &sha[..12],
+            a.offset,
+            end,
+            total
+        );
         out.push_str(&page);
         if end < total {
             out.push_str(&format!("\n[more: call read_blob with offset {end}]"));

@@ -166,7 +166,9 @@ fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
             c if c.is_whitespace() => i += 1,
             '0'..='9' | '.' => {
                 let start = i;
-                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_') {
+                while i < chars.len()
+                    && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_')
+                {
                     i += 1;
                 }
                 // exponent
@@ -190,7 +192,12 @@ fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
                 while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
                     i += 1;
                 }
-                out.push(Tok::Ident(chars[start..i].iter().collect::<String>().to_ascii_lowercase()));
+                out.push(Tok::Ident(
+                    chars[start..i]
+                        .iter()
+                        .collect::<String>()
+                        .to_ascii_lowercase(),
+                ));
             }
             '*' if i + 1 < chars.len() && chars[i + 1] == '*' => {
                 out.push(Tok::Op('^'));
@@ -390,13 +397,18 @@ fn float(x: f64) -> Result<Number, CalcError> {
     if x.is_finite() {
         Ok(Number::Float(x))
     } else {
-        Err(CalcError::Domain("the result is not a finite number".into()))
+        Err(CalcError::Domain(
+            "the result is not a finite number".into(),
+        ))
     }
 }
 
 fn negate(v: Number) -> Result<Number, CalcError> {
     match v {
-        Number::Int(i) => Ok(i.checked_neg().map(Number::Int).unwrap_or(Number::Float(-(i as f64)))),
+        Number::Int(i) => Ok(i
+            .checked_neg()
+            .map(Number::Int)
+            .unwrap_or(Number::Float(-(i as f64)))),
         Number::Float(f) => float(-f),
     }
 }
@@ -499,7 +511,10 @@ fn call(name: &str, args: &[Number]) -> Result<Number, CalcError> {
         "abs" => {
             one(args)?;
             match args[0] {
-                Number::Int(i) => Ok(i.checked_abs().map(Number::Int).unwrap_or(Number::Float((i as f64).abs()))),
+                Number::Int(i) => Ok(i
+                    .checked_abs()
+                    .map(Number::Int)
+                    .unwrap_or(Number::Float((i as f64).abs()))),
                 Number::Float(f) => float(f.abs()),
             }
         }
@@ -507,7 +522,9 @@ fn call(name: &str, args: &[Number]) -> Result<Number, CalcError> {
             if args.len() == 2 && name == "round" {
                 let digits = args[1].as_f64();
                 if digits.fract() != 0.0 || !(0.0..=15.0).contains(&digits) {
-                    return Err(CalcError::Domain("round(x, n) needs n between 0 and 15".into()));
+                    return Err(CalcError::Domain(
+                        "round(x, n) needs n between 0 and 15".into(),
+                    ));
                 }
                 let m = 10f64.powi(digits as i32);
                 return float((args[0].as_f64() * m).round() / m);
@@ -666,7 +683,10 @@ mod tests {
         assert!(matches!(evaluate("foo(1)"), Err(CalcError::UnknownName(_))));
         assert!(matches!(evaluate("sqrt(-1)"), Err(CalcError::Domain(_))));
         assert!(matches!(evaluate("1 $ 2"), Err(CalcError::BadChar { .. })));
-        assert!(matches!(evaluate("1.2.3"), Err(CalcError::BadNumber { .. })));
+        assert!(matches!(
+            evaluate("1.2.3"),
+            Err(CalcError::BadNumber { .. })
+        ));
         let deep = format!("{}1{}", "(".repeat(500), ")".repeat(500));
         assert_eq!(evaluate(&deep), Err(CalcError::TooDeep));
         let deep_neg = "-".repeat(1000) + "1";

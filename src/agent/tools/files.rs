@@ -39,7 +39,9 @@ fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
         .read_to_end(&mut buf)
         .map_err(|e| ToolError::failed(format!("cannot read {}: {e}.", real.display())))?;
     if buf.iter().take(8192).any(|b| *b == 0) {
-        return Err(ToolError::failed(format!("{path} is a binary file, not text.")));
+        return Err(ToolError::failed(format!(
+            "{path} is a binary file, not text."
+        )));
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
@@ -210,7 +212,9 @@ impl Tool for SearchText {
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: SearchArgs = parse_args(args)?;
         if a.pattern.is_empty() {
-            return Err(ToolError::invalid("pattern is empty; give the text to look for."));
+            return Err(ToolError::invalid(
+                "pattern is empty; give the text to look for.",
+            ));
         }
         let ws = ctx.workspace()?;
         let path = a.path.unwrap_or_else(|| ".".into());
@@ -229,11 +233,15 @@ impl Tool for SearchText {
             if ctx.cancel.is_cancelled() {
                 break;
             }
-            let Ok(meta) = std::fs::metadata(f) else { continue };
+            let Ok(meta) = std::fs::metadata(f) else {
+                continue;
+            };
             if meta.len() > MAX_SEARCH_FILE {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(f) else { continue };
+            let Ok(bytes) = std::fs::read(f) else {
+                continue;
+            };
             if bytes.iter().take(8192).any(|b| *b == 0) {
                 continue;
             }
@@ -274,7 +282,9 @@ fn collect_files(p: &Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
     if depth > 32 || out.len() >= MAX_FILES_SCANNED {
         return;
     }
-    let Ok(meta) = std::fs::symlink_metadata(p) else { return };
+    let Ok(meta) = std::fs::symlink_metadata(p) else {
+        return;
+    };
     if meta.file_type().is_symlink() && depth > 0 {
         return;
     }

@@ -30,7 +30,9 @@ pub enum SandboxError {
         path: String,
     },
     /// The path starts with `~`.
-    #[error("home-directory paths (~) are not allowed ({path}); give a path relative to the workspace")]
+    #[error(
+        "home-directory paths (~) are not allowed ({path}); give a path relative to the workspace"
+    )]
     Home {
         /// The path as given.
         path: String,

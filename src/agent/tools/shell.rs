@@ -72,9 +72,18 @@ impl ShellPolicy {
             ("$(", "command substitution is not allowed"),
             ("${", "variable expansion is not allowed"),
             ("`", "backticks are not allowed"),
-            ("&&", "chaining commands is not allowed; run one command per call"),
-            ("||", "chaining commands is not allowed; run one command per call"),
-            (";", "chaining commands is not allowed; run one command per call"),
+            (
+                "&&",
+                "chaining commands is not allowed; run one command per call",
+            ),
+            (
+                "||",
+                "chaining commands is not allowed; run one command per call",
+            ),
+            (
+                ";",
+                "chaining commands is not allowed; run one command per call",
+            ),
             ("|", "pipes are not allowed; run one command per call"),
             ("&", "background jobs are not allowed"),
             (">", "redirects are not allowed"),
@@ -104,7 +113,9 @@ impl ShellPolicy {
             let value = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
             for v in [arg.as_str(), value] {
                 if v.starts_with('/') {
-                    return Err(denied("absolute paths are not allowed; paths are relative to the workspace"));
+                    return Err(denied(
+                        "absolute paths are not allowed; paths are relative to the workspace",
+                    ));
                 }
                 if v.starts_with('~') {
                     return Err(denied("~ paths are not allowed"));
@@ -120,7 +131,11 @@ impl ShellPolicy {
                     "-fprintf", "-fls",
                 ]
                 .contains(&lowered.as_str()),
-                "sort" => lowered == "-o" || lowered.starts_with("--output") || (lowered.starts_with("-o") && !lowered.starts_with("--")),
+                "sort" => {
+                    lowered == "-o"
+                        || lowered.starts_with("--output")
+                        || (lowered.starts_with("-o") && !lowered.starts_with("--"))
+                }
                 _ => false,
             };
             if escape || lowered == "-exec" {
@@ -255,11 +270,19 @@ impl Tool for Shell {
         let ws = ctx.workspace()?;
         let mut cmd = Command::new(&words[0]);
         cmd.args(&words[1..]).current_dir(ws.root());
-        let out = run_capped(cmd, self.policy.timeout, self.policy.max_output, &ctx.cancel)?;
+        let out = run_capped(
+            cmd,
+            self.policy.timeout,
+            self.policy.max_output,
+            &ctx.cancel,
+        )?;
         let mut text = String::new();
         text.push_str(&out.stdout);
         if out.stdout_truncated {
-            text.push_str(&format!("\n[stdout cut at {} bytes]", self.policy.max_output));
+            text.push_str(&format!(
+                "\n[stdout cut at {} bytes]",
+                self.policy.max_output
+            ));
         }
         if !out.stderr.is_empty() {
             text.push_str("\n[stderr]\n");
@@ -293,11 +316,16 @@ pub struct CappedOutput {
     pub stderr: String,
 }
 
-fn reader<R: Read + Send + 'static>(r: Option<R>, cap: usize) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
+fn reader<R: Read + Send + 'static>(
+    r: Option<R>,
+    cap: usize,
+) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut truncated = false;
-        let Some(mut r) = r else { return (kept, truncated) };
+        let Some(mut r) = r else {
+            return (kept, truncated);
+        };
         let mut buf = [0u8; 8192];
         loop {
             match r.read(&mut buf) {
@@ -323,7 +351,9 @@ pub fn run_capped(
     cap: usize,
     cancel: &CancelToken,
 ) -> Result<CappedOutput, ToolError> {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -366,7 +396,10 @@ pub fn run_capped(
     match killed {
         Some(ToolErrorKind::Timeout) => Err(ToolError::new(
             ToolErrorKind::Timeout,
-            format!("the command ran longer than {:.1} s and was killed.", timeout.as_secs_f64()),
+            format!(
+                "the command ran longer than {:.1} s and was killed.",
+                timeout.as_secs_f64()
+            ),
         )),
         Some(_) => Err(ToolError::failed("cancelled.")),
         None => Ok(CappedOutput {
@@ -421,13 +454,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let pidfile = dir.path().join("pid");
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(format!(
-            "sleep 30 & echo $! > {}; wait",
-            pidfile.display()
-        ));
+        cmd.arg("-c")
+            .arg(format!("sleep 30 & echo $! > {}; wait", pidfile.display()));
         let start = Instant::now();
         let r = run_capped(cmd, Duration::from_millis(300), 1024, &CancelToken::new());
-        assert_eq!(r.map(|_| ()).map_err(|e| e.kind), Err(ToolErrorKind::Timeout));
+        assert_eq!(
+            r.map(|_| ()).map_err(|e| e.kind),
+            Err(ToolErrorKind::Timeout)
+        );
         assert!(start.elapsed() < Duration::from_secs(5));
         let pid = std::fs::read_to_string(&pidfile).expect("pid written");
         let pid = pid.trim();
@@ -436,7 +470,13 @@ mod tests {
         for _ in 0..100 {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             // state field after the ")" : Z (zombie) or missing means dead
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start().chars().next();
+            let state = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .chars()
+                .next();
             if stat.is_empty() || state == Some('Z') {
                 alive = false;
                 break;
@@ -449,7 +489,8 @@ mod tests {
     #[test]
     fn output_is_capped() {
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg("i=0; while [ $i -lt 2000 ]; do echo 0123456789; i=$((i+1)); done");
+        cmd.arg("-c")
+            .arg("i=0; while [ $i -lt 2000 ]; do echo 0123456789; i=$((i+1)); done");
         let out = run_capped(cmd, Duration::from_secs(10), 100, &CancelToken::new()).expect("runs");
         assert_eq!(out.stdout.len(), 100);
         assert!(out.stdout_truncated);
