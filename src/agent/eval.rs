@@ -327,6 +327,22 @@ pub struct EvalOptions {
     pub home: PathBuf,
 }
 
+impl EvalTask {
+    /// A fresh temporary workspace holding this task's files, and the sandbox over it.
+    pub fn workspace(&self) -> Result<(tempfile::TempDir, Sandbox), String> {
+        let dir = tempfile::Builder::new()
+            .prefix("boyd-eval-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let sandbox = Sandbox::new(dir.path()).map_err(|e| e.to_string())?;
+        for (rel, content) in &self.files {
+            let path = sandbox.prepare_write(rel).map_err(|e| e.to_string())?;
+            std::fs::write(&path, content).map_err(|e| format!("{rel}: {e}"))?;
+        }
+        Ok((dir, sandbox))
+    }
+}
+
 /// Run one task with `planner` in a fresh workspace.
 pub fn run_task(
     task: &EvalTask,
@@ -339,17 +355,8 @@ pub fn run_task(
         id: task.id.clone(),
         reason,
     };
-    let dir = tempfile::Builder::new()
-        .prefix("boyd-eval-")
-        .tempdir()
-        .map_err(|e| ws_err(e.to_string()))?;
-    let sandbox = Sandbox::new(dir.path()).map_err(|e| ws_err(e.to_string()))?;
-    for (rel, content) in &task.files {
-        let path = sandbox
-            .prepare_write(rel)
-            .map_err(|e| ws_err(e.to_string()))?;
-        std::fs::write(&path, content).map_err(|e| ws_err(format!("{rel}: {e}")))?;
-    }
+    // `_dir` keeps the temporary workspace alive until the task ends.
+    let (_dir, sandbox) = task.workspace().map_err(ws_err)?;
     let tools = Toolset::builtin(task.shell.then(ShellPolicy::default));
     let mut limits = opts.limits.clone();
     if let Some(n) = task.max_steps {

@@ -11,7 +11,7 @@ use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::{read_events, AuditEvent};
 use crate::agent::eval::{EvalTask, TaskResult};
 use crate::agent::rundir::{RunDir, RunDirError};
-use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
+use crate::agent::tools::{ShellPolicy, Toolset};
 use crate::agent::types::StopReason;
 use crate::lm::CancelToken;
 
@@ -109,17 +109,8 @@ pub async fn run_task(
         id: task.id.clone(),
         reason,
     };
-    let dir = tempfile::Builder::new()
-        .prefix("boyd-eval-")
-        .tempdir()
-        .map_err(|e| ws_err(e.to_string()))?;
-    let sandbox = Sandbox::new(dir.path()).map_err(|e| ws_err(e.to_string()))?;
-    for (rel, content) in &task.files {
-        let path = sandbox
-            .prepare_write(rel)
-            .map_err(|e| ws_err(e.to_string()))?;
-        std::fs::write(&path, content).map_err(|e| ws_err(format!("{rel}: {e}")))?;
-    }
+    // `_dir` keeps the temporary workspace alive until the task ends.
+    let (_dir, sandbox) = task.workspace().map_err(ws_err)?;
     let tools = eval_tools(task);
     let mut config = opts.config.clone();
     if let Some(n) = task.max_steps {
