@@ -9,9 +9,12 @@
 //! warms up; the result keeps every run and reports the best (STREAM's convention), the mean
 //! and the spread.
 //!
-//! GPUs: a device-to-device copy of a large buffer through candle, counted as read + write
-//! bytes, timed between device synchronizations. It runs on any candle device (CPU included,
-//! where tests exercise it), so the CUDA and Metal probes share it and it compiles everywhere.
+//! GPUs: boyd's own kernels (`kernels/cuda/bandwidth.cu`, `kernels/metal/bandwidth.metal`)
+//! read, write and copy a buffer of at least [`GPU_MIN_BYTES`] with 16-byte accesses over a
+//! grid that fills the device; see `cuda.rs` and `metal.rs`. [`device_copy_bandwidth`] — a
+//! device-to-device copy through candle, counted as read + write bytes, timed between device
+//! synchronizations — runs on any candle device (CPU included, where tests exercise it) and is
+//! the fallback when a kernel cannot be loaded.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
@@ -35,6 +38,20 @@ pub struct BandwidthConfig {
 
 /// Smallest buffer the probe accepts.
 pub const MIN_BYTES: u64 = 4 * Bytes::MIB;
+
+/// Smallest buffer a GPU probe uses, whatever the host-sized configuration asks: far above
+/// any GPU's last-level cache (50 MiB on an H100/H200), and long enough per run (≈ 0.2 ms at
+/// 4.8 TB/s) for event timing to be exact.
+pub const GPU_MIN_BYTES: u64 = Bytes::GIB;
+
+/// The buffer a GPU probe uses: `cfg.bytes`, at least [`GPU_MIN_BYTES`], at most `free / 3`
+/// (a copy needs two buffers and the rest stays free), rounded down to whole 16-byte words ×
+/// 1024. `None` when the device has less than [`MIN_BYTES`] × 3 free.
+pub fn gpu_buffer_bytes(cfg: &BandwidthConfig, free: Bytes) -> Option<u64> {
+    let cap = free.0 / 3;
+    let want = cfg.bytes.max(GPU_MIN_BYTES).min(cap);
+    (want >= MIN_BYTES).then_some(want & !(16 * 1024 - 1))
+}
 
 impl BandwidthConfig {
     /// Defaults for this host: all logical CPUs, 8 runs, a buffer of 16 × the last-level
@@ -73,8 +90,14 @@ impl BandwidthConfig {
 pub enum BandwidthMethod {
     /// CPU: every thread sums its own buffer (bytes read).
     CpuStreamingRead,
-    /// Device: copy one buffer into another (bytes read + bytes written).
+    /// Device: copy one buffer into another through candle (bytes read + bytes written).
     DeviceCopy,
+    /// GPU: boyd's read kernel (16-byte loads, grid-stride; bytes read). What decode does.
+    KernelRead,
+    /// GPU: boyd's write kernel (16-byte stores; bytes written).
+    KernelWrite,
+    /// GPU: boyd's copy kernel (bytes read + bytes written).
+    KernelCopy,
 }
 
 /// One bandwidth measurement.
@@ -84,7 +107,7 @@ pub struct BandwidthResult {
     pub method: BandwidthMethod,
     /// Bytes moved per run.
     pub bytes_per_run: Bytes,
-    /// Threads that ran (CPU), or 1.
+    /// Threads that ran: CPU threads, GPU threads in the grid, or 1 (candle copy).
     pub threads: usize,
     /// Bandwidth of each timed run.
     pub samples: Vec<BytesPerSec>,
@@ -299,6 +322,30 @@ mod tests {
         let r = device_copy_bandwidth(&candle_core::Device::Cpu, "cpu", &cfg).expect("copy");
         assert_eq!(r.method, BandwidthMethod::DeviceCopy);
         assert_eq!(r.bytes_per_run, Bytes(2 * MIN_BYTES));
+    }
+
+    #[test]
+    fn gpu_buffer_is_large_but_leaves_memory_free() {
+        let cfg = BandwidthConfig {
+            bytes: 256 * Bytes::MIB,
+            threads: 1,
+            runs: 1,
+        };
+        assert_eq!(
+            gpu_buffer_bytes(&cfg, Bytes(80 * Bytes::GIB)),
+            Some(GPU_MIN_BYTES)
+        );
+        let big = BandwidthConfig {
+            bytes: 4 * Bytes::GIB + 5,
+            ..cfg.clone()
+        };
+        assert_eq!(
+            gpu_buffer_bytes(&big, Bytes(80 * Bytes::GIB)),
+            Some(4 * Bytes::GIB)
+        );
+        let b = gpu_buffer_bytes(&cfg, Bytes(Bytes::GIB)).expect("fits");
+        assert!(b <= Bytes::GIB / 3 && b % 16 == 0);
+        assert_eq!(gpu_buffer_bytes(&cfg, Bytes(MIN_BYTES)), None);
     }
 
     #[test]

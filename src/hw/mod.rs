@@ -102,8 +102,20 @@ pub trait DeviceProbe {
     fn name(&self) -> String;
     /// Total and free memory.
     fn memory(&self) -> Result<DeviceMemory, ProbeError>;
-    /// Measure memory bandwidth with `cfg`.
+    /// Measure memory bandwidth with `cfg`: the figure decode is bound by (a streaming read
+    /// where the backend has a read kernel).
     fn bandwidth(&self, cfg: &BandwidthConfig) -> Result<BandwidthResult, ProbeError>;
+    /// Every bandwidth measurement the backend has (GPUs: read, write and copy kernels), the
+    /// one [`DeviceProbe::bandwidth`] returns first.
+    fn bandwidth_suite(&self, cfg: &BandwidthConfig) -> Result<Vec<BandwidthResult>, ProbeError> {
+        self.bandwidth(cfg).map(|b| vec![b])
+    }
+    /// Device memory one more compute context costs, measured (CUDA: free memory before and
+    /// after creating a second context on the device). `None` where the backend has no such
+    /// cost (CPU) or cannot measure it.
+    fn context_overhead(&self) -> Option<Result<Bytes, ProbeError>> {
+        None
+    }
 }
 
 /// The host CPU as a probe: system RAM and a multi-threaded streaming read.
@@ -163,16 +175,22 @@ pub enum Probe {
 }
 
 impl Probe {
-    /// The probe for a `--device` spec: `cpu`, `cuda`, `cuda:N`, `metal`.
+    /// The probe for a `--device` spec: `cpu`, `cuda`, `cuda:N`, `metal`, or `auto` (the
+    /// first CUDA device, else the Metal device, else the CPU: the order
+    /// `runtime::parse_device` uses, so the probe measures the device the model runs on).
     pub fn for_device(spec: &str) -> Result<Self, ProbeError> {
         match spec {
             "cpu" => Ok(Self::Cpu(CpuProbe::new())),
+            "auto" => Ok(cuda::CudaProbe::new(0)
+                .map(Self::Cuda)
+                .or_else(|_| metal::MetalProbe::new(0).map(Self::Metal))
+                .unwrap_or_else(|_| Self::Cpu(CpuProbe::new()))),
             "metal" => metal::MetalProbe::new(0).map(Self::Metal),
             "cuda" => cuda::CudaProbe::new(0).map(Self::Cuda),
             s => match s.strip_prefix("cuda:").map(str::parse::<usize>) {
                 Some(Ok(n)) => cuda::CudaProbe::new(n).map(Self::Cuda),
                 _ => Err(ProbeError::BadConfig(format!(
-                    "unknown device {s:?}; use cpu, cuda, cuda:N or metal"
+                    "unknown device {s:?}; use cpu, cuda, cuda:N, metal or auto"
                 ))),
             },
         }
@@ -200,6 +218,12 @@ impl DeviceProbe for Probe {
     fn bandwidth(&self, cfg: &BandwidthConfig) -> Result<BandwidthResult, ProbeError> {
         self.inner().bandwidth(cfg)
     }
+    fn bandwidth_suite(&self, cfg: &BandwidthConfig) -> Result<Vec<BandwidthResult>, ProbeError> {
+        self.inner().bandwidth_suite(cfg)
+    }
+    fn context_overhead(&self) -> Option<Result<Bytes, ProbeError>> {
+        self.inner().context_overhead()
+    }
 }
 
 /// What a probe of one GPU found: either the device, or why it could not be probed.
@@ -213,8 +237,13 @@ pub struct GpuReport {
     pub name: Option<String>,
     /// Memory, when it could be read.
     pub memory: Option<DeviceMemory>,
-    /// Measured bandwidth, when measured.
+    /// Measured bandwidth (the read kernel where there is one), when measured.
     pub bandwidth: Option<BandwidthResult>,
+    /// Every kernel's measurement (read, write, copy), when measured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bandwidth_kernels: Vec<BandwidthResult>,
+    /// Device memory one compute context costs, measured.
+    pub context_overhead: Option<Bytes>,
     /// Why the device (or part of it) could not be probed.
     pub error: Option<String>,
 }
@@ -249,6 +278,8 @@ pub fn probe_gpus(cfg: Option<&BandwidthConfig>) -> Vec<GpuReport> {
                             name: None,
                             memory: None,
                             bandwidth: None,
+                            bandwidth_kernels: Vec::new(),
+                            context_overhead: None,
                             error: Some(e.to_string()),
                         });
                     }
@@ -267,13 +298,24 @@ pub fn probe_gpus(cfg: Option<&BandwidthConfig>) -> Vec<GpuReport> {
 fn describe(p: &Probe, index: usize, cfg: Option<&BandwidthConfig>) -> GpuReport {
     let mut errors = Vec::new();
     let memory = p.memory().map_err(|e| errors.push(e.to_string())).ok();
-    let bandwidth = cfg.and_then(|c| p.bandwidth(c).map_err(|e| errors.push(e.to_string())).ok());
+    let context_overhead = p
+        .context_overhead()
+        .and_then(|r| r.map_err(|e| errors.push(e.to_string())).ok());
+    let bandwidth_kernels = cfg
+        .and_then(|c| {
+            p.bandwidth_suite(c)
+                .map_err(|e| errors.push(e.to_string()))
+                .ok()
+        })
+        .unwrap_or_default();
     GpuReport {
         backend: p.backend(),
         index,
         name: Some(p.name()),
         memory,
-        bandwidth,
+        bandwidth: bandwidth_kernels.first().cloned(),
+        bandwidth_kernels,
+        context_overhead,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
     }
 }
