@@ -115,121 +115,178 @@ fn a_clean_log_verifies_with_every_intent_answered() {
     assert!(r.torn_tail.is_none());
 }
 
-#[test]
-fn tamper_edited_record_is_named() {
-    let (_d, p) = tampered(|_, l| l[3] = l[3].replace("\"calculator\"", "\"delete_file\""));
-    assert_eq!(problem(&p), (4, 3, ProblemKind::Edited));
+/// One tampered copy of the clean log and the first bad record `verify` must name.
+struct Tamper {
+    name: &'static str,
+    edit: fn(&Path, &mut Vec<String>),
+    /// (line, seq) of the first bad record.
+    at: (usize, u64),
+    kind: fn(&ProblemKind) -> bool,
+}
+
+/// Two forged records chained correctly after the last one; the manifest was not moved.
+fn append_forged(l: &mut Vec<String>) {
+    for _ in 0..2 {
+        let prev: Value = serde_json::from_str(l.last().expect("last")).expect("json");
+        let seq = prev["seq"].as_u64().expect("seq") + 1;
+        let rec = json!({"seq": seq, "prev": prev["hash"], "time": "2026-01-01T00:00:00Z",
+            "event": {"type": "terminal", "state": "completed", "detail": null}, "hash": ""});
+        l.push(rehash(&rec.to_string()));
+    }
+}
+
+/// Every way of tampering with a finished log, each with the first bad record.
+fn tamper_table() -> Vec<Tamper> {
+    vec![
+        Tamper {
+            name: "edited",
+            edit: |_, l| l[3] = l[3].replace("\"calculator\"", "\"delete_file\""),
+            at: (4, 3),
+            kind: |k| *k == ProblemKind::Edited,
+        },
+        Tamper {
+            name: "edited outcome status",
+            edit: |_, l| l[4] = l[4].replace("\"verified\"", "\"failed\""),
+            at: (5, 4),
+            kind: |k| *k == ProblemKind::Edited,
+        },
+        Tamper {
+            name: "edited and rehashed",
+            edit: |_, l| l[3] = rehash(&l[3].replace("2 + 1", "2 + 2")),
+            at: (4, 3),
+            kind: |k| *k == ProblemKind::Replaced,
+        },
+        Tamper {
+            name: "first record rehashed",
+            edit: |_, l| l[0] = rehash(&l[0].replace("\"task\":\"t\"", "\"task\":\"u\"")),
+            at: (1, 0),
+            kind: |k| *k == ProblemKind::Replaced,
+        },
+        Tamper {
+            name: "deleted",
+            edit: |_, l| {
+                l.remove(3);
+            },
+            at: (4, 3),
+            kind: |k| {
+                matches!(
+                    k,
+                    ProblemKind::Missing {
+                        expected_seq: 3,
+                        found_seq: 4
+                    }
+                )
+            },
+        },
+        Tamper {
+            name: "first record deleted",
+            edit: |_, l| {
+                l.remove(0);
+            },
+            at: (1, 0),
+            kind: |k| {
+                matches!(
+                    k,
+                    ProblemKind::Missing {
+                        expected_seq: 0,
+                        found_seq: 1
+                    }
+                )
+            },
+        },
+        Tamper {
+            name: "reordered",
+            edit: |_, l| l.swap(2, 3),
+            at: (3, 2),
+            kind: |k| {
+                matches!(
+                    k,
+                    ProblemKind::Reordered {
+                        expected_seq: 2,
+                        found_seq: 3
+                    }
+                )
+            },
+        },
+        Tamper {
+            name: "truncated",
+            edit: |_, l| l.truncate(5),
+            at: (6, 5),
+            kind: |k| {
+                matches!(
+                    k,
+                    ProblemKind::Truncated {
+                        manifest_records: 8,
+                        log_records: 5
+                    }
+                )
+            },
+        },
+        Tamper {
+            name: "last record rehashed (caught by the manifest)",
+            edit: |_, l| {
+                let last = l.len() - 1;
+                l[last] = rehash(&l[last].replace("completed", "escalated"));
+            },
+            at: (8, 7),
+            kind: |k| *k == ProblemKind::Replaced,
+        },
+        Tamper {
+            name: "appended",
+            edit: |_, l| append_forged(l),
+            at: (9, 8),
+            kind: |k| {
+                matches!(
+                    k,
+                    ProblemKind::Extended {
+                        manifest_records: 8
+                    }
+                )
+            },
+        },
+        Tamper {
+            name: "garbled middle line",
+            edit: |_, l| l[2] = "{not json".into(),
+            at: (3, 2),
+            kind: |k| matches!(k, ProblemKind::Garbled { .. }),
+        },
+        Tamper {
+            name: "manifest deleted",
+            edit: |p, _| std::fs::remove_file(p.join(MANIFEST_FILE)).expect("rm"),
+            at: (0, 8),
+            kind: |k| *k == ProblemKind::NoManifest,
+        },
+    ]
 }
 
 #[test]
-fn tamper_edited_and_rehashed_record_is_named() {
-    let (_d, p) = tampered(|_, l| l[3] = rehash(&l[3].replace("2 + 1", "2 + 2")));
-    assert_eq!(problem(&p), (4, 3, ProblemKind::Replaced));
-}
-
-#[test]
-fn tamper_deleted_record_is_named() {
-    let (_d, p) = tampered(|_, l| {
-        l.remove(3);
-    });
-    let (line, seq, kind) = problem(&p);
-    assert_eq!((line, seq), (4, 3));
-    assert!(
-        matches!(
-            kind,
-            ProblemKind::Missing {
-                expected_seq: 3,
-                found_seq: 4
-            }
-        ),
-        "{kind:?}"
-    );
-}
-
-#[test]
-fn tamper_reordered_records_are_named() {
-    let (_d, p) = tampered(|_, l| l.swap(2, 3));
-    let (line, seq, kind) = problem(&p);
-    assert_eq!((line, seq), (3, 2));
-    assert!(
-        matches!(
-            kind,
-            ProblemKind::Reordered {
-                expected_seq: 2,
-                found_seq: 3
-            }
-        ),
-        "{kind:?}"
-    );
-}
-
-#[test]
-fn tamper_truncated_log_is_named() {
-    let (_d, p) = tampered(|_, l| l.truncate(5));
-    let (line, seq, kind) = problem(&p);
-    assert_eq!((line, seq), (6, 5));
-    assert!(
-        matches!(
-            kind,
-            ProblemKind::Truncated {
-                manifest_records: 8,
-                log_records: 5
-            }
-        ),
-        "{kind:?}"
-    );
-}
-
-#[test]
-fn tamper_last_record_rehashed_is_caught_by_the_manifest() {
-    let (_d, p) = tampered(|_, l| {
-        let last = l.len() - 1;
-        l[last] = rehash(&l[last].replace("completed", "escalated"));
-    });
-    assert_eq!(problem(&p), (8, 7, ProblemKind::Replaced));
-}
-
-#[test]
-fn tamper_appended_records_are_named() {
-    let (_d, p) = tampered(|_, l| {
-        // Two forged records chained correctly, but the manifest was not moved.
-        for _ in 0..2 {
-            let prev: Value = serde_json::from_str(l.last().expect("last")).expect("json");
-            let seq = prev["seq"].as_u64().expect("seq") + 1;
-            let rec = json!({"seq": seq, "prev": prev["hash"], "time": "2026-01-01T00:00:00Z",
-                "event": {"type": "terminal", "state": "completed", "detail": null}, "hash": ""});
-            l.push(rehash(&rec.to_string()));
+fn tamper_table_names_the_first_bad_record() {
+    let table = tamper_table();
+    assert!(table.len() >= 6, "{} tamper cases", table.len());
+    let mut failed = Vec::new();
+    for t in &table {
+        let (_d, p) = tampered(t.edit);
+        let r = verify(&p).expect("verify");
+        match &r.problem {
+            None => failed.push(format!("{}: verified clean: {r:?}", t.name)),
+            Some(pr) if (pr.line, pr.seq) != t.at || !(t.kind)(&pr.kind) => failed.push(format!(
+                "{}: named {pr} ({:?}), expected line {} seq {}",
+                t.name, pr.kind, t.at.0, t.at.1
+            )),
+            Some(_) => {}
         }
-    });
-    let (line, seq, kind) = problem(&p);
-    assert_eq!((line, seq), (9, 8));
-    assert!(
-        matches!(
-            kind,
-            ProblemKind::Extended {
-                manifest_records: 8
-            }
-        ),
-        "{kind:?}"
-    );
+        assert!(!r.ok(), "{}", t.name);
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 #[test]
-fn tamper_garbled_middle_line_is_refused_and_reopen_refuses_it() {
+fn a_garbled_middle_line_is_refused_on_reopen() {
     let (_d, p) = tampered(|_, l| l[2] = "{not json".into());
-    let (line, _, kind) = problem(&p);
-    assert_eq!(line, 3);
-    assert!(matches!(kind, ProblemKind::Garbled { .. }));
     assert!(matches!(
         ChainLog::reopen(&p),
         Err(AuditError::Damaged { .. })
     ));
-}
-
-#[test]
-fn tamper_missing_manifest_is_reported() {
-    let (_d, p) = tampered(|p, _| std::fs::remove_file(p.join(MANIFEST_FILE)).expect("rm"));
-    assert!(matches!(problem(&p).2, ProblemKind::NoManifest));
 }
 
 #[test]
@@ -309,11 +366,20 @@ fn cli_audit_verify_says_ok_and_names_the_first_bad_record() {
     let (code, out) = boyd(&["audit", "verify", &p]);
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("OK: 8 records"), "{out}");
-    let (_d2, bad) = tampered(|_, l| l[4] = l[4].replace("\"verified\"", "\"failed\""));
-    let (code, out) = boyd(&["audit", "verify", &bad.to_string_lossy()]);
-    assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("record 4 (line 5)") && out.contains("edited"),
-        "{out}"
-    );
+    // every tampered copy: exit 1, and the first bad record named by sequence and line
+    for t in tamper_table() {
+        let (_d2, bad) = tampered(t.edit);
+        let (code, out) = boyd(&["audit", "verify", &bad.to_string_lossy()]);
+        assert_eq!(code, 1, "{}: {out}", t.name);
+        let named = format!("DAMAGED: first bad record {} (line {})", t.at.1, t.at.0);
+        assert!(out.starts_with(&named), "{}: {out}", t.name);
+    }
+    // a torn last line alone is recoverable, not damage
+    let path = d.path().join(AUDIT_FILE);
+    let mut text = std::fs::read_to_string(&path).expect("read");
+    text.push_str("{\"seq\":8,\"pr");
+    std::fs::write(&path, text).expect("write");
+    let (code, out) = boyd(&["audit", "verify", &p]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("recoverable: a torn last line"), "{out}");
 }

@@ -4,6 +4,10 @@
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
+use boyd::agent::audit::{
+    verify_bytes, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus, VerifyReport,
+    AUDIT_FILE, MANIFEST_FILE,
+};
 use boyd::agent::parse::parse_action;
 use boyd::agent::tools::{Sandbox, SandboxError};
 use boyd::runtime::gguf::{GgufHeader, Limits};
@@ -168,4 +172,232 @@ fn prepare_write_through_an_escaping_symlink_creates_nothing_outside() {
     assert!(ws.sandbox.root().join("sub/new").is_dir());
     // a file in the way is an error, not a panic
     assert!(ws.sandbox.prepare_write("notes.txt/f.txt").is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// audit_recovery: the same fixture and the same four modes as `fuzz/fuzz_targets/audit_recovery.rs`
+
+/// A finished log written by `ChainLog`, with the manifest after every record.
+struct AuditFixture {
+    _dir: tempfile::TempDir,
+    log: Vec<u8>,
+    manifest: Manifest,
+    /// The manifest after 0, 1, 2, … records.
+    manifests: Vec<Manifest>,
+    records: usize,
+    path: PathBuf,
+}
+
+fn read_manifest(dir: &Path) -> Manifest {
+    serde_json::from_str(&std::fs::read_to_string(dir.join(MANIFEST_FILE)).expect("manifest"))
+        .expect("manifest json")
+}
+
+fn audit_fixture() -> AuditFixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = ChainLog::create(dir.path()).expect("create");
+    let mut manifests = vec![read_manifest(dir.path())];
+    let events = vec![
+        AuditEvent::RunStarted {
+            run_id: "run-1".into(),
+            task: "count the lines".into(),
+        },
+        AuditEvent::Intent {
+            action_id: 1,
+            cycle: 1,
+            tool: "shell".into(),
+            args: serde_json::json!({"command": "wc -l notes.txt"}),
+            fingerprint: "f1".into(),
+            irreversible: false,
+            approval: None,
+            implicit: false,
+        },
+        AuditEvent::Outcome {
+            action_id: 1,
+            fingerprint: "f1".into(),
+            status: OutcomeStatus::Verified,
+            cost: 1.0,
+            discrepancies: vec![],
+            output_sha256: "00".repeat(32),
+        },
+        AuditEvent::Intent {
+            action_id: 2,
+            cycle: 2,
+            tool: "write_file".into(),
+            args: serde_json::json!({"path": "out.txt"}),
+            fingerprint: "f2".into(),
+            irreversible: true,
+            approval: Some("ab".repeat(32)),
+            implicit: false,
+        },
+        AuditEvent::Terminal {
+            state: "completed".into(),
+            detail: None,
+        },
+    ];
+    let records = events.len();
+    for e in events {
+        log.record(e, false).expect("record");
+        manifests.push(read_manifest(dir.path()));
+    }
+    let path = dir.path().join(AUDIT_FILE);
+    let bytes = std::fs::read(&path).expect("read log");
+    AuditFixture {
+        log: bytes,
+        manifest: read_manifest(dir.path()),
+        manifests,
+        records,
+        path,
+        _dir: dir,
+    }
+}
+
+/// Whether a report is indistinguishable from the untouched log's.
+fn looks_clean(r: &VerifyReport, f: &AuditFixture, clean: &VerifyReport) -> bool {
+    r.ok() && r.torn_tail.is_none() && r.records == f.records && r.head == clean.head
+}
+
+/// The fuzz target's invariants for one input; `Err` names the violated one.
+fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
+    let Some((&mode, rest)) = input.split_first() else {
+        return Ok(());
+    };
+    let clean = verify_bytes(&f.path, &f.log, Some(&f.manifest));
+    if !looks_clean(&clean, f, &clean) {
+        return Err(format!("the untouched log does not verify: {clean:?}"));
+    }
+    match mode % 4 {
+        0 => {
+            for m in [None, Some(&f.manifest)] {
+                let r = verify_bytes(&f.path, rest, m);
+                if r.records > rest.split(|&b| b == b'\n').count() {
+                    return Err(format!("more records than lines: {r:?}"));
+                }
+                if let Some(t) = &r.torn_tail {
+                    if t.offset as usize + t.bytes > rest.len() {
+                        return Err(format!("torn tail past the end: {t:?}"));
+                    }
+                }
+            }
+        }
+        1 => {
+            let Some(b) = rest.get(..2) else {
+                return Ok(());
+            };
+            let cut = u16::from_le_bytes([b[0], b[1]]) as usize % (f.log.len() + 1);
+            let data = &f.log[..cut];
+            let complete = data.iter().filter(|&&b| b == b'\n').count();
+            let mut manifests = vec![&f.manifests[complete]];
+            if complete > 0 && data.last() == Some(&b'\n') {
+                manifests.push(&f.manifests[complete - 1]);
+            }
+            for m in manifests {
+                let r = verify_bytes(&f.path, data, Some(m));
+                if r.problem.is_some() || r.records > f.records {
+                    return Err(format!("a crash cut at {cut} is reported as damage: {r:?}"));
+                }
+            }
+        }
+        2 => {
+            let mut data = f.log.clone();
+            for pair in rest.chunks_exact(3) {
+                let at = u16::from_le_bytes([pair[0], pair[1]]) as usize % data.len();
+                data[at] = pair[2];
+            }
+            if data != f.log
+                && looks_clean(&verify_bytes(&f.path, &data, Some(&f.manifest)), f, &clean)
+            {
+                return Err(format!(
+                    "byte-edited log verified clean: {:?}",
+                    String::from_utf8_lossy(&data)
+                ));
+            }
+        }
+        _ => {
+            let mut ls: Vec<Vec<u8>> = f
+                .log
+                .split_inclusive(|&b| b == b'\n')
+                .map(<[u8]>::to_vec)
+                .collect();
+            for op in rest.chunks_exact(3) {
+                if ls.is_empty() {
+                    break;
+                }
+                let i = op[1] as usize % ls.len();
+                let j = op[2] as usize % ls.len();
+                match op[0] % 3 {
+                    0 => {
+                        ls.remove(i);
+                    }
+                    1 => ls.swap(i, j),
+                    _ => {
+                        let l = ls[i].clone();
+                        ls.insert(j, l);
+                    }
+                }
+            }
+            let data = ls.concat();
+            if data != f.log
+                && looks_clean(&verify_bytes(&f.path, &data, Some(&f.manifest)), f, &clean)
+            {
+                return Err(format!(
+                    "reordered log verified clean: {:?}",
+                    String::from_utf8_lossy(&data)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every saved audit input keeps the fuzz target's invariants: no panic, a crash cut is never
+/// damage, and no byte edit or line deletion, swap or duplication verifies as clean.
+#[test]
+fn corpus_audit_recovery_replays() {
+    let f = audit_fixture();
+    let files = corpus("audit_recovery");
+    assert!(!files.is_empty(), "tests/corpus/audit_recovery is empty");
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(path).expect("read corpus file");
+            check_audit_input(&f, &bytes)
+                .err()
+                .map(|e| format!("{}: {e}", path.display()))
+        })
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// What the replay relies on: a swap of two records or a flipped hash byte is caught, and a
+/// cut is only clean against the manifest a crash there leaves, not the final one.
+#[test]
+fn audit_replay_checks_catch_tampering() {
+    let f = audit_fixture();
+    let cut = &f.log[..f.log.len() / 2];
+    assert!(verify_bytes(&f.path, cut, Some(&f.manifest))
+        .problem
+        .is_some());
+    // mode 3, op "swap lines 1 and 2"
+    assert!(check_audit_input(&f, &[3, 1, 1, 2]).is_ok());
+    let r = verify_bytes(&f.path, &f.log, Some(&f.manifest));
+    assert!(looks_clean(&r, &f, &r));
+    // swapping two lines by hand gives a report that is not clean
+    let mut ls: Vec<&[u8]> = f.log.split_inclusive(|&b| b == b'\n').collect();
+    ls.swap(1, 2);
+    let swapped = ls.concat();
+    let r2 = verify_bytes(&f.path, &swapped, Some(&f.manifest));
+    assert!(!looks_clean(&r2, &f, &r), "{r2:?}");
+    // a flipped byte in the middle of the first hash
+    let at = f
+        .log
+        .windows(8)
+        .position(|w| w == b"\"hash\":\"")
+        .expect("hash")
+        + 10;
+    let mut flipped = f.log.clone();
+    flipped[at] = if flipped[at] == b'0' { b'1' } else { b'0' };
+    assert!(!verify_bytes(&f.path, &flipped, Some(&f.manifest)).ok());
+    let input = [2, (at & 0xff) as u8, (at >> 8) as u8, flipped[at]];
+    assert!(check_audit_input(&f, &input).is_ok());
 }
