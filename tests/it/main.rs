@@ -9,6 +9,7 @@ mod constrain;
 mod decoder;
 mod fuzz_corpus;
 mod gguf;
+mod kernels;
 mod measure;
 mod ooda;
 mod sizing;

@@ -1,0 +1,366 @@
+//! AVX2 + FMA dot products (x86-64), selected at run time.
+//!
+//! Each function computes exactly the integer sums of its scalar reference in `blocks` and
+//! differs only in the order of the float accumulation. Bytes are multiplied with
+//! `maddubs` (unsigned × signed → pairs of `i16`), then `madd` with ones or with per-group
+//! scales (→ `i32`), then converted and accumulated in `f32` with one FMA per block.
+//!
+//! Safety: every function here is `unsafe` because of `#[target_feature]`; the caller checks
+//! the CPU features once (`super::Kernels::detect`). Loads are unaligned (`loadu`) and stay
+//! inside the slices: the slice lengths are whole blocks, checked by the callers.
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::*;
+
+use super::blocks::{f16_at, scale_min_k4, size, ActBlocks32, ActBlocksK, QK32, QK_K};
+
+#[inline(always)]
+unsafe fn hsum(v: __m256) -> f32 {
+    let lo = _mm256_castps256_ps128(v);
+    let hi = _mm256_extractf128_ps(v, 1);
+    let s = _mm_add_ps(lo, hi);
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+/// 32 nibbles of 16 bytes: low nibbles in lanes 0..16, high nibbles in lanes 16..32.
+#[inline(always)]
+unsafe fn nibbles32(p: *const u8) -> __m256i {
+    let b = _mm_loadu_si128(p as *const __m128i);
+    let hi = _mm_srli_epi16(b, 4);
+    let both = _mm256_set_m128i(hi, b);
+    _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+}
+
+/// Signed × signed byte dot product, summed in pairs to 8 × `i32`.
+#[inline(always)]
+unsafe fn dot_i8(x: __m256i, y: __m256i) -> __m256i {
+    let ax = _mm256_sign_epi8(x, x);
+    let sy = _mm256_sign_epi8(y, x);
+    let p = _mm256_maddubs_epi16(ax, sy);
+    _mm256_madd_epi16(p, _mm256_set1_epi16(1))
+}
+
+/// Unsigned × signed byte dot product, summed in pairs to 8 × `i32`.
+#[inline(always)]
+unsafe fn dot_u8_i8(x: __m256i, y: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1))
+}
+
+/// Spread the 32 bits of `bits` to 32 bytes: byte `j` is 0xFF when bit `j` is set.
+#[inline(always)]
+unsafe fn bits_to_bytes(bits: u32) -> __m256i {
+    let shuf = _mm256_set_epi64x(
+        0x0303_0303_0303_0303,
+        0x0202_0202_0202_0202,
+        0x0101_0101_0101_0101,
+        0,
+    );
+    let v = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), shuf);
+    let mask = _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe_u64 as i64);
+    let v = _mm256_or_si256(v, mask);
+    _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1))
+}
+
+/// `Q4_0 · A32`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+    let nb = w.len() / size::Q4_0;
+    let ab0 = off / QK32;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
+    let mut acc = _mm256_setzero_ps();
+    let eight = _mm256_set1_epi8(8);
+    for b in 0..nb {
+        let blk = w.as_ptr().add(b * size::Q4_0);
+        let q = _mm256_sub_epi8(nibbles32(blk.add(2)), eight);
+        let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
+        let s = _mm256_cvtepi32_ps(dot_i8(q, y));
+        let d = _mm256_set1_ps(f16_at(w, b * size::Q4_0) * *a.d.get_unchecked(ab0 + b));
+        acc = _mm256_fmadd_ps(d, s, acc);
+    }
+    hsum(acc)
+}
+
+/// `Q4_1 · A32`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+    let nb = w.len() / size::Q4_1;
+    let ab0 = off / QK32;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
+    let mut acc = _mm256_setzero_ps();
+    let mut offs = 0f32;
+    for b in 0..nb {
+        let o = b * size::Q4_1;
+        let q = nibbles32(w.as_ptr().add(o + 4));
+        let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
+        let s = _mm256_cvtepi32_ps(dot_u8_i8(q, y));
+        let d = _mm256_set1_ps(f16_at(w, o) * *a.d.get_unchecked(ab0 + b));
+        acc = _mm256_fmadd_ps(d, s, acc);
+        offs += f16_at(w, o + 2) * *a.s.get_unchecked(ab0 + b);
+    }
+    hsum(acc) + offs
+}
+
+/// `Q5_0 · A32`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+    let nb = w.len() / size::Q5_0;
+    let ab0 = off / QK32;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
+    let mut acc = _mm256_setzero_ps();
+    let sixteen = _mm256_set1_epi8(16);
+    for b in 0..nb {
+        let o = b * size::Q5_0;
+        let qh = u32::from_le_bytes([w[o + 2], w[o + 3], w[o + 4], w[o + 5]]);
+        let hi = _mm256_and_si256(bits_to_bytes(qh), sixteen);
+        let q = _mm256_sub_epi8(
+            _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi),
+            sixteen,
+        );
+        let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
+        let s = _mm256_cvtepi32_ps(dot_i8(q, y));
+        let d = _mm256_set1_ps(f16_at(w, o) * *a.d.get_unchecked(ab0 + b));
+        acc = _mm256_fmadd_ps(d, s, acc);
+    }
+    hsum(acc)
+}
+
+/// `Q8_0 · A32`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q8_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+    let nb = w.len() / size::Q8_0;
+    let ab0 = off / QK32;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
+    let mut acc = _mm256_setzero_ps();
+    for b in 0..nb {
+        let o = b * size::Q8_0;
+        let q = _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i);
+        let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
+        let s = _mm256_cvtepi32_ps(dot_i8(q, y));
+        let d = _mm256_set1_ps(f16_at(w, o) * *a.d.get_unchecked(ab0 + b));
+        acc = _mm256_fmadd_ps(d, s, acc);
+    }
+    hsum(acc)
+}
+
+/// The sum over sub-blocks of `min_j · (bsum_2j + bsum_2j+1)`.
+#[inline(always)]
+fn k4_mins(scales: &[u8], bs: &[i16]) -> (i32, [i16; 8]) {
+    let mut summ = 0i32;
+    let mut sc = [0i16; 8];
+    for j in 0..8 {
+        let (s, m) = scale_min_k4(j, scales);
+        sc[j] = s as i16;
+        summ += m as i32 * (bs[2 * j] as i32 + bs[2 * j + 1] as i32);
+    }
+    (summ, sc)
+}
+
+/// `Q4_K · AK`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    let nb = w.len() / size::Q4_K;
+    let ab0 = off / QK_K;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK_K);
+    let mut acc = _mm256_setzero_ps();
+    let mut mins = 0f32;
+    let mask = _mm256_set1_epi8(0x0F);
+    for b in 0..nb {
+        let o = b * size::Q4_K;
+        let ab = ab0 + b;
+        let da = *a.d.get_unchecked(ab);
+        let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
+        mins += f16_at(w, o + 2) * da * summ as f32;
+        let qs = w.as_ptr().add(o + 16);
+        let ys = a.qs.as_ptr().add(ab * QK_K);
+        let mut sumi = _mm256_setzero_si256();
+        for i in 0..4 {
+            let q = _mm256_loadu_si256(qs.add(32 * i) as *const __m256i);
+            let lo = _mm256_and_si256(q, mask);
+            let hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+            let y0 = _mm256_loadu_si256(ys.add(64 * i) as *const __m256i);
+            let y1 = _mm256_loadu_si256(ys.add(64 * i + 32) as *const __m256i);
+            let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * i]));
+            let p1 = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(hi, y1),
+                _mm256_set1_epi16(sc[2 * i + 1]),
+            );
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+        }
+        let d = _mm256_set1_ps(f16_at(w, o) * da);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
+    }
+    hsum(acc) - mins
+}
+
+/// `Q5_K · AK`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    let nb = w.len() / size::Q5_K;
+    let ab0 = off / QK_K;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK_K);
+    let mut acc = _mm256_setzero_ps();
+    let mut mins = 0f32;
+    let mask = _mm256_set1_epi8(0x0F);
+    let sixteen = _mm256_set1_epi8(16);
+    for b in 0..nb {
+        let o = b * size::Q5_K;
+        let ab = ab0 + b;
+        let da = *a.d.get_unchecked(ab);
+        let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
+        mins += f16_at(w, o + 2) * da * summ as f32;
+        let qh = _mm256_loadu_si256(w.as_ptr().add(o + 16) as *const __m256i);
+        let qs = w.as_ptr().add(o + 48);
+        let ys = a.qs.as_ptr().add(ab * QK_K);
+        let mut sumi = _mm256_setzero_si256();
+        for i in 0..4 {
+            let q = _mm256_loadu_si256(qs.add(32 * i) as *const __m256i);
+            // Bit 2i of each qh byte → 16 for the low half, bit 2i+1 for the high half.
+            let h0 = _mm256_and_si256(
+                _mm256_slli_epi16(_mm256_srlv_epi32(qh, _mm256_set1_epi32(2 * i as i32)), 4),
+                sixteen,
+            );
+            let h1 = _mm256_and_si256(
+                _mm256_slli_epi16(
+                    _mm256_srlv_epi32(qh, _mm256_set1_epi32(2 * i as i32 + 1)),
+                    4,
+                ),
+                sixteen,
+            );
+            let lo = _mm256_or_si256(_mm256_and_si256(q, mask), h0);
+            let hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask), h1);
+            let y0 = _mm256_loadu_si256(ys.add(64 * i) as *const __m256i);
+            let y1 = _mm256_loadu_si256(ys.add(64 * i + 32) as *const __m256i);
+            let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * i]));
+            let p1 = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(hi, y1),
+                _mm256_set1_epi16(sc[2 * i + 1]),
+            );
+            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+        }
+        let d = _mm256_set1_ps(f16_at(w, o) * da);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
+    }
+    hsum(acc) - mins
+}
+
+/// `Q6_K · AK`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    let nb = w.len() / size::Q6_K;
+    let ab0 = off / QK_K;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK_K);
+    let mut acc = _mm256_setzero_ps();
+    let m4 = _mm256_set1_epi8(0x0F);
+    let m2 = _mm256_set1_epi8(3);
+    let m32 = _mm256_set1_epi8(32);
+    for b in 0..nb {
+        let o = b * size::Q6_K;
+        let ab = ab0 + b;
+        let ys = a.qs.as_ptr().add(ab * QK_K);
+        let sc = &w[o + 192..o + 208];
+        let mut sumi = _mm256_setzero_si256();
+        for n in 0..2 {
+            let ql0 = _mm256_loadu_si256(w.as_ptr().add(o + 64 * n) as *const __m256i);
+            let ql1 = _mm256_loadu_si256(w.as_ptr().add(o + 64 * n + 32) as *const __m256i);
+            let qh = _mm256_loadu_si256(w.as_ptr().add(o + 128 + 32 * n) as *const __m256i);
+            let h0 = _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4);
+            let h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4);
+            let h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4);
+            let h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4);
+            let qs = [
+                _mm256_or_si256(_mm256_and_si256(ql0, m4), h0),
+                _mm256_or_si256(_mm256_and_si256(ql1, m4), h1),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3),
+            ];
+            for (k, q) in qs.into_iter().enumerate() {
+                let y = _mm256_loadu_si256(ys.add(128 * n + 32 * k) as *const __m256i);
+                // (q - 32) · y  =  q·y − 32·y, both through maddubs (q and 32 are unsigned).
+                let p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(m32, y));
+                let g = 8 * n + 2 * k;
+                let scales = _mm256_set_m128i(
+                    _mm_set1_epi16(sc[g + 1] as i8 as i16),
+                    _mm_set1_epi16(sc[g] as i8 as i16),
+                );
+                sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scales));
+            }
+        }
+        let d = _mm256_set1_ps(f16_at(w, o + 208) * *a.d.get_unchecked(ab));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
+    }
+    hsum(acc)
+}
+
+/// `Σ x·y` over two `f32` slices of equal length.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let mut i = 0;
+    while i + 16 <= n {
+        a0 = _mm256_fmadd_ps(
+            _mm256_loadu_ps(x.as_ptr().add(i)),
+            _mm256_loadu_ps(y.as_ptr().add(i)),
+            a0,
+        );
+        a1 = _mm256_fmadd_ps(
+            _mm256_loadu_ps(x.as_ptr().add(i + 8)),
+            _mm256_loadu_ps(y.as_ptr().add(i + 8)),
+            a1,
+        );
+        i += 16;
+    }
+    let mut s = hsum(_mm256_add_ps(a0, a1));
+    while i < n {
+        s += x[i] * y[i];
+        i += 1;
+    }
+    s
+}
+
+/// `y += a · x` over two `f32` slices of equal length.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
+    let n = x.len().min(y.len());
+    let av = _mm256_set1_ps(a);
+    let mut i = 0;
+    while i + 8 <= n {
+        let yv = _mm256_loadu_ps(y.as_ptr().add(i));
+        let r = _mm256_fmadd_ps(av, _mm256_loadu_ps(x.as_ptr().add(i)), yv);
+        _mm256_storeu_ps(y.as_mut_ptr().add(i), r);
+        i += 8;
+    }
+    while i < n {
+        y[i] += a * x[i];
+        i += 1;
+    }
+}

@@ -1,0 +1,536 @@
+//! CPU kernels: quantized matrix × activation products with a scalar reference and SIMD paths.
+//!
+//! A weight matrix stays in its GGUF bytes (`QMatrix`). Activations are quantized once per
+//! product to 8-bit blocks (`Acts`), and each output element is one quantized dot product,
+//! computed by the kernel that `Kernels::detect` picked for this CPU at run time: AVX2 + FMA on
+//! x86-64 when present, the scalar reference everywhere else. The build does not need
+//! `target-cpu=native` for the fast path; `BOYD_KERNELS=scalar` forces the reference (for
+//! measuring what the SIMD code buys).
+//!
+//! Rows are split across the rayon pool in chunks large enough that the hand-off costs less
+//! than the work; for a batch of tokens (prefill) each chunk of weight rows is read once and
+//! multiplied with every token while it sits in cache.
+
+pub mod blocks;
+
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+pub use blocks::{ActBlocks32, ActBlocksK, QK32, QK_K};
+
+/// The storage formats the kernels compute with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(non_camel_case_types)]
+pub enum QType {
+    /// 32-bit float.
+    F32,
+    /// 16-bit IEEE float.
+    F16,
+    /// 4-bit, 32 per block, scale.
+    Q4_0,
+    /// 4-bit, 32 per block, scale and offset.
+    Q4_1,
+    /// 5-bit, 32 per block, scale.
+    Q5_0,
+    /// 8-bit, 32 per block, scale.
+    Q8_0,
+    /// 4-bit K format, 256 per super-block.
+    Q4_K,
+    /// 5-bit K format, 256 per super-block.
+    Q5_K,
+    /// 6-bit K format, 256 per super-block.
+    Q6_K,
+}
+
+impl QType {
+    /// Weights per block.
+    pub fn block_elems(self) -> usize {
+        match self {
+            QType::F32 | QType::F16 => 1,
+            QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 => QK32,
+            QType::Q4_K | QType::Q5_K | QType::Q6_K => QK_K,
+        }
+    }
+
+    /// Bytes per block.
+    pub fn block_bytes(self) -> usize {
+        use blocks::size;
+        match self {
+            QType::F32 => 4,
+            QType::F16 => 2,
+            QType::Q4_0 => size::Q4_0,
+            QType::Q4_1 => size::Q4_1,
+            QType::Q5_0 => size::Q5_0,
+            QType::Q8_0 => size::Q8_0,
+            QType::Q4_K => size::Q4_K,
+            QType::Q5_K => size::Q5_K,
+            QType::Q6_K => size::Q6_K,
+        }
+    }
+
+    /// The format of a GGML type, when these kernels handle it.
+    pub fn from_ggml(t: crate::sizing::GgmlType) -> Option<Self> {
+        use crate::sizing::GgmlType as G;
+        Some(match t {
+            G::F32 => QType::F32,
+            G::F16 => QType::F16,
+            G::Q4_0 => QType::Q4_0,
+            G::Q4_1 => QType::Q4_1,
+            G::Q5_0 => QType::Q5_0,
+            G::Q8_0 => QType::Q8_0,
+            G::Q4_K => QType::Q4_K,
+            G::Q5_K => QType::Q5_K,
+            G::Q6_K => QType::Q6_K,
+            _ => return None,
+        })
+    }
+
+    /// Which activation quantization the format's dot product reads.
+    fn act_kind(self) -> ActKind {
+        match self {
+            QType::F32 | QType::F16 => ActKind::F32,
+            QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 => ActKind::B32,
+            QType::Q4_K | QType::Q5_K | QType::Q6_K => ActKind::K,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ActKind {
+    F32,
+    B32,
+    K,
+}
+
+/// Errors building a matrix.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KernelError {
+    /// The row length is not a whole number of blocks.
+    #[error("a row of {cols} {ty:?} weights is not a whole number of {block}-weight blocks")]
+    PartialBlock {
+        /// Format.
+        ty: QType,
+        /// Row length.
+        cols: usize,
+        /// Block length.
+        block: usize,
+    },
+    /// The byte count does not match the shape.
+    #[error("{rows}×{cols} {ty:?} weights need {expected} bytes, got {found}")]
+    Size {
+        /// Format.
+        ty: QType,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+        /// Bytes the shape needs.
+        expected: usize,
+        /// Bytes given.
+        found: usize,
+    },
+}
+
+/// A weight matrix `(rows, cols)` in its stored format, row-major.
+#[derive(Debug, Clone)]
+pub struct QMatrix {
+    ty: QType,
+    rows: usize,
+    cols: usize,
+    row_bytes: usize,
+    data: Vec<u8>,
+}
+
+impl QMatrix {
+    /// Wrap `data` as a `(rows, cols)` matrix of `ty`, checking the size.
+    pub fn new(ty: QType, rows: usize, cols: usize, data: Vec<u8>) -> Result<Self, KernelError> {
+        let block = ty.block_elems();
+        if cols % block != 0 {
+            return Err(KernelError::PartialBlock { ty, cols, block });
+        }
+        let row_bytes = cols / block * ty.block_bytes();
+        let expected = row_bytes.checked_mul(rows).unwrap_or(usize::MAX);
+        if data.len() != expected {
+            return Err(KernelError::Size {
+                ty,
+                rows,
+                cols,
+                expected,
+                found: data.len(),
+            });
+        }
+        Ok(Self {
+            ty,
+            rows,
+            cols,
+            row_bytes,
+            data,
+        })
+    }
+
+    /// Storage format.
+    pub fn qtype(&self) -> QType {
+        self.ty
+    }
+
+    /// Output dimension.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Input dimension.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Bytes of weight data.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    /// The stored bytes of row `r`.
+    pub fn row(&self, r: usize) -> &[u8] {
+        &self.data[r * self.row_bytes..(r + 1) * self.row_bytes]
+    }
+
+    /// Row `r` as floats.
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
+        blocks::dequantize_row(self.ty, self.row(r), &mut out[..self.cols]);
+    }
+}
+
+/// Activations of `t` tokens × `n` features, quantized for the formats that will read them.
+#[derive(Debug, Clone, Default)]
+pub struct Acts {
+    n: usize,
+    t: usize,
+    x: Vec<f32>,
+    b32: ActBlocks32,
+    k: ActBlocksK,
+    have_b32: bool,
+    have_k: bool,
+}
+
+impl Acts {
+    /// Empty buffers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Take `x` (`t` rows of `n`) as the new input; quantized forms are made on first use.
+    pub fn set(&mut self, x: &[f32], n: usize) {
+        debug_assert_eq!(x.len() % n, 0);
+        self.n = n;
+        self.t = x.len() / n;
+        self.x.clear();
+        self.x.extend_from_slice(x);
+        self.have_b32 = false;
+        self.have_k = false;
+    }
+
+    /// Tokens held.
+    pub fn tokens(&self) -> usize {
+        self.t
+    }
+
+    fn prepare(&mut self, kind: ActKind) {
+        match kind {
+            ActKind::F32 => {}
+            ActKind::B32 if !self.have_b32 => {
+                self.b32.quantize(&self.x);
+                self.have_b32 = true;
+            }
+            ActKind::K if !self.have_k => {
+                self.k.quantize(&self.x);
+                self.have_k = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Function pointers for one CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Kernels {
+    /// Which implementation these are.
+    pub name: &'static str,
+    q4_0: fn(&[u8], &ActBlocks32, usize) -> f32,
+    q4_1: fn(&[u8], &ActBlocks32, usize) -> f32,
+    q5_0: fn(&[u8], &ActBlocks32, usize) -> f32,
+    q8_0: fn(&[u8], &ActBlocks32, usize) -> f32,
+    q4_k: fn(&[u8], &ActBlocksK, usize) -> f32,
+    q5_k: fn(&[u8], &ActBlocksK, usize) -> f32,
+    q6_k: fn(&[u8], &ActBlocksK, usize) -> f32,
+    dot_f32: fn(&[f32], &[f32]) -> f32,
+    axpy_f32: fn(f32, &[f32], &mut [f32]),
+}
+
+fn dot_f32_scalar(x: &[f32], y: &[f32]) -> f32 {
+    // Eight lanes of partial sums keep the reference close to the SIMD summation order.
+    let mut acc = [0f32; 8];
+    let (xc, yc) = (x.chunks_exact(8), y.chunks_exact(8));
+    let tail: f32 = xc
+        .remainder()
+        .iter()
+        .zip(yc.remainder())
+        .map(|(a, b)| a * b)
+        .sum();
+    for (a, b) in xc.zip(yc) {
+        for l in 0..8 {
+            acc[l] += a[l] * b[l];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+fn axpy_f32_scalar(a: f32, x: &[f32], y: &mut [f32]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod x86 {
+    //! Safe wrappers: only reachable through `Kernels::avx2`, which checks the features.
+    use super::avx2;
+    use super::{ActBlocks32, ActBlocksK};
+
+    macro_rules! wrap {
+        ($name:ident, $act:ty) => {
+            pub fn $name(w: &[u8], a: &$act, off: usize) -> f32 {
+                // SAFETY: `Kernels::avx2` hands these out only after detecting AVX2 and FMA.
+                unsafe { avx2::$name(w, a, off) }
+            }
+        };
+    }
+    wrap!(dot_q4_0, ActBlocks32);
+    wrap!(dot_q4_1, ActBlocks32);
+    wrap!(dot_q5_0, ActBlocks32);
+    wrap!(dot_q8_0, ActBlocks32);
+    wrap!(dot_q4_k, ActBlocksK);
+    wrap!(dot_q5_k, ActBlocksK);
+    wrap!(dot_q6_k, ActBlocksK);
+
+    pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
+        // SAFETY: as above.
+        unsafe { avx2::dot_f32(x, y) }
+    }
+
+    pub fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
+        // SAFETY: as above.
+        unsafe { avx2::axpy_f32(a, x, y) }
+    }
+}
+
+impl Kernels {
+    /// The scalar reference kernels.
+    pub fn scalar() -> Self {
+        Self {
+            name: "scalar",
+            q4_0: blocks::dot_q4_0,
+            q4_1: blocks::dot_q4_1,
+            q5_0: blocks::dot_q5_0,
+            q8_0: blocks::dot_q8_0,
+            q4_k: blocks::dot_q4_k,
+            q5_k: blocks::dot_q5_k,
+            q6_k: blocks::dot_q6_k,
+            dot_f32: dot_f32_scalar,
+            axpy_f32: axpy_f32_scalar,
+        }
+    }
+
+    /// The AVX2 + FMA kernels, when this CPU has both.
+    pub fn avx2() -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            return Some(Self {
+                name: "avx2",
+                q4_0: x86::dot_q4_0,
+                q4_1: x86::dot_q4_1,
+                q5_0: x86::dot_q5_0,
+                q8_0: x86::dot_q8_0,
+                q4_k: x86::dot_q4_k,
+                q5_k: x86::dot_q5_k,
+                q6_k: x86::dot_q6_k,
+                dot_f32: x86::dot_f32,
+                axpy_f32: x86::axpy_f32,
+            });
+        }
+        None
+    }
+
+    /// The fastest kernels this CPU runs, unless `BOYD_KERNELS=scalar`.
+    pub fn detect() -> Self {
+        if std::env::var("BOYD_KERNELS").is_ok_and(|v| v == "scalar") {
+            return Self::scalar();
+        }
+        Self::avx2().unwrap_or_else(Self::scalar)
+    }
+
+    /// The kernels picked once for this process.
+    pub fn get() -> &'static Self {
+        static K: OnceLock<Kernels> = OnceLock::new();
+        K.get_or_init(Self::detect)
+    }
+
+    /// `Σ x·y`.
+    #[inline]
+    pub fn dot(&self, x: &[f32], y: &[f32]) -> f32 {
+        (self.dot_f32)(x, y)
+    }
+
+    /// `y += a·x`.
+    #[inline]
+    pub fn axpy(&self, a: f32, x: &[f32], y: &mut [f32]) {
+        (self.axpy_f32)(a, x, y)
+    }
+
+    /// One output element: row `r` of `w` with token `tok` of `a` (already prepared).
+    #[inline]
+    fn row_dot(&self, w: &QMatrix, r: usize, a: &Acts, tok: usize, f32row: &mut Vec<f32>) -> f32 {
+        let row = w.row(r);
+        let off = tok * a.n;
+        match w.ty {
+            QType::Q4_0 => (self.q4_0)(row, &a.b32, off),
+            QType::Q4_1 => (self.q4_1)(row, &a.b32, off),
+            QType::Q5_0 => (self.q5_0)(row, &a.b32, off),
+            QType::Q8_0 => (self.q8_0)(row, &a.b32, off),
+            QType::Q4_K => (self.q4_k)(row, &a.k, off),
+            QType::Q5_K => (self.q5_k)(row, &a.k, off),
+            QType::Q6_K => (self.q6_k)(row, &a.k, off),
+            QType::F32 | QType::F16 => {
+                f32row.resize(w.cols, 0.0);
+                blocks::dequantize_row(w.ty, row, f32row);
+                (self.dot_f32)(f32row, &a.x[off..off + a.n])
+            }
+        }
+    }
+
+    /// `out[tok][r] = Σ_c w[r][c] · x[tok][c]` for every token of `a` and every row of `w`;
+    /// `out` has `tokens × w.rows()` elements. Runs on the rayon pool.
+    pub fn matmul(&self, w: &QMatrix, a: &mut Acts, out: &mut [f32]) {
+        assert_eq!(
+            a.n, w.cols,
+            "activation width must equal the matrix's columns"
+        );
+        let (rows, t) = (w.rows, a.t);
+        assert_eq!(out.len(), rows * t, "output must hold tokens × rows");
+        a.prepare(w.ty.act_kind());
+        let a = &*a;
+        let threads = rayon::current_num_threads().max(1);
+        // Enough chunks to balance, few enough that each carries ≥ ~16k weights of work.
+        let min_rows = (16_384 / w.cols.max(1)).max(1);
+        let chunk = rows.div_ceil(threads * 4).max(min_rows).min(rows.max(1));
+        let n_chunks = rows.div_ceil(chunk);
+        let out_ptr = SyncPtr(out.as_mut_ptr());
+        let work = |c: usize| {
+            let r0 = c * chunk;
+            let r1 = (r0 + chunk).min(rows);
+            let mut f32row = Vec::new();
+            for tok in 0..t {
+                for r in r0..r1 {
+                    let v = self.row_dot(w, r, a, tok, &mut f32row);
+                    // SAFETY: each (tok, r) is written by exactly one chunk, and
+                    // `tok * rows + r < out.len()` by the asserts above.
+                    out_ptr.write(tok * rows + r, v);
+                }
+            }
+        };
+        if n_chunks == 1 {
+            work(0);
+        } else {
+            (0..n_chunks).into_par_iter().for_each(work);
+        }
+    }
+}
+
+/// A raw output pointer shared by the chunks of one product; each writes disjoint elements.
+#[derive(Clone, Copy)]
+struct SyncPtr(*mut f32);
+
+#[allow(unsafe_code)]
+// SAFETY: the chunks of `matmul` write disjoint indices and the borrow of `out` outlives them.
+unsafe impl Sync for SyncPtr {}
+#[allow(unsafe_code)]
+// SAFETY: as above.
+unsafe impl Send for SyncPtr {}
+
+impl SyncPtr {
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn write(self, i: usize, v: f32) {
+        // SAFETY: the caller guarantees `i` is in bounds and written by one thread only.
+        unsafe { *self.0.add(i) = v }
+    }
+}
+
+/// Quantize `x` (length a multiple of the block) to `ty`'s bytes: the inverse of
+/// [`blocks::dequantize_row`] up to rounding, for tests and synthetic models. The K formats
+/// have no quantizer here (`None`); tests fill their blocks with random bytes instead.
+pub fn quantize_row(ty: QType, x: &[f32]) -> Option<Vec<u8>> {
+    use half::f16;
+    let mut out = Vec::new();
+    match ty {
+        QType::F32 => x
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+        QType::F16 => x
+            .iter()
+            .for_each(|v| out.extend_from_slice(&f16::from_f32(*v).to_le_bytes())),
+        QType::Q8_0 => {
+            for b in x.chunks_exact(QK32) {
+                let amax = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+                let d = amax / 127.0;
+                let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                out.extend(b.iter().map(|v| ((v * id).round() as i8) as u8));
+            }
+        }
+        QType::Q4_0 | QType::Q4_1 | QType::Q5_0 => {
+            for b in x.chunks_exact(QK32) {
+                let (min, max) = b
+                    .iter()
+                    .fold((f32::MAX, f32::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+                let (levels, offset) = match ty {
+                    QType::Q4_0 => (8.0, 8.0),
+                    QType::Q5_0 => (16.0, 16.0),
+                    _ => (15.0, 0.0),
+                };
+                let (d, m) = if ty == QType::Q4_1 {
+                    ((max - min) / levels, min)
+                } else {
+                    let amax = if max.abs() > min.abs() { max } else { min };
+                    (-amax / levels, 0.0)
+                };
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                let hi_max = if ty == QType::Q5_0 { 31.0 } else { 15.0 };
+                let q: Vec<u8> = b
+                    .iter()
+                    .map(|v| ((v - m) * id + offset).round().clamp(0.0, hi_max) as u8)
+                    .collect();
+                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                if ty == QType::Q4_1 {
+                    out.extend_from_slice(&f16::from_f32(m).to_le_bytes());
+                }
+                if ty == QType::Q5_0 {
+                    let qh = q
+                        .iter()
+                        .enumerate()
+                        .fold(0u32, |h, (j, &v)| h | (((v >> 4) as u32 & 1) << j));
+                    out.extend_from_slice(&qh.to_le_bytes());
+                }
+                for j in 0..16 {
+                    out.push((q[j] & 0x0F) | ((q[j + 16] & 0x0F) << 4));
+                }
+            }
+        }
+        QType::Q4_K | QType::Q5_K | QType::Q6_K => return None,
+    }
+    Some(out)
+}

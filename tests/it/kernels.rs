@@ -1,0 +1,214 @@
+//! CPU kernels: each SIMD dot product against the scalar reference on random blocks, the
+//! scalar dequantization against candle's, and the quantized product against an `f64`
+//! product of the dequantized weights.
+
+use boyd::kernels::cpu::{quantize_row, Acts, Kernels, QMatrix, QType};
+use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType};
+use candle_core::Device;
+use half::f16;
+use rand::{Rng, SeedableRng};
+
+const ALL: [QType; 9] = [
+    QType::F32,
+    QType::F16,
+    QType::Q4_0,
+    QType::Q4_1,
+    QType::Q5_0,
+    QType::Q8_0,
+    QType::Q4_K,
+    QType::Q5_K,
+    QType::Q6_K,
+];
+
+/// Random but valid bytes for `rows × cols` weights: random codes, finite scales.
+fn random_matrix(ty: QType, rows: usize, cols: usize, seed: u64) -> QMatrix {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let blocks = rows * cols / ty.block_elems();
+    let bb = ty.block_bytes();
+    let mut data = vec![0u8; blocks * bb];
+    rng.fill(&mut data[..]);
+    let put_f16 = |b: &mut [u8], at: usize, v: f32| {
+        b[at..at + 2].copy_from_slice(&f16::from_f32(v).to_le_bytes());
+    };
+    for b in data.chunks_exact_mut(bb) {
+        let s: f32 = rng.random_range(0.001..0.05);
+        let m: f32 = rng.random_range(-0.05..0.05);
+        match ty {
+            QType::F32 => b.copy_from_slice(&rng.random_range(-1.0f32..1.0).to_le_bytes()),
+            QType::F16 => put_f16(b, 0, rng.random_range(-1.0..1.0)),
+            QType::Q4_0 | QType::Q5_0 | QType::Q8_0 => put_f16(b, 0, s),
+            QType::Q4_1 => {
+                put_f16(b, 0, s);
+                put_f16(b, 2, m);
+            }
+            QType::Q4_K | QType::Q5_K => {
+                put_f16(b, 0, s);
+                put_f16(b, 2, s / 2.0);
+            }
+            QType::Q6_K => put_f16(b, 208, s),
+        }
+    }
+    QMatrix::new(ty, rows, cols, data).expect("sizes match")
+}
+
+fn random_acts(t: usize, n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..t * n).map(|_| rng.random_range(-2.0..2.0)).collect()
+}
+
+fn max_rel(a: &[f32], b: &[f32]) -> f32 {
+    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+    a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
+}
+
+fn candle_type(ty: QType) -> GgmlDType {
+    match ty {
+        QType::F32 => GgmlDType::F32,
+        QType::F16 => GgmlDType::F16,
+        QType::Q4_0 => GgmlDType::Q4_0,
+        QType::Q4_1 => GgmlDType::Q4_1,
+        QType::Q5_0 => GgmlDType::Q5_0,
+        QType::Q8_0 => GgmlDType::Q8_0,
+        QType::Q4_K => GgmlDType::Q4K,
+        QType::Q5_K => GgmlDType::Q5K,
+        QType::Q6_K => GgmlDType::Q6K,
+    }
+}
+
+#[test]
+fn dequantization_matches_candle_bit_for_bit() {
+    for (i, ty) in ALL.into_iter().enumerate() {
+        let (rows, cols) = (3, 512);
+        let w = random_matrix(ty, rows, cols, 10 + i as u64);
+        let mut data = Vec::new();
+        for r in 0..rows {
+            data.extend_from_slice(w.row(r));
+        }
+        let theirs = qtensor_from_ggml(candle_type(ty), &data, vec![rows, cols], &Device::Cpu)
+            .expect("candle reads the blocks")
+            .dequantize(&Device::Cpu)
+            .expect("dequantize")
+            .flatten_all()
+            .expect("flatten")
+            .to_vec1::<f32>()
+            .expect("to vec");
+        let mut ours = vec![0f32; cols];
+        for r in 0..rows {
+            w.dequantize_row(r, &mut ours);
+            for (c, (a, b)) in ours.iter().zip(&theirs[r * cols..]).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{ty:?} row {r} col {c}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn simd_kernels_match_the_scalar_reference() {
+    let Some(simd) = Kernels::avx2() else {
+        eprintln!("skipped: this CPU has no AVX2 + FMA");
+        return;
+    };
+    let scalar = Kernels::scalar();
+    for (i, ty) in ALL.into_iter().enumerate() {
+        // Odd row counts and several tokens exercise the chunk split and the token offsets.
+        for (rows, cols, t) in [(37, 256, 1), (19, 768, 3), (5, 1536, 2)] {
+            let w = random_matrix(ty, rows, cols, 100 + i as u64);
+            let x = random_acts(t, cols, 7);
+            let mut a = Acts::new();
+            a.set(&x, cols);
+            let (mut o1, mut o2) = (vec![0f32; rows * t], vec![0f32; rows * t]);
+            scalar.matmul(&w, &mut a, &mut o1);
+            simd.matmul(&w, &mut a, &mut o2);
+            let err = max_rel(&o2, &o1);
+            // Same integer sums; only the float summation order differs.
+            assert!(
+                err < 1e-5,
+                "{ty:?} {rows}x{cols} t={t}: relative error {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn quantized_product_matches_a_float_product_of_the_dequantized_weights() {
+    for (i, ty) in ALL.into_iter().enumerate() {
+        let (rows, cols, t) = (24, 512, 2);
+        let w = random_matrix(ty, rows, cols, 200 + i as u64);
+        let x = random_acts(t, cols, 9);
+        let mut a = Acts::new();
+        a.set(&x, cols);
+        let mut got = vec![0f32; rows * t];
+        Kernels::get().matmul(&w, &mut a, &mut got);
+        let mut want = vec![0f32; rows * t];
+        let mut row = vec![0f32; cols];
+        for r in 0..rows {
+            w.dequantize_row(r, &mut row);
+            for tok in 0..t {
+                let s: f64 = row
+                    .iter()
+                    .zip(&x[tok * cols..])
+                    .map(|(a, b)| *a as f64 * *b as f64)
+                    .sum();
+                want[tok * rows + r] = s as f32;
+            }
+        }
+        let err = max_rel(&got, &want);
+        // 8-bit activations: about 1/254 per element, averaging down over the row.
+        let tol = if matches!(ty, QType::F32 | QType::F16) {
+            1e-5
+        } else {
+            2e-2
+        };
+        assert!(err < tol, "{ty:?}: relative error {err}");
+    }
+}
+
+#[test]
+fn quantize_row_round_trips_within_one_step() {
+    let x = random_acts(1, 256, 3);
+    for ty in [
+        QType::Q4_0,
+        QType::Q4_1,
+        QType::Q5_0,
+        QType::Q8_0,
+        QType::F16,
+    ] {
+        let bytes = quantize_row(ty, &x).expect("a quantizer exists");
+        let w = QMatrix::new(ty, 1, 256, bytes).expect("size");
+        let mut back = vec![0f32; 256];
+        w.dequantize_row(0, &mut back);
+        for (b, c) in x.chunks(32).zip(back.chunks(32)) {
+            let amax = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let (lo, hi) = b
+                .iter()
+                .fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+            // One quantization step of each format (the symmetric 4/5-bit formats clamp the
+            // side opposite the largest value one level short, so a whole step is allowed).
+            let step = match ty {
+                QType::Q4_0 => amax / 8.0,
+                QType::Q5_0 => amax / 16.0,
+                QType::Q4_1 => (hi - lo) / 15.0,
+                QType::Q8_0 => amax / 127.0,
+                _ => amax / 1000.0,
+            };
+            for (u, v) in b.iter().zip(c) {
+                assert!(
+                    (u - v).abs() <= step * 1.01,
+                    "{ty:?}: {u} → {v}, step {step}"
+                );
+            }
+        }
+    }
+    assert!(quantize_row(QType::Q4_K, &x).is_none());
+}
+
+#[test]
+fn matrix_sizes_are_checked() {
+    assert!(QMatrix::new(QType::Q4_K, 1, 100, vec![0; 144]).is_err());
+    assert!(QMatrix::new(QType::Q8_0, 2, 64, vec![0; 4 * 34 - 1]).is_err());
+    assert!(QMatrix::new(QType::Q8_0, 2, 64, vec![0; 4 * 34]).is_ok());
+}
