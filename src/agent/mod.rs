@@ -9,6 +9,7 @@ pub mod approval;
 pub mod audit;
 pub mod condense;
 pub mod eval;
+pub mod eval_concurrent;
 pub mod guard;
 pub mod ooda;
 pub mod parse;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use super::cancel_on_ctrl_c;
-use super::run::{load_agent_model, print_event, AgentOpts};
+use super::run::{print_event, AgentOpts};
 use super::GlobalOpts;
 use crate::agent::eval::{load_suite, run_task, EvalOptions, EvalReport};
 use crate::agent::planner::LmPlanner;
@@ -24,6 +24,9 @@ pub struct Args {
     /// Stream every step of every task.
     #[arg(long)]
     pub trace: bool,
+    /// Tasks run at once (needs --backend openai; the in-process model takes one at a time).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
     /// Loop options.
     #[command(flatten)]
     pub agent: AgentOpts,
@@ -46,8 +49,11 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         return run_ooda(&args, g, tasks);
     }
     args.agent.require_react()?;
+    if args.concurrency != 1 {
+        return super::eval_parallel::run(&args, g, tasks, limits);
+    }
     let home = boyd_home()?;
-    let mut model = load_agent_model(g)?;
+    let mut model = args.agent.backend.load_agent_model(g)?;
     let planner_name = model.name();
     let cancel = CancelToken::new();
     cancel_on_ctrl_c(&cancel);
@@ -137,7 +143,7 @@ fn run_ooda(
         .ooda
         .config(args.agent.max_steps, args.agent.timeout, None)?;
     let home = boyd_home()?;
-    let mut model = load_agent_model(g)?;
+    let mut model = args.agent.backend.load_agent_model(g)?;
     let planner_name = model.name();
     let cancel = CancelToken::new();
     cancel_on_ctrl_c(&cancel);

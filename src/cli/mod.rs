@@ -7,9 +7,11 @@ use clap::{Parser, Subcommand};
 
 pub mod approve;
 pub mod audit;
+pub mod backend;
 pub mod bench;
 pub mod chat;
 pub mod eval;
+pub mod eval_parallel;
 pub mod generate;
 pub mod memory;
 pub mod models;
@@ -18,6 +20,7 @@ pub mod probe;
 pub mod resume;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod size;
 pub mod validate;
 
@@ -87,6 +90,8 @@ pub enum Command {
     /// Measure a model on this device, compare with the sizing prediction term by term, and
     /// calibrate the speed model for `boyd size --hw this`.
     Validate(validate::Args),
+    /// Serve the in-process model over an OpenAI-compatible HTTP API (loopback by default).
+    Serve(serve::Args),
 }
 
 /// Cancel `token` on the first Ctrl-C; a second Ctrl-C exits at once (status 130).
@@ -149,5 +154,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Size(args) => size::run(args, &g),
         Command::Probe(args) => probe::run(args, &g),
         Command::Validate(args) => validate::run(args, &g),
+        Command::Serve(args) => serve::run(args, &g),
     }
 }

@@ -70,6 +70,9 @@ pub struct AgentOpts {
     /// Output constraint for the model's actions.
     #[arg(long, value_enum, default_value = "json-schema")]
     pub constraint: ConstraintArg,
+    /// Where the model runs (in-process or an OpenAI-compatible server).
+    #[command(flatten)]
+    pub backend: super::backend::BackendOpts,
 }
 
 impl AgentOpts {
@@ -251,7 +254,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     };
     let tools = Toolset::builtin(shell);
     let home = boyd_home()?;
-    let mut model = load_agent_model(g)?;
+    let mut model = args.agent.backend.load_agent_model(g)?;
     let cancel = CancelToken::new();
     super::cancel_on_ctrl_c(&cancel);
     let run_dir = RunDir::create(&home)?;
@@ -333,7 +336,7 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         )?)
     };
     let key = o::approval_key();
-    let mut model = load_agent_model(g)?;
+    let mut model = args.agent.backend.load_agent_model(g)?;
     let cancel = CancelToken::new();
     super::cancel_on_ctrl_c(&cancel);
     let run_dir = RunDir::create(&home)?;

@@ -1,0 +1,905 @@
+//! `OpenAiModel`: a `LanguageModel` behind an OpenAI-compatible HTTP server (vLLM, llama.cpp's
+//! llama-server, TGI, Ollama, `boyd serve`).
+//!
+//! It speaks `POST {base}/v1/chat/completions` with `stream: true` (server-sent events), reads
+//! usage from the final chunk (`usage`, llama-server's `timings`, OpenAI's
+//! `prompt_tokens_details.cached_tokens`) and maps HTTP failures to typed [`RemoteError`]s.
+//!
+//! Design decision: output constraints go to the server, not to a local mask. A
+//! `Constraint::JsonSchema` is sent as the dialect the server understands (`response_format`
+//! JSON schema, llama-server's `json_schema`, vLLM's `guided_json`). In `auto` mode a server that
+//! rejects structured output (HTTP 400/422 naming it) is remembered as having none; from then on
+//! the request goes out unconstrained and the reply is checked for one JSON object, asking again
+//! (with a corrective message) up to `parse_retries` times before handing the text to the agent's
+//! tolerant parser. Transient failures (connection refused, timeouts, 429, 5xx) are retried with
+//! exponential backoff, but never once text has been streamed to the caller.
+
+pub mod sse;
+
+use std::io::{BufRead, BufReader};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::lm::{
+    CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest, LanguageModel,
+    LmError, Role, Usage,
+};
+
+/// Which structured-output dialect requests carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Structured {
+    /// `response_format` JSON schema plus the llama-server and vLLM fields; if the server
+    /// rejects them, fall back to unconstrained requests with JSON checks and retries.
+    #[default]
+    Auto,
+    /// Only the OpenAI `response_format: {type: json_schema}`.
+    ResponseFormat,
+    /// Only llama-server's top-level `json_schema` field.
+    LlamaServer,
+    /// Only vLLM's `guided_json` field.
+    Vllm,
+    /// Never send a constraint (the tolerant parser and retries do the work).
+    None,
+}
+
+/// How to reach and talk to the server.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// Base URL, with or without a trailing `/v1` (`http://127.0.0.1:8080`).
+    pub base_url: String,
+    /// Bearer token (from the environment variable named by `--api-key-env`).
+    pub api_key: Option<String>,
+    /// Model id sent in requests; `None`: the first id `/v1/models` lists.
+    pub model: Option<String>,
+    /// Connection timeout.
+    pub connect_timeout: Duration,
+    /// Longest silence while reading a response (between streamed chunks).
+    pub read_timeout: Duration,
+    /// Retries of transient failures (connection, timeout, 429, 5xx).
+    pub retries: u32,
+    /// First backoff; doubles per retry, capped at 8 s (a `Retry-After` header wins).
+    pub backoff: Duration,
+    /// Structured-output dialect.
+    pub structured: Structured,
+    /// Extra attempts when an unconstrained reply holds no JSON object.
+    pub parse_retries: u32,
+    /// Context length to assume when the server does not say.
+    pub context_length: Option<usize>,
+}
+
+impl RemoteConfig {
+    /// Defaults for `base_url`.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            model: None,
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(300),
+            retries: 3,
+            backoff: Duration::from_millis(500),
+            structured: Structured::Auto,
+            parse_retries: 2,
+            context_length: None,
+        }
+    }
+}
+
+/// Failures talking to an OpenAI-compatible server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// The base URL is not an http(s) URL.
+    #[error(
+        "--base-url {url:?} is not an http:// or https:// URL (example: http://127.0.0.1:8080)"
+    )]
+    BadUrl {
+        /// The URL given.
+        url: String,
+    },
+    /// Nothing answered (connection refused, DNS, reset).
+    #[error("cannot reach the OpenAI-compatible server at {url} ({detail}); is it running, and is --base-url right?")]
+    Unreachable {
+        /// The URL tried.
+        url: String,
+        /// The transport error.
+        detail: String,
+    },
+    /// No response within the read timeout.
+    #[error("the server at {url} did not answer within {secs:.0} s; raise --request-timeout or check the server's load")]
+    Timeout {
+        /// The URL tried.
+        url: String,
+        /// The timeout.
+        secs: f64,
+    },
+    /// HTTP 401/403: missing or wrong API key.
+    #[error("the server at {url} refused the API key (HTTP {status}: {message}); put the right key in the environment variable named by --api-key-env ({key_hint})")]
+    Unauthorized {
+        /// The URL tried.
+        url: String,
+        /// 401 or 403.
+        status: u16,
+        /// The server's message.
+        message: String,
+        /// Whether a key was sent.
+        key_hint: &'static str,
+    },
+    /// The prompt plus `max_tokens` exceeds the server's context.
+    #[error("the server rejected the request as too long for its context: {message}")]
+    ContextLength {
+        /// The server's message.
+        message: String,
+        /// Prompt tokens, when the server says.
+        prompt: Option<usize>,
+        /// Context length, when the server says.
+        context: Option<usize>,
+    },
+    /// The model id is unknown to the server.
+    #[error("the server at {url} does not serve model {model:?} (HTTP 404: {message}); list its models with GET /v1/models and pass one with --model")]
+    UnknownModel {
+        /// The URL tried.
+        url: String,
+        /// The model sent.
+        model: String,
+        /// The server's message.
+        message: String,
+    },
+    /// Any other HTTP error status.
+    #[error("the server at {url} answered HTTP {status}: {message}")]
+    Http {
+        /// The URL tried.
+        url: String,
+        /// Status code.
+        status: u16,
+        /// The server's message (or body).
+        message: String,
+    },
+    /// The response is not what the protocol says.
+    #[error("unexpected response from {url}: {detail}")]
+    Protocol {
+        /// The URL tried.
+        url: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl RemoteError {
+    /// Whether trying again may help.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            RemoteError::Unreachable { .. } | RemoteError::Timeout { .. } => true,
+            RemoteError::Http { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+impl From<RemoteError> for LmError {
+    fn from(e: RemoteError) -> Self {
+        match e {
+            RemoteError::ContextLength {
+                prompt, context, ..
+            } if prompt.is_some() || context.is_some() => LmError::ContextExceeded {
+                prompt: prompt.unwrap_or(0),
+                max_new: 0,
+                context: context.unwrap_or(0),
+            },
+            other => LmError::Backend(other.to_string()),
+        }
+    }
+}
+
+/// The part of an error body worth showing: `error.message`, or the body itself (cut).
+fn error_message(body: &str) -> (String, Option<Value>) {
+    let v: Option<Value> = serde_json::from_str(body).ok();
+    let msg = v
+        .as_ref()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .or_else(|| v.get("detail"))
+                .or_else(|| v.get("error"))
+        })
+        .map(|m| match m {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_else(|| body.chars().take(300).collect());
+    (msg, v)
+}
+
+/// Whether an error message is a context-length rejection (llama-server, vLLM, OpenAI, TGI).
+pub fn is_context_error(message: &str, body: Option<&Value>) -> bool {
+    let code = body
+        .and_then(|v| {
+            v.pointer("/error/code")
+                .or_else(|| v.pointer("/error/type"))
+        })
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    let m = message.to_ascii_lowercase();
+    code.contains("context_length_exceeded")
+        || code.contains("exceed_context_size")
+        || m.contains("maximum context length")
+        || m.contains("context size")
+        || m.contains("context length")
+        || m.contains("context window")
+}
+
+/// Numbers from a context-length message: (prompt tokens, context length).
+fn context_numbers(message: &str, body: Option<&Value>) -> (Option<usize>, Option<usize>) {
+    let get = |k: &str| {
+        body.and_then(|v| v.pointer(&format!("/error/{k}")))
+            .and_then(Value::as_u64)
+            .map(|n| n as usize)
+    };
+    let num_after = |pat: &str| -> Option<usize> {
+        let i = message.find(pat)? + pat.len();
+        let digits: String = message[i..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.parse().ok()
+    };
+    let prompt = get("n_prompt_tokens")
+        .or_else(|| num_after("request ("))
+        .or_else(|| num_after("resulted in"))
+        .or_else(|| num_after("you requested"));
+    let context = get("n_ctx")
+        .or_else(|| num_after("context size ("))
+        .or_else(|| num_after("maximum context length is"));
+    (prompt, context)
+}
+
+/// Whether a 400/422 message says the server does not do structured output.
+fn is_structured_rejection(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "response_format",
+        "json_schema",
+        "guided",
+        "grammar",
+        "structured",
+    ]
+    .iter()
+    .any(|k| m.contains(k))
+}
+
+/// The text of the first JSON object in `text`, if any parses.
+pub fn contains_json_object(text: &str) -> bool {
+    let Some(start) = text.find('{') else {
+        return false;
+    };
+    let mut de = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+    matches!(de.next(), Some(Ok(Value::Object(_))))
+}
+
+/// A model behind an OpenAI-compatible server.
+#[derive(Debug, Clone)]
+pub struct OpenAiModel {
+    config: RemoteConfig,
+    agent: ureq::Agent,
+    /// `{base}/v1`.
+    api: String,
+    model: String,
+    context_length: usize,
+    /// Cleared when the server rejected structured output (auto mode).
+    structured_ok: bool,
+    /// Requests sent (attempts included).
+    pub requests: u64,
+}
+
+/// The `/v1` root of a base URL.
+fn api_root(base: &str) -> Result<String, RemoteError> {
+    let b = base.trim().trim_end_matches('/');
+    if !(b.starts_with("http://") || b.starts_with("https://")) || b.len() < 9 {
+        return Err(RemoteError::BadUrl { url: base.into() });
+    }
+    Ok(if b.ends_with("/v1") {
+        b.to_string()
+    } else {
+        format!("{b}/v1")
+    })
+}
+
+/// The OpenAI wire form of a role.
+fn wire_role(r: Role) -> &'static str {
+    r.as_str()
+}
+
+impl OpenAiModel {
+    /// Connect: check the URL, list the server's models (which also checks reachability and the
+    /// key), pick the model and learn the context length where the server reports it.
+    pub fn connect(config: RemoteConfig) -> Result<Self, RemoteError> {
+        let api = api_root(&config.base_url)?;
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(config.connect_timeout)
+            .timeout_read(config.read_timeout)
+            .build();
+        let mut m = Self {
+            model: config.model.clone().unwrap_or_default(),
+            context_length: config.context_length.unwrap_or(8192),
+            structured_ok: config.structured != Structured::None,
+            config,
+            agent,
+            api,
+            requests: 0,
+        };
+        let models = m.with_retries(|m| m.get_json("/models"))?;
+        let list = models
+            .get("data")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if m.model.is_empty() {
+            m.model = list
+                .first()
+                .and_then(|e| e.get("id"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| RemoteError::Protocol {
+                    url: format!("{}/models", m.api),
+                    detail: "GET /v1/models lists no model; pass --model".into(),
+                })?
+                .to_string();
+        }
+        let entry = list
+            .iter()
+            .find(|e| e.get("id").and_then(Value::as_str) == Some(m.model.as_str()))
+            .or_else(|| list.first());
+        if m.config.context_length.is_none() {
+            // vLLM: max_model_len; llama-server: meta.n_ctx (the slot's context).
+            if let Some(n) = entry.and_then(|e| {
+                e.get("max_model_len")
+                    .or_else(|| e.pointer("/meta/n_ctx"))
+                    .or_else(|| e.get("context_length"))
+                    .and_then(Value::as_u64)
+            }) {
+                m.context_length = n as usize;
+            }
+        }
+        tracing::info!(api = %m.api, model = %m.model, ctx = m.context_length, "remote model");
+        Ok(m)
+    }
+
+    /// The model id requests carry.
+    pub fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    /// Whether structured output is still being sent (false after a rejection in auto mode).
+    pub fn structured_output(&self) -> bool {
+        self.structured_ok
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.api)
+    }
+
+    fn transport_error(&self, url: &str, t: &ureq::Transport) -> RemoteError {
+        let detail = t.to_string();
+        let timed_out = t.kind() == ureq::ErrorKind::Io
+            && (detail.contains("timed out") || detail.contains("WouldBlock"));
+        if timed_out {
+            RemoteError::Timeout {
+                url: url.into(),
+                secs: self.config.read_timeout.as_secs_f64(),
+            }
+        } else {
+            RemoteError::Unreachable {
+                url: url.into(),
+                detail,
+            }
+        }
+    }
+
+    fn io_error(&self, url: &str, e: &std::io::Error) -> RemoteError {
+        match e.kind() {
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => RemoteError::Timeout {
+                url: url.into(),
+                secs: self.config.read_timeout.as_secs_f64(),
+            },
+            _ => RemoteError::Unreachable {
+                url: url.into(),
+                detail: e.to_string(),
+            },
+        }
+    }
+
+    fn status_error(&self, url: &str, status: u16, body: &str) -> RemoteError {
+        let (message, v) = error_message(body);
+        match status {
+            401 | 403 => RemoteError::Unauthorized {
+                url: url.into(),
+                status,
+                message,
+                key_hint: if self.config.api_key.is_some() {
+                    "a key was sent"
+                } else {
+                    "no key was sent"
+                },
+            },
+            400 | 413 | 422 if is_context_error(&message, v.as_ref()) => {
+                let (prompt, context) = context_numbers(&message, v.as_ref());
+                RemoteError::ContextLength {
+                    message,
+                    prompt,
+                    context,
+                }
+            }
+            404 if message.to_ascii_lowercase().contains("model") => RemoteError::UnknownModel {
+                url: url.into(),
+                model: self.model.clone(),
+                message,
+            },
+            _ => RemoteError::Http {
+                url: url.into(),
+                status,
+                message,
+            },
+        }
+    }
+
+    fn request(&self, method: &str, url: &str) -> ureq::Request {
+        let mut r = self.agent.request(method, url);
+        if let Some(k) = &self.config.api_key {
+            r = r.set("Authorization", &format!("Bearer {k}"));
+        }
+        r
+    }
+
+    /// Map a ureq result to a response or a typed error (reading the error body).
+    fn check(
+        &self,
+        url: &str,
+        r: Result<ureq::Response, ureq::Error>,
+    ) -> Result<ureq::Response, (RemoteError, Option<Duration>)> {
+        match r {
+            Ok(resp) => Ok(resp),
+            Err(ureq::Error::Status(status, resp)) => {
+                let retry_after = resp
+                    .header("Retry-After")
+                    .and_then(|s| s.trim().parse::<f64>().ok())
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(|s| Duration::from_secs_f64(s.min(60.0)));
+                let body = resp.into_string().unwrap_or_default();
+                Err((self.status_error(url, status, &body), retry_after))
+            }
+            Err(ureq::Error::Transport(t)) => Err((self.transport_error(url, &t), None)),
+        }
+    }
+
+    fn get_json(&mut self, path: &str) -> Result<Value, (RemoteError, Option<Duration>)> {
+        let url = self.url(path);
+        self.requests += 1;
+        let resp = self.check(&url, self.request("GET", &url).call())?;
+        let text = resp.into_string().map_err(|e| {
+            (
+                RemoteError::Protocol {
+                    url: url.clone(),
+                    detail: e.to_string(),
+                },
+                None,
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            (
+                RemoteError::Protocol {
+                    url,
+                    detail: format!("not JSON: {e}"),
+                },
+                None,
+            )
+        })
+    }
+
+    /// Run `f` with retries of transient errors and exponential backoff.
+    fn with_retries<T>(
+        &mut self,
+        mut f: impl FnMut(&mut Self) -> Result<T, (RemoteError, Option<Duration>)>,
+    ) -> Result<T, RemoteError> {
+        let mut delay = self.config.backoff;
+        let mut attempt = 0;
+        loop {
+            match f(self) {
+                Ok(v) => return Ok(v),
+                Err((e, retry_after)) if e.is_transient() && attempt < self.config.retries => {
+                    attempt += 1;
+                    let wait = retry_after.unwrap_or(delay);
+                    tracing::warn!("{e}; retry {attempt}/{} in {wait:?}", self.config.retries);
+                    std::thread::sleep(wait);
+                    delay = (delay * 2).min(Duration::from_secs(8));
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
+    /// The JSON body of a chat completion request.
+    pub fn body(&self, req: &GenRequest, messages: &[ChatMessage], constrained: bool) -> Value {
+        let msgs: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": wire_role(m.role), "content": m.content}))
+            .collect();
+        let s = &req.sampling;
+        let mut b = json!({
+            "model": self.model,
+            "messages": msgs,
+            "max_tokens": req.max_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "seed": s.seed,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        if s.top_k > 0 {
+            b["top_k"] = json!(s.top_k);
+        }
+        if s.repeat_penalty != 1.0 {
+            b["repeat_penalty"] = json!(s.repeat_penalty);
+            b["repetition_penalty"] = json!(s.repeat_penalty);
+        }
+        if !req.stop.is_empty() {
+            b["stop"] = json!(req.stop);
+        }
+        if let (true, Some(Constraint::JsonSchema(schema))) = (constrained, &req.constraint) {
+            let rf =
+                json!({"type": "json_schema", "json_schema": {"name": "action", "schema": schema}});
+            match self.config.structured {
+                Structured::Auto => {
+                    b["response_format"] = rf;
+                    b["json_schema"] = schema.clone();
+                    b["guided_json"] = schema.clone();
+                }
+                Structured::ResponseFormat => b["response_format"] = rf,
+                Structured::LlamaServer => b["json_schema"] = schema.clone(),
+                Structured::Vllm => b["guided_json"] = schema.clone(),
+                Structured::None => {}
+            }
+        }
+        b
+    }
+
+    /// One streamed request. Returns the text, finish reason and usage.
+    fn stream_once(
+        &mut self,
+        body: &Value,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+        emitted: &mut bool,
+    ) -> Result<GenOutput, (RemoteError, Option<Duration>)> {
+        let url = self.url("/chat/completions");
+        self.requests += 1;
+        let t0 = Instant::now();
+        let resp = self.check(
+            &url,
+            self.request("POST", &url)
+                .set("Content-Type", "application/json")
+                .set("Accept", "text/event-stream")
+                .send_string(&body.to_string()),
+        )?;
+        let is_sse = resp
+            .header("Content-Type")
+            .is_some_and(|c| c.contains("event-stream"));
+        let proto = |detail: String| {
+            (
+                RemoteError::Protocol {
+                    url: url.clone(),
+                    detail,
+                },
+                None,
+            )
+        };
+        let mut reader = BufReader::new(resp.into_reader());
+        if !is_sse {
+            // A server that ignores `stream: true` answers with one JSON completion.
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut reader, &mut text)
+                .map_err(|e| (self.io_error(&url, &e), None))?;
+            let v: Value =
+                serde_json::from_str(&text).map_err(|e| proto(format!("not JSON: {e}")))?;
+            let content = v
+                .pointer("/choices/0/message/content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if !content.is_empty() {
+                *emitted = true;
+                on_text(&content);
+            }
+            let finish = v
+                .pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+                .map(finish_reason)
+                .unwrap_or(FinishReason::Eos);
+            let mut usage = Usage::default();
+            sse::read_usage(&v, &mut usage);
+            usage.decode_s = t0.elapsed().as_secs_f64();
+            return Ok(GenOutput {
+                text: content,
+                finish,
+                usage,
+            });
+        }
+        let mut text = String::new();
+        let mut finish = None;
+        let mut usage = Usage::default();
+        let mut first_token: Option<Instant> = None;
+        let mut events = sse::Events::default();
+        let mut line = String::new();
+        loop {
+            if cancel.is_cancelled() {
+                finish = Some(FinishReason::Cancelled);
+                break;
+            }
+            line.clear();
+            let n = reader
+                .read_line(&mut line)
+                .map_err(|e| (self.io_error(&url, &e), None))?;
+            if n == 0 {
+                break;
+            }
+            let Some(data) = events.push_line(&line) else {
+                continue;
+            };
+            if data.trim() == "[DONE]" {
+                break;
+            }
+            let v: Value = serde_json::from_str(&data)
+                .map_err(|e| proto(format!("bad event {data:?}: {e}")))?;
+            if v.get("error").is_some() {
+                let (message, _) = error_message(&data);
+                return Err((self.status_error(&url, 500, &message), None));
+            }
+            if let Some(piece) = v
+                .pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+            {
+                if !piece.is_empty() {
+                    first_token.get_or_insert_with(Instant::now);
+                    *emitted = true;
+                    text.push_str(piece);
+                    on_text(piece);
+                }
+            }
+            if let Some(f) = v
+                .pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+            {
+                finish = Some(finish_reason(f));
+            }
+            sse::read_usage(&v, &mut usage);
+        }
+        let end = Instant::now();
+        if usage.prefill_s == 0.0 && usage.decode_s == 0.0 {
+            let ft = first_token.unwrap_or(end);
+            usage.prefill_s = (ft - t0).as_secs_f64();
+            usage.decode_s = (end - ft).as_secs_f64();
+        }
+        let finish =
+            match finish {
+                Some(f) => f,
+                None if cancel.is_cancelled() => FinishReason::Cancelled,
+                None => return Err(proto(
+                    "the stream ended without a finish_reason (server crashed or connection cut)"
+                        .into(),
+                )),
+            };
+        Ok(GenOutput {
+            text,
+            finish,
+            usage,
+        })
+    }
+
+    /// One request with retries (transient errors, before any text was streamed).
+    fn generate_once(
+        &mut self,
+        req: &GenRequest,
+        messages: &[ChatMessage],
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<GenOutput, RemoteError> {
+        let mut delay = self.config.backoff;
+        let mut attempt = 0;
+        loop {
+            let constrained = self.structured_ok && req.constraint.is_some();
+            let body = self.body(req, messages, constrained);
+            let mut emitted = false;
+            match self.stream_once(&body, on_text, cancel, &mut emitted) {
+                Ok(out) => return Ok(out),
+                Err((
+                    RemoteError::Http {
+                        status, message, ..
+                    },
+                    _,
+                )) if constrained
+                    && self.config.structured == Structured::Auto
+                    && matches!(status, 400 | 422)
+                    && is_structured_rejection(&message) =>
+                {
+                    tracing::warn!(
+                        "the server rejected structured output ({message}); continuing without it (tolerant parsing with retries)"
+                    );
+                    self.structured_ok = false;
+                }
+                Err((e, retry_after))
+                    if e.is_transient() && !emitted && attempt < self.config.retries =>
+                {
+                    attempt += 1;
+                    let wait = retry_after.unwrap_or(delay);
+                    tracing::warn!("{e}; retry {attempt}/{} in {wait:?}", self.config.retries);
+                    std::thread::sleep(wait);
+                    delay = (delay * 2).min(Duration::from_secs(8));
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+}
+
+/// An OpenAI finish reason as ours.
+fn finish_reason(s: &str) -> FinishReason {
+    match s {
+        "length" => FinishReason::Length,
+        "stop" => FinishReason::Stop,
+        _ => FinishReason::Eos,
+    }
+}
+
+/// The corrective message sent when an unconstrained reply held no JSON object.
+pub const JSON_RETRY_MESSAGE: &str =
+    "Your reply was not one JSON object. Reply with exactly ONE JSON object in the format above and nothing else.";
+
+impl LanguageModel for OpenAiModel {
+    fn generate(
+        &mut self,
+        req: &GenRequest,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<GenOutput, LmError> {
+        let mut messages = req.messages.clone();
+        let mut total = Usage::default();
+        let mut tries = 0;
+        loop {
+            let out = self.generate_once(req, &messages, on_text, cancel)?;
+            total.prompt_tokens += out.usage.prompt_tokens;
+            total.reused_tokens += out.usage.reused_tokens;
+            total.prefilled_tokens += out.usage.prefilled_tokens;
+            total.generated_tokens += out.usage.generated_tokens;
+            total.prefill_s += out.usage.prefill_s;
+            total.decode_s += out.usage.decode_s;
+            total.context_used = out.usage.context_used;
+            let needs_json = matches!(req.constraint, Some(Constraint::JsonSchema(_)))
+                && !self.structured_ok
+                && out.finish != FinishReason::Cancelled;
+            if !needs_json || contains_json_object(&out.text) || tries >= self.config.parse_retries
+            {
+                return Ok(GenOutput {
+                    text: out.text,
+                    finish: out.finish,
+                    usage: total,
+                });
+            }
+            tries += 1;
+            tracing::info!(
+                "reply held no JSON object; asking again ({tries}/{})",
+                self.config.parse_retries
+            );
+            messages.push(ChatMessage::new(Role::Assistant, out.text));
+            messages.push(ChatMessage::new(Role::User, JSON_RETRY_MESSAGE));
+        }
+    }
+
+    fn context_length(&self) -> usize {
+        self.context_length
+    }
+
+    fn name(&self) -> String {
+        format!("{} @ {}", self.model, self.api)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_root_adds_v1_once_and_refuses_non_http() {
+        assert_eq!(
+            api_root("http://127.0.0.1:8080").ok(),
+            Some("http://127.0.0.1:8080/v1".into())
+        );
+        assert_eq!(
+            api_root("http://h:1/v1/").ok(),
+            Some("http://h:1/v1".into())
+        );
+        assert!(matches!(
+            api_root("127.0.0.1:8080"),
+            Err(RemoteError::BadUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn context_errors_of_three_servers_are_recognised_with_numbers() {
+        let llama = r#"{"error":{"code":400,"message":"request (9030 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9030,"n_ctx":8192}}"#;
+        let (m, v) = error_message(llama);
+        assert!(is_context_error(&m, v.as_ref()));
+        assert_eq!(context_numbers(&m, v.as_ref()), (Some(9030), Some(8192)));
+        let vllm = r#"{"object":"error","message":"This model's maximum context length is 2048 tokens. However, you requested 3000 tokens (2900 in the messages, 100 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","code":400}"#;
+        let (m, v) = error_message(vllm);
+        assert!(is_context_error(&m, v.as_ref()));
+        assert_eq!(context_numbers(&m, v.as_ref()), (Some(3000), Some(2048)));
+        let other = r#"{"error":{"message":"invalid temperature","type":"invalid_request_error"}}"#;
+        let (m, v) = error_message(other);
+        assert!(!is_context_error(&m, v.as_ref()));
+    }
+
+    #[test]
+    fn status_errors_are_typed() {
+        let mut cfg = RemoteConfig::new("http://127.0.0.1:9");
+        cfg.model = Some("m".into());
+        let m = OpenAiModel {
+            agent: ureq::AgentBuilder::new().build(),
+            api: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            context_length: 8192,
+            structured_ok: true,
+            config: cfg,
+            requests: 0,
+        };
+        let e = m.status_error("u", 401, r#"{"error":{"message":"Invalid API Key"}}"#);
+        assert!(matches!(e, RemoteError::Unauthorized { status: 401, .. }));
+        assert!(e.to_string().contains("--api-key-env"), "{e}");
+        assert!(!e.is_transient());
+        let e = m.status_error("u", 503, "busy");
+        assert!(e.is_transient(), "{e}");
+        let e = m.status_error(
+            "u",
+            400,
+            r#"{"error":{"message":"response_format is not supported"}}"#,
+        );
+        assert!(matches!(e, RemoteError::Http { status: 400, .. }));
+        let lm: LmError = m
+            .status_error(
+                "u",
+                400,
+                r#"{"error":{"message":"request (9030 tokens) exceeds the available context size (8192 tokens)","n_prompt_tokens":9030,"n_ctx":8192}}"#,
+            )
+            .into();
+        assert!(
+            matches!(
+                lm,
+                LmError::ContextExceeded {
+                    prompt: 9030,
+                    context: 8192,
+                    ..
+                }
+            ),
+            "{lm:?}"
+        );
+    }
+
+    #[test]
+    fn json_object_detection() {
+        assert!(contains_json_object(
+            "Sure: {\"thought\": \"x\", \"tool\": \"t\", \"args\": {}} done"
+        ));
+        assert!(!contains_json_object("The answer is 42."));
+        assert!(!contains_json_object("{not json"));
+    }
+
+    #[test]
+    fn unreachable_server_is_a_typed_error_after_retries() {
+        // Port 9 (discard) on loopback: nothing listens in test environments.
+        let mut cfg = RemoteConfig::new("http://127.0.0.1:9");
+        cfg.retries = 1;
+        cfg.backoff = Duration::from_millis(10);
+        let e = OpenAiModel::connect(cfg).expect_err("nothing listens");
+        assert!(matches!(e, RemoteError::Unreachable { .. }), "{e:?}");
+        assert!(e.to_string().contains("--base-url"), "{e}");
+    }
+}
