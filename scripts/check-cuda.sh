@@ -68,10 +68,12 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 t_start=$(date +%s)
 stamp() { echo "== [$(($(date +%s) - t_start)) s] $*"; }
 
-pip_install() { # stamp-name wheels...
+# Each set goes into its own --target folder: pip replaces a --target folder's top-level package
+# (nvidia/) wholesale, so two installs into one folder would leave only the second.
+pip_install() { # set-name wheels...
     local name=$1
     shift
-    local stamp_file="$TOOLCHAIN/.installed-$name"
+    local stamp_file="$TOOLCHAIN/$name/.installed"
     local want="$*"
     if [[ -f "$stamp_file" && "$(cat "$stamp_file")" == "$want" ]]; then
         stamp "CUDA $CUDA_RELEASE $name wheels already in $TOOLCHAIN"
@@ -82,8 +84,8 @@ pip_install() { # stamp-name wheels...
         echo "check-cuda.sh: $PYTHON has no pip; install Python 3 with pip, or set PYTHON" >&2
         exit 1
     fi
-    "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-deps --upgrade \
-        --target "$TOOLCHAIN/py" "$@"
+    "$PYTHON" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --upgrade \
+        --target "$TOOLCHAIN/$name" "$@"
     echo "$want" >"$stamp_file"
 }
 
@@ -92,47 +94,64 @@ pip_install() { # stamp-name wheels...
 # a stub with no-op bodies and soname libcuda.so.1, like the toolkit's own lib/stubs/libcuda.so.
 # At run time the loader finds the real driver's libcuda.so.1 instead.
 make_driver_stub() {
-    local root=$1 sys
-    local out="$root/lib/stubs/libcuda.so"
+    local dir=$1 sys
+    local out="$dir/libcuda.so"
     [[ -f "$out" ]] && return
-    sys=$(cargo metadata --format-version 1 --locked 2>/dev/null |
+    sys=$(cargo metadata --format-version 1 --locked --features cuda 2>/dev/null |
         "$PYTHON" -c 'import json,sys; m=json.load(sys.stdin); print(next(p["manifest_path"] for p in m["packages"] if p["name"]=="cudarc"))')
     sys="$(dirname "$sys")/src/driver/sys/mod.rs"
     if [[ ! -f "$sys" ]]; then
         echo "check-cuda.sh: cannot find cudarc's driver bindings ($sys); run cargo fetch first" >&2
         exit 1
     fi
-    mkdir -p "$root/lib/stubs"
     grep -oE '^\s+fn cu[A-Za-z0-9_]+\(' "$sys" | sed -E 's/^\s+fn (cu[A-Za-z0-9_]+)\(/\1/' | sort -u |
-        awk '{ printf "int %s(void) { return 999; }\n", $1 }' >"$root/lib/stubs/libcuda-stub.c"
-    cc -shared -fPIC -O0 -Wl,-soname,libcuda.so.1 -o "$out" "$root/lib/stubs/libcuda-stub.c"
+        awk '{ printf "int %s(void) { return 999; }\n", $1 }' >"$dir/libcuda-stub.c"
+    cc -shared -fPIC -O0 -Wl,-soname,libcuda.so.1 -o "$out" "$dir/libcuda-stub.c"
 }
 
 if [[ -n "${CUDA_ROOT:-${CUDA_HOME:-}}" && -x "${CUDA_ROOT:-${CUDA_HOME:-}}/bin/nvcc" ]]; then
     CUDA_DIR=${CUDA_ROOT:-$CUDA_HOME}
+    LIB_DIRS=("$CUDA_DIR/lib64" "$CUDA_DIR/lib")
     stamp "using the CUDA toolkit in $CUDA_DIR"
 else
     mkdir -p "$TOOLCHAIN"
     pip_install compile "${COMPILE_WHEELS[@]}"
-    CUDA_DIR="$TOOLCHAIN/py/nvidia/cu13"
+    CUDA_DIR="$TOOLCHAIN/compile/nvidia/cu13"
     # nvcc.profile looks for headers under targets/x86_64-linux/include; cudaforge for lib64.
     mkdir -p "$CUDA_DIR/targets"
     ln -sfn .. "$CUDA_DIR/targets/x86_64-linux"
     ln -sfn lib "$CUDA_DIR/lib64"
+    LIB_DIRS=("$CUDA_DIR/lib")
     if [[ $BUILD == 1 ]]; then
         pip_install link "${LINK_WHEELS[@]}"
+        LIB_DIRS+=("$TOOLCHAIN/link/nvidia/cu13/lib")
+        # ld/: the unversioned names the linker asks for, and the driver stub.
+        mkdir -p "$TOOLCHAIN/ld"
         for l in "${LINK_LIBS[@]}"; do
-            real=$(ls "$CUDA_DIR/lib/lib$l.so."* 2>/dev/null | grep -E "lib$l\.so\.[0-9]+$" | head -1)
-            [[ -n "$real" ]] && ln -sfn "$(basename "$real")" "$CUDA_DIR/lib/lib$l.so"
+            real=""
+            for d in "${LIB_DIRS[@]}"; do
+                for f in "$d/lib$l.so."*; do
+                    [[ -z "$real" && "$f" =~ lib$l\.so\.[0-9]+$ ]] && real=$f
+                done
+            done
+            if [[ -z "$real" ]]; then
+                echo "check-cuda.sh: lib$l.so.N is in none of ${LIB_DIRS[*]}; delete $TOOLCHAIN and run again" >&2
+                exit 1
+            fi
+            ln -sfn "$real" "$TOOLCHAIN/ld/lib$l.so"
         done
-        make_driver_stub "$CUDA_DIR"
+        make_driver_stub "$TOOLCHAIN/ld"
+        export LIBRARY_PATH="$TOOLCHAIN/ld${LIBRARY_PATH:+:$LIBRARY_PATH}"
     fi
 fi
 
 export CUDA_ROOT=$CUDA_DIR CUDA_HOME=$CUDA_DIR CUDA_PATH=$CUDA_DIR
 export PATH="$CUDA_DIR/bin:$PATH"
-export LD_LIBRARY_PATH="$CUDA_DIR/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export LIBRARY_PATH="$CUDA_DIR/lib:$CUDA_DIR/lib/stubs${LIBRARY_PATH:+:$LIBRARY_PATH}"
+LD_LIBRARY_PATH="$(
+    IFS=:
+    echo "${LIB_DIRS[*]}"
+)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
 nvcc --version | tail -2
 stamp "toolchain ready (compute capability $CUDA_COMPUTE_CAP, $CUDAFORGE_THREADS nvcc jobs)"
 
@@ -150,9 +169,12 @@ if [[ $BUILD == 1 ]]; then
     cp scripts/gpu-validate.sh "$bundle/"
     # The CUDA run-time libraries the binary needs (see `ldd boyd`), so the GPU machine needs
     # only the NVIDIA driver. libnvrtc-builtins is loaded by NVRTC itself.
-    for f in "$CUDA_DIR"/lib/lib{cudart,cublas,cublasLt,curand,nvrtc}.so.[0-9]* "$CUDA_DIR"/lib/libnvrtc-builtins.so.*; do
-        case "$f" in *.alt.*) continue ;; esac
-        cp -L "$f" "$bundle/lib/"
+    for d in "${LIB_DIRS[@]}"; do
+        for f in "$d"/lib{cudart,cublas,cublasLt,curand,nvrtc}.so.[0-9]* "$d"/libnvrtc-builtins.so.*; do
+            [[ -e "$f" ]] || continue
+            case "$f" in *.alt.*) continue ;; esac
+            cp -L "$f" "$bundle/lib/"
+        done
     done
     echo "CUDA $CUDA_RELEASE (wheels), compute capability $CUDA_COMPUTE_CAP, built $(date -u +%FT%TZ) from $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$bundle/BUILD-INFO"
     stamp "bundle ready: $bundle ($(du -sh "$bundle" | cut -f1)); copy it to the GPU machine and run ./gpu-validate.sh there"

@@ -17,7 +17,8 @@ pub struct Args {
     /// Skip the bandwidth measurement (a few seconds).
     #[arg(long)]
     pub no_bandwidth: bool,
-    /// Bandwidth buffer in MiB (default: 16 × the last-level cache, at least 256).
+    /// Bandwidth buffer in MiB (default: 16 × the last-level cache, at least 256; a GPU uses
+    /// at least 1024 MiB and at most a third of its free memory).
     #[arg(long)]
     pub bw_mib: Option<u64>,
     /// Timed bandwidth runs.
@@ -121,7 +122,15 @@ pub fn render(o: &ProbeOutput) -> String {
                 if let Some(m) = gpu.memory {
                     let _ = writeln!(s, "           {} total, {} free", m.total, m.free);
                 }
-                if let Some(b) = &gpu.bandwidth {
+                if let Some(c) = gpu.context_overhead {
+                    let _ = writeln!(s, "           context overhead {c} (measured)");
+                }
+                if gpu.bandwidth_kernels.is_empty() {
+                    if let Some(b) = &gpu.bandwidth {
+                        let _ = writeln!(s, "           bandwidth {}", bw_line(b));
+                    }
+                }
+                for b in &gpu.bandwidth_kernels {
                     let _ = writeln!(s, "           bandwidth {}", bw_line(b));
                 }
                 if let Some(e) = err {

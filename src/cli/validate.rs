@@ -14,7 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::GlobalOpts;
 use crate::catalog;
-use crate::hw::{BandwidthConfig, CpuInfo, HostMemory};
+use crate::hw::{BandwidthConfig, CpuInfo, DeviceProbe, HostMemory, Probe};
 use crate::measure::compare::Unit;
 use crate::measure::report::ValidateReport;
 use crate::measure::validate::{self, Progress, ValidateConfig};
@@ -43,6 +43,8 @@ pub struct Args {
     #[arg(long)]
     pub no_save: bool,
     /// Hardware preset for a GPU device (h200, m3-max, …); the CPU is always `this` machine.
+    /// Default for a GPU: the preset whose description matches the GPU's name, else the GPU as
+    /// the driver describes it (memory from the driver, an assumed matrix throughput).
     #[arg(long)]
     pub hw: Option<String>,
     /// Bandwidth probe buffer in MiB (default: 16 × the last-level cache, at least 256).
@@ -58,14 +60,10 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
     let mem = HostMemory::read()?;
     let backend = match g.device.as_str() {
         "cpu" => Backend::Cpu,
-        "metal" => Backend::Metal,
-        _ => Backend::Cuda,
+        spec => Probe::for_device(spec)?.backend(),
     };
     if backend != Backend::Cpu {
-        anyhow::bail!(
-            "--device {} needs --hw PRESET (e.g. h200, m3-max) for the GPU's memory and throughput",
-            g.device
-        );
+        return gpu_hardware(&g.device);
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(Hardware::new(
@@ -79,6 +77,72 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
         "RAM from /proc/meminfo; bandwidth measured by boyd validate",
     )?
     .with_free(mem.available.unwrap_or(mem.total)))
+}
+
+/// Matrix throughput assumed for a GPU no preset describes (a mid-range data-centre part);
+/// only the prefill prediction uses it, and calibration fits an efficiency on top.
+const ASSUMED_GPU_MATRIX_FLOPS: f64 = 100e12;
+
+/// The shipped GPU preset that best matches a driver's device name (`NVIDIA H200`,
+/// `NVIDIA H100 PCIe`, `NVIDIA A100-SXM4-40GB`): the preset's model number (`H200`, `4090`)
+/// must appear in the name, and the one with most description tokens in the name wins (first on a tie).
+pub fn preset_for_gpu(name: &str, backend: Backend) -> Option<Hardware> {
+    let upper = name.to_ascii_uppercase();
+    let mut best: Option<(usize, Hardware)> = None;
+    for h in Hardware::presets().ok()? {
+        if h.backend != backend {
+            continue;
+        }
+        let desc = h.description.to_ascii_uppercase();
+        let tokens: Vec<&str> = desc
+            .split_whitespace()
+            .filter(|t| !matches!(*t, "NVIDIA" | "GEFORCE" | "APPLE"))
+            .collect();
+        // The model number: the first token with a digit (`H200`, `A100`, `4090`).
+        let Some(model) = tokens
+            .iter()
+            .find(|t| t.chars().any(|c| c.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if !upper.contains(model) {
+            continue;
+        }
+        let score = tokens.iter().filter(|t| upper.contains(*t)).count();
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((score, h));
+        }
+    }
+    best.map(|(_, h)| h)
+}
+
+/// The GPU at `spec` as the sizing model should know it before calibration.
+fn gpu_hardware(spec: &str) -> anyhow::Result<Hardware> {
+    let probe = Probe::for_device(spec)?;
+    let m = probe.memory()?;
+    let name = probe.name();
+    if let Some(h) = preset_for_gpu(&name, probe.backend()) {
+        eprintln!(
+            "{name}: using hardware preset {} (--hw to choose another)",
+            h.name
+        );
+        return Ok(h.with_free(m.free));
+    }
+    eprintln!(
+        "{name}: no hardware preset matches; using the driver's memory figures and an assumed \
+         matrix throughput (--hw PRESET for the vendor's)"
+    );
+    Ok(Hardware::new(
+        "this",
+        &name,
+        probe.backend(),
+        m.total,
+        1.0,
+        BytesPerSec(1e12),
+        ASSUMED_GPU_MATRIX_FLOPS,
+        "memory from the driver; bandwidth measured by boyd validate; matrix throughput assumed",
+    )?
+    .with_free(m.free))
 }
 
 /// Run `boyd validate`.
@@ -188,6 +252,34 @@ pub fn render_table(r: &ValidateReport) -> String {
         r.bandwidth.spread * 100.0,
         r.memory.source
     );
+    for k in r.bandwidth_kernels.iter().skip(1) {
+        let _ = writeln!(
+            s,
+            "           {:?}: {} best ({} per run)",
+            k.method,
+            BytesPerSec(k.best.0),
+            Bytes(k.bytes_per_run.0)
+        );
+    }
+    if let Some(d) = &r.memory.device {
+        match (d.context_overhead, &d.context_overhead_error) {
+            (Some(c), _) => {
+                let _ = writeln!(s, "context overhead: {c} (measured)");
+            }
+            (None, Some(e)) => {
+                let _ = writeln!(s, "context overhead: not measured ({e})");
+            }
+            (None, None) => {}
+        }
+        for rd in &d.readings {
+            let _ = writeln!(
+                s,
+                "device memory {:<14} {} used, {} free of {}",
+                rd.stage, rd.used, rd.free, rd.total
+            );
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(
         s,
         "{:<24} {:>14} {:>22} {:>9} {:>7}  note",
@@ -246,4 +338,21 @@ pub fn render_table(r: &ValidateReport) -> String {
             .unwrap_or_default()
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_names_find_their_presets() {
+        let name = |n: &str| preset_for_gpu(n, Backend::Cuda).map(|h| h.name);
+        assert_eq!(name("NVIDIA H200").as_deref(), Some("h200"));
+        assert_eq!(name("NVIDIA H100 PCIe").as_deref(), Some("h100-pcie"));
+        assert_eq!(name("NVIDIA H100 80GB HBM3").as_deref(), Some("h100-sxm"));
+        assert_eq!(name("NVIDIA A100-SXM4-40GB").as_deref(), Some("a100-40"));
+        assert_eq!(name("NVIDIA GeForce RTX 4090").as_deref(), Some("rtx-4090"));
+        assert_eq!(name("Tesla T4"), None);
+        assert_eq!(name("NVIDIA RTX 6000 Ada Generation"), None);
+    }
 }

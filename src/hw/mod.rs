@@ -335,3 +335,20 @@ pub fn probe(cfg: Option<&BandwidthConfig>) -> Result<ProbeReport, ProbeError> {
         gpus: probe_gpus(cfg),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(not(any(feature = "cuda", all(feature = "metal", target_os = "macos"))))]
+    #[test]
+    fn auto_falls_back_to_the_cpu_without_gpu_backends() {
+        let p = Probe::for_device("auto").expect("auto always opens something");
+        assert_eq!(p.backend(), Backend::Cpu);
+        assert!(p.context_overhead().is_none());
+        assert!(matches!(
+            Probe::for_device("tpu"),
+            Err(ProbeError::BadConfig(_))
+        ));
+    }
+}

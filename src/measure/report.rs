@@ -5,13 +5,16 @@
 //! tokens/s, every time seconds:
 //!
 //! - `schema`, `model`, `device`, `build`, `host`: what ran where (the bench's records).
-//! - `bandwidth`: the probe's measurement (method, bytes per run, samples, best, mean, spread).
+//! - `bandwidth`: the probe's measurement (method, bytes per run, samples, best, mean, spread);
+//!   on a GPU the read kernel's, with `bandwidth_kernels` holding read, write and copy.
 //! - `memory`: the measured memory terms — `baseline` reading before load, `weights`,
 //!   `kv` per depth, `compute` peak during a prefill, `overhead`, `total` and `unaccounted`
-//!   — each with the predicted figure next to the measured ones (allocator and RSS).
+//!   — each with the predicted figure next to the measured ones (allocator and RSS); on a GPU
+//!   also `device`: the driver's free/total memory at each stage and the measured context cost.
 //! - `memory_curve`: the predicted memory terms at a range of context lengths (the plot's lines).
 //! - `speed`: the raw llama-bench records; `prefill` and `decode`: per test, measured mean ± sd
-//!   and the prediction before and after calibration; `decode_curve`: both predictions over
+//!   and the prediction before and after calibration (decode also: `bandwidth_fraction`, achieved
+//!   bytes/s ÷ measured bandwidth); `decode_curve`: both predictions over
 //!   depths (the plot's lines).
 //! - `calibration`: the decode fit, the prefill efficiency, and the profile that was saved.
 //! - `rows`: the comparison table (component | predicted | measured | error %).
@@ -27,8 +30,33 @@ use crate::hw::BandwidthResult;
 use crate::sizing::Profile;
 use crate::units::Bytes;
 
-/// Version of the report layout; bump on any incompatible change.
+/// Version of the report layout; bump on any incompatible change (additions are compatible).
 pub const REPORT_SCHEMA: u32 = 1;
+
+/// The device's memory as the driver reports it at one stage of a GPU validation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceReading {
+    /// When: `before load`, `after load`, `empty cache`, `kv @ d512`, `end`.
+    pub stage: String,
+    /// Total device memory.
+    pub total: Bytes,
+    /// Free device memory (CUDA `cuMemGetInfo`; Metal: working set − allocated).
+    pub free: Bytes,
+    /// `total − free`: used by every process on the device (Metal: by this process).
+    pub used: Bytes,
+}
+
+/// GPU memory: the driver's readings and the measured cost of a context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceMemoryReport {
+    /// Readings in the order taken.
+    pub readings: Vec<DeviceReading>,
+    /// Device memory one compute context costs, measured (CUDA: free memory before and after
+    /// creating a second context).
+    pub context_overhead: Option<Bytes>,
+    /// Why the context overhead could not be measured.
+    pub context_overhead_error: Option<String>,
+}
 
 /// How memory was measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -114,6 +142,9 @@ pub struct MemoryReport {
     pub total_measured: Option<Bytes>,
     /// `total_measured − (overhead + weights + KV at the deepest depth + compute)`.
     pub unaccounted: Option<i64>,
+    /// GPU only: the driver's readings and the context cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceMemoryReport>,
 }
 
 /// Predicted memory terms at one context length (a point on the plot's lines).
@@ -150,6 +181,9 @@ pub struct SpeedPoint {
     pub predicted_before: f64,
     /// Sizing model with the calibrated profile.
     pub predicted_after: f64,
+    /// Decode only: achieved bytes/s (`bytes_per_token × measured`) ÷ the measured bandwidth —
+    /// how close decode runs to the memory-bandwidth limit.
+    pub bandwidth_fraction: Option<f64>,
 }
 
 /// Predicted decode speed at one depth (a point on the plot's lines).
@@ -191,8 +225,11 @@ pub struct ValidateReport {
     pub build: BuildInfo,
     /// The host.
     pub host: HostInfo,
-    /// Measured bandwidth.
+    /// Measured bandwidth (GPU: the read kernel's).
     pub bandwidth: BandwidthResult,
+    /// GPU: every bandwidth kernel's measurement (read, write, copy).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bandwidth_kernels: Vec<BandwidthResult>,
     /// Memory, predicted and measured.
     pub memory: MemoryReport,
     /// Predicted memory terms over context lengths.

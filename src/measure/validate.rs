@@ -31,6 +31,7 @@ use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::session::{Session, PREFILL_CHUNK};
 use crate::sizing::profile::PROFILE_VERSION;
+use crate::sizing::Backend;
 use crate::sizing::{
     self, compute_buffers, kv_cache, throughput, weights, ArchParams, Hardware, Input, Profile,
     SizingError, WeightBytes, Weights,
@@ -155,6 +156,18 @@ impl Meter<'_> {
             Meter::Device(_) => None,
         }
     }
+}
+
+/// The driver's reading now, when memory is read from the device.
+fn device_reading(meter: &Meter<'_>, stage: impl Into<String>) -> Option<DeviceReading> {
+    let Meter::Device(p) = meter else { return None };
+    let m = p.memory().ok()?;
+    Some(DeviceReading {
+        stage: stage.into(),
+        total: m.total,
+        free: m.free,
+        used: Bytes(m.total.0.saturating_sub(m.free.0)),
+    })
 }
 
 fn sub(a: Option<u64>, b: Option<u64>) -> Option<Bytes> {
@@ -289,13 +302,21 @@ pub fn validate(
         file_bytes: file.file_len,
         tensor_bytes: file.header.tensor_bytes(),
     };
+    // GPU: what one context costs, measured before anything else is on the device.
+    let context_overhead = match meter {
+        Meter::Device(p) => p.context_overhead(),
+        _ => None,
+    };
+    let mut readings = Vec::new();
     progress(Progress::Step("loading weights".into()));
     let before_load = MemSnapshot::now();
     let used_before_load = meter.used(&before_load);
+    readings.extend(device_reading(&meter, "before load"));
     let decoder = Decoder::load(&mut file, device)?;
     device.synchronize()?;
     let after_load = MemSnapshot::now();
     let used_after_load = meter.used(&after_load);
+    readings.extend(device_reading(&meter, "after load"));
     drop(file);
     let embedding_copy = weights::embedding_copy(&arch, &wbytes, hw0.backend.embedding_policy())?;
     let rope = rope_table_bytes(&arch);
@@ -353,6 +374,7 @@ pub fn validate(
     session.reset();
     let warm_empty = MemSnapshot::now();
     let used_empty = meter.used(&warm_empty);
+    readings.extend(device_reading(&meter, "empty cache"));
     let mut kv = Vec::new();
     for &d in &depths {
         if d == 0 {
@@ -376,6 +398,7 @@ pub fn validate(
         }
         device.synchronize()?;
         let s = MemSnapshot::now();
+        readings.extend(device_reading(&meter, format!("kv @ d{d}")));
         kv.push(KvPoint {
             depth: d,
             predicted: Bytes(kv_bytes(&arch, hw0, d)?),
@@ -413,6 +436,7 @@ pub fn validate(
         })?
     };
     let end = MemSnapshot::now();
+    readings.extend(device_reading(&meter, "end"));
     drop(session);
 
     // 4. Bandwidth.
@@ -424,7 +448,16 @@ pub fn validate(
         "{} streaming read",
         Bytes(cfg.bandwidth.bytes)
     )));
-    let bandwidth = probe.bandwidth(&cfg.bandwidth)?;
+    let mut bandwidth_kernels = probe.bandwidth_suite(&cfg.bandwidth)?;
+    if bandwidth_kernels.is_empty() {
+        return Err(ValidateError::Config(
+            "the bandwidth probe returned nothing".into(),
+        ));
+    }
+    let bandwidth = bandwidth_kernels[0].clone();
+    if bandwidth_kernels.len() == 1 {
+        bandwidth_kernels.clear();
+    }
 
     // 5. Predict, calibrate, compare.
     let mut hw_before = hw0.clone();
@@ -432,12 +465,27 @@ pub fn validate(
     let total_ctx = positions;
     let est = sizing::estimate(&input(&arch, &wbytes, &hw_before, total_ctx), &hw_before)?;
     let overhead_predicted = est.memory.overhead;
+    let ctx_bytes = context_overhead
+        .as_ref()
+        .and_then(|r| r.as_ref().ok())
+        .map(|b| b.0);
     let overhead_measured = match meter {
         Meter::Heap | Meter::Rss => baseline.rss,
-        Meter::Device(_) => sub(used_before_load, Some(0)),
+        // The context is this process's fixed cost on a GPU; without its measurement, all
+        // the device memory in use before the load (other processes included).
+        Meter::Device(_) => ctx_bytes.map(Bytes).or(sub(used_before_load, Some(0))),
     };
+    // GPU: the largest reading less what other processes held (in use before the load, less
+    // our own context). Metal counts only this process's allocations, so nothing to subtract.
+    let others = match (probe.backend(), used_before_load, ctx_bytes) {
+        (Backend::Metal, _, _) => Some(0),
+        (_, Some(u), Some(c)) => Some(u.saturating_sub(c)),
+        _ => None,
+    };
+    let device_peak = readings.iter().map(|r| r.used.0).max();
     let total_measured = match meter {
         Meter::Heap | Meter::Rss if rss_mark_reset || baseline.rss_peak.is_some() => end.rss_peak,
+        Meter::Device(_) => sub(device_peak, others),
         _ => None,
     };
     let kv_deepest = kv.last().and_then(|k| k.measured).map_or(0, |b| b.0);
@@ -460,6 +508,13 @@ pub fn validate(
         total_predicted: Bytes(est.memory.total.0 + rope),
         total_measured,
         unaccounted,
+        device: matches!(meter, Meter::Device(_)).then(|| DeviceMemoryReport {
+            readings,
+            context_overhead: ctx_bytes.map(Bytes),
+            context_overhead_error: context_overhead
+                .and_then(|r| r.err())
+                .map(|e| e.to_string()),
+        }),
     };
 
     let wbpt = throughput::weight_bytes_per_token(&arch, &wbytes)? as f64;
@@ -521,10 +576,12 @@ pub fn validate(
     let mut decode = Vec::new();
     for r in &speed {
         if let BenchTest::Tg { n, depth } = r.spec {
+            let bpt = wbpt + kv_per_token * mid_depth(depth, n) as f64;
             decode.push(SpeedPoint {
                 test: r.test.clone(),
                 depth,
-                bytes_per_token: Some(wbpt + kv_per_token * mid_depth(depth, n) as f64),
+                bytes_per_token: Some(bpt),
+                bandwidth_fraction: Some(bpt * r.mean_tps / bandwidth.best.0),
                 measured: r.mean_tps,
                 sd: r.sd_tps,
                 predicted_before: predict_decode(&arch, &wbytes, &hw_before, depth, n)?,
@@ -536,6 +593,7 @@ pub fn validate(
         test: format!("pp{}", cfg.n_prompt),
         depth: 0,
         bytes_per_token: None,
+        bandwidth_fraction: None,
         measured: pp_tps,
         sd: pp_record.map_or(0.0, |r| r.sd_tps),
         predicted_before: predict_prefill(&arch, &wbytes, &hw_before, cfg.n_prompt)?,
@@ -576,6 +634,7 @@ pub fn validate(
         build: BuildInfo::current(),
         host,
         bandwidth,
+        bandwidth_kernels,
         memory,
         memory_curve,
         speed,
@@ -631,11 +690,14 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
             .note("transient peak above weights + KV"),
         );
     }
+    let on_device = m.source == MemorySource::Device;
     if let Some(o) = m.overhead_measured {
-        rows.push(
-            Row::new("overhead", Unit::Bytes, b(m.overhead_predicted), b(o))
-                .note("process RSS before loading the model"),
-        );
+        let note = match m.device.as_ref().and_then(|d| d.context_overhead) {
+            Some(_) => "one GPU context, measured (free memory with and without a 2nd context)",
+            None if on_device => "device memory in use before loading the model",
+            None => "process RSS before loading the model",
+        };
+        rows.push(Row::new("overhead", Unit::Bytes, b(m.overhead_predicted), b(o)).note(note));
     }
     if let Some(t) = m.total_measured {
         rows.push(
@@ -645,12 +707,19 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
                 b(m.total_predicted),
                 b(t),
             )
-            .note("peak RSS of the run"),
+            .note(if on_device {
+                "largest device reading − other processes' memory"
+            } else {
+                "peak RSS of the run"
+            }),
         );
     }
     if let Some(u) = m.unaccounted {
-        let mut r = Row::new("unaccounted", Unit::Bytes, 0.0, u as f64)
-            .note("peak RSS − measured terms (allocator slack, transients)");
+        let mut r = Row::new("unaccounted", Unit::Bytes, 0.0, u as f64).note(if on_device {
+            "device total − measured terms (driver pools, transients)"
+        } else {
+            "peak RSS − measured terms (allocator slack, transients)"
+        });
         r.error_pct = None;
         rows.push(r);
     }
@@ -677,7 +746,14 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
             )
             .sd(d.sd)
             .target(targets::DECODE_PCT)
-            .note(format!("before calibration: {:.1}", d.predicted_before)),
+            .note(match d.bandwidth_fraction {
+                Some(f) => format!(
+                    "before calibration: {:.1}; {:.0} % of measured bandwidth",
+                    d.predicted_before,
+                    f * 100.0
+                ),
+                None => format!("before calibration: {:.1}", d.predicted_before),
+            }),
         );
     }
     rows

@@ -225,11 +225,13 @@ fn sample_report() -> ValidateReport {
         total_predicted: Bytes(300 << 20),
         total_measured: Some(Bytes(200 << 20)),
         unaccounted: Some(10 << 20),
+        device: None,
     };
     let prefill = SpeedPoint {
         test: "pp512".into(),
         depth: 0,
         bytes_per_token: None,
+        bandwidth_fraction: None,
         measured: 400.0,
         sd: 5.0,
         predicted_before: 600.0,
@@ -240,6 +242,7 @@ fn sample_report() -> ValidateReport {
             test: "tg128".into(),
             depth: 0,
             bytes_per_token: Some(99_500_000.0),
+            bandwidth_fraction: Some(0.56),
             measured: 60.0,
             sd: 1.5,
             predicted_before: 80.0,
@@ -249,6 +252,7 @@ fn sample_report() -> ValidateReport {
             test: "tg128 @ d512".into(),
             depth: 512,
             bytes_per_token: Some(123_000_000.0),
+            bandwidth_fraction: Some(0.58),
             measured: 50.0,
             sd: 1.0,
             predicted_before: 70.0,
@@ -279,6 +283,7 @@ fn sample_report() -> ValidateReport {
         build,
         host,
         bandwidth,
+        bandwidth_kernels: vec![],
         memory,
         memory_curve: vec![
             MemoryCurvePoint {
