@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use candle_core::{DType, Device, MetalDevice};
-use candle_metal_kernels::metal::ComputePipeline;
+use candle_metal_kernels::metal::{ComputeCommandEncoder, ComputePipeline};
 use objc2_metal::MTLSize;
 
 use super::bandwidth::{gpu_buffer_bytes, BandwidthMethod, GPU_MIN_BYTES};
@@ -195,7 +195,7 @@ impl DeviceProbe for MetalProbe {
         let write = timed_runs(m, cfg.runs, &mut || {
             let guard = encoder()?;
             guard.set_compute_pipeline_state(&p.write);
-            let enc = guard.as_ref();
+            let enc: &ComputeCommandEncoder = guard.as_ref();
             enc.set_output_buffer(0, Some(&*a), 0);
             enc.set_bytes(1, &words);
             enc.set_bytes(2, &FILL);
@@ -205,7 +205,7 @@ impl DeviceProbe for MetalProbe {
         let read = timed_runs(m, cfg.runs, &mut || {
             let guard = encoder()?;
             guard.set_compute_pipeline_state(&p.read);
-            let enc = guard.as_ref();
+            let enc: &ComputeCommandEncoder = guard.as_ref();
             enc.set_input_buffer(0, Some(&*a), 0);
             enc.set_bytes(1, &words);
             enc.set_bytes(2, &MAGIC);
@@ -216,7 +216,7 @@ impl DeviceProbe for MetalProbe {
         let copy = timed_runs(m, cfg.runs, &mut || {
             let guard = encoder()?;
             guard.set_compute_pipeline_state(&p.copy);
-            let enc = guard.as_ref();
+            let enc: &ComputeCommandEncoder = guard.as_ref();
             enc.set_input_buffer(0, Some(&*a), 0);
             enc.set_output_buffer(1, Some(&*b), 0);
             enc.set_bytes(2, &words);
