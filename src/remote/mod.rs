@@ -135,6 +135,8 @@ pub enum RemoteError {
         prompt: Option<usize>,
         /// Context length, when the server says.
         context: Option<usize>,
+        /// Requested completion tokens, when the server says.
+        max_new: Option<usize>,
     },
     /// The model id is unknown to the server.
     #[error("the server at {url} does not serve model {model:?} (HTTP 404: {message}); list its models with GET /v1/models and pass one with --model")]
@@ -181,10 +183,13 @@ impl From<RemoteError> for LmError {
     fn from(e: RemoteError) -> Self {
         match e {
             RemoteError::ContextLength {
-                prompt, context, ..
+                prompt,
+                context,
+                max_new,
+                ..
             } if prompt.is_some() || context.is_some() => LmError::ContextExceeded {
                 prompt: prompt.unwrap_or(0),
-                max_new: 0,
+                max_new: max_new.unwrap_or(0),
                 context: context.unwrap_or(0),
             },
             other => LmError::Backend(other.to_string()),
@@ -245,7 +250,17 @@ fn context_numbers(message: &str, body: Option<&Value>) -> (Option<usize>, Optio
             .collect();
         digits.parse().ok()
     };
+    let num_before = |pat: &str| -> Option<usize> {
+        let i = message.find(pat)?;
+        let digits: String = message[..i]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.chars().rev().collect::<String>().parse().ok()
+    };
     let prompt = get("n_prompt_tokens")
+        .or_else(|| num_before(" in the messages"))
         .or_else(|| num_after("request ("))
         .or_else(|| num_after("resulted in"))
         .or_else(|| num_after("you requested"));
@@ -424,10 +439,19 @@ impl OpenAiModel {
             },
             400 | 413 | 422 if is_context_error(&message, v.as_ref()) => {
                 let (prompt, context) = context_numbers(&message, v.as_ref());
+                let max_new = message.find(" in the completion").and_then(|i| {
+                    let d: String = message[..i]
+                        .chars()
+                        .rev()
+                        .take_while(|c| c.is_ascii_digit())
+                        .collect();
+                    d.chars().rev().collect::<String>().parse().ok()
+                });
                 RemoteError::ContextLength {
                     message,
                     prompt,
                     context,
+                    max_new,
                 }
             }
             404 if message.to_ascii_lowercase().contains("model") => RemoteError::UnknownModel {
@@ -832,7 +856,7 @@ mod tests {
         let vllm = r#"{"object":"error","message":"This model's maximum context length is 2048 tokens. However, you requested 3000 tokens (2900 in the messages, 100 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","code":400}"#;
         let (m, v) = error_message(vllm);
         assert!(is_context_error(&m, v.as_ref()));
-        assert_eq!(context_numbers(&m, v.as_ref()), (Some(3000), Some(2048)));
+        assert_eq!(context_numbers(&m, v.as_ref()), (Some(2900), Some(2048)));
         let other = r#"{"error":{"message":"invalid temperature","type":"invalid_request_error"}}"#;
         let (m, v) = error_message(other);
         assert!(!is_context_error(&m, v.as_ref()));

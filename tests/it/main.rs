@@ -12,5 +12,7 @@ mod gguf;
 mod kernels;
 mod measure;
 mod ooda;
+mod remote;
+mod serve;
 mod sizing;
 mod tokenizer;
