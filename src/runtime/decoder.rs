@@ -21,6 +21,7 @@ use candle_core::{DType, Device, Module, Tensor, D};
 
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
+use crate::runtime::native::{self, NativeModel};
 use crate::sizing::{ArchParams, Architecture, GgmlType, RopeScaling};
 
 /// Errors building or running the decoder.
@@ -206,15 +207,48 @@ pub struct LoadedBytes {
     pub file_tensors: u64,
 }
 
-/// A llama-family decoder with its weights on one device.
-pub struct Decoder {
-    params: ArchParams,
-    device: Device,
+/// Which implementation runs the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineKind {
+    /// The native CPU engine on the CPU when it supports every tensor format, else candle.
+    #[default]
+    Auto,
+    /// candle's tensors and quantized matmul (CPU, CUDA or Metal).
+    Candle,
+    /// boyd's own CPU kernels (`kernels::cpu`); CPU only.
+    Native,
+}
+
+impl EngineKind {
+    /// `BOYD_ENGINE=candle|native|auto`, default auto.
+    pub fn from_env() -> Self {
+        match std::env::var("BOYD_ENGINE").as_deref() {
+            Ok("candle") => EngineKind::Candle,
+            Ok("native") => EngineKind::Native,
+            _ => EngineKind::Auto,
+        }
+    }
+}
+
+/// The candle path's weights.
+struct CandleModel {
     embed: Arc<QTensor>,
     blocks: Vec<Block>,
     norm: Tensor,
     output: QMatMul,
     rope: Rope,
+}
+
+enum Engine {
+    Candle(CandleModel),
+    Native(Box<NativeModel>),
+}
+
+/// A llama-family decoder with its weights on one device.
+pub struct Decoder {
+    params: ArchParams,
+    device: Device,
+    engine: Engine,
     /// Positions the RoPE table covers (caps the KV cache length).
     positions: usize,
     loaded: LoadedBytes,
@@ -243,6 +277,16 @@ impl Decoder {
         device: &Device,
         max_positions: usize,
     ) -> Result<Self> {
+        Self::load_with(file, device, max_positions, EngineKind::from_env())
+    }
+
+    /// Like [`Decoder::load_with_positions`] with an explicit engine choice.
+    pub fn load_with(
+        file: &mut GgufFile,
+        device: &Device,
+        max_positions: usize,
+        engine: EngineKind,
+    ) -> Result<Self> {
         let params = file.header.arch_params()?;
         if !params.architecture.runnable() {
             return Err(DecoderError::NotRunnable(params.architecture));
@@ -253,6 +297,33 @@ impl Decoder {
                 params.head_dim, params.head_dim_v
             ))
             .into());
+        }
+        let positions = (params.context_length as usize).min(max_positions).max(1);
+        let native = match engine {
+            EngineKind::Candle => false,
+            EngineKind::Native => {
+                if !device.is_cpu() {
+                    return Err(candle_core::Error::Msg(
+                        "the native engine runs on the CPU only; use BOYD_ENGINE=candle".into(),
+                    )
+                    .into());
+                }
+                true
+            }
+            EngineKind::Auto => device.is_cpu() && native::supports(file),
+        };
+        if native {
+            let mut loaded = 0u64;
+            let model = NativeModel::load(file, &params, positions, &mut loaded)?;
+            return Ok(Self {
+                params,
+                device: device.clone(),
+                engine: Engine::Native(Box::new(model)),
+                positions,
+                loaded: LoadedBytes {
+                    file_tensors: loaded,
+                },
+            });
         }
         let (h, hd) = (params.hidden as usize, params.head_dim as usize);
         let (nh, nkv) = (params.n_heads as usize, params.n_kv_heads as usize);
@@ -314,16 +385,17 @@ impl Decoder {
         let loaded = LoadedBytes {
             file_tensors: l.loaded_bytes,
         };
-        let positions = (params.context_length as usize).min(max_positions).max(1);
         let rope = Rope::new(&params, positions, device)?;
         Ok(Self {
             params,
             device: device.clone(),
-            embed,
-            blocks,
-            norm,
-            output,
-            rope,
+            engine: Engine::Candle(CandleModel {
+                embed,
+                blocks,
+                norm,
+                output,
+                rope,
+            }),
             positions,
             loaded,
         })
@@ -344,6 +416,14 @@ impl Decoder {
         self.loaded
     }
 
+    /// The engine running this decoder: `native/avx2`, `native/scalar` or `candle`.
+    pub fn engine_name(&self) -> String {
+        match &self.engine {
+            Engine::Candle(_) => "candle".into(),
+            Engine::Native(m) => format!("native/{}", m.kernels_name()),
+        }
+    }
+
     /// A KV cache shaped for this model. `max_len` is capped at the context length.
     pub fn new_cache(&self, max_len: usize) -> KvCache {
         let dtype = if self.device.is_cpu() {
@@ -351,25 +431,55 @@ impl Decoder {
         } else {
             DType::F16
         };
-        KvCache::new(
-            KvConfig {
-                n_layers: self.params.n_layers as usize,
-                n_kv_heads: self.params.n_kv_heads as usize,
-                head_dim_k: self.params.head_dim as usize,
-                head_dim_v: self.params.head_dim_v as usize,
-                dtype,
-                chunk: 256,
-                max_len: max_len
-                    .min(self.params.context_length as usize)
-                    .min(self.positions),
-            },
-            &self.device,
-        )
+        let cfg = KvConfig {
+            n_layers: self.params.n_layers as usize,
+            n_kv_heads: self.params.n_kv_heads as usize,
+            head_dim_k: self.params.head_dim as usize,
+            head_dim_v: self.params.head_dim_v as usize,
+            dtype,
+            chunk: 256,
+            max_len: max_len
+                .min(self.params.context_length as usize)
+                .min(self.positions),
+        };
+        if matches!(self.engine, Engine::Native(_)) {
+            return KvCache::new_host(cfg);
+        }
+        KvCache::new(cfg, &self.device)
     }
 
     /// Run `tokens` at the cache's current position, append their K/V, and return logits of
     /// shape `(vocab,)` for the last token, or `(t, vocab)` for every token when `all` is set.
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, all: bool) -> Result<Tensor> {
+        match &self.engine {
+            Engine::Candle(m) => self.forward_candle(m, tokens, cache, all),
+            Engine::Native(m) => {
+                let logits = m.forward(tokens, cache, all)?;
+                let vocab = self.params.vocab as usize;
+                Ok(if all {
+                    Tensor::from_vec(logits, (tokens.len(), vocab), &self.device)?
+                } else {
+                    Tensor::from_vec(logits, vocab, &self.device)?
+                })
+            }
+        }
+    }
+
+    /// Logits as a host vector: the native engine's directly, the candle engine's copied.
+    pub fn forward_vec(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>> {
+        match &self.engine {
+            Engine::Native(m) => m.forward(tokens, cache, false),
+            Engine::Candle(m) => Ok(self.forward_candle(m, tokens, cache, false)?.to_vec1()?),
+        }
+    }
+
+    fn forward_candle(
+        &self,
+        m: &CandleModel,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        all: bool,
+    ) -> Result<Tensor> {
         let t = tokens.len();
         if t == 0 {
             return Err(candle_core::Error::Msg("forward called with no tokens".into()).into());
@@ -377,11 +487,11 @@ impl Decoder {
         let pos = cache.len();
         cache.reserve(t)?;
         let ids = Tensor::new(tokens, &self.device)?;
-        let mut x = self.embed.embedding(&ids)?.unsqueeze(0)?; // (1, t, hidden)
+        let mut x = m.embed.embedding(&ids)?.unsqueeze(0)?; // (1, t, hidden)
         let mask = self.mask(t, pos)?;
-        for (i, b) in self.blocks.iter().enumerate() {
+        for (i, b) in m.blocks.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, self.params.norm_eps)?;
-            let a = self.attention(i, &b.attn, &h, pos, mask.as_ref(), cache)?;
+            let a = self.attention(&m.rope, i, &b.attn, &h, pos, mask.as_ref(), cache)?;
             x = (x + a)?;
             let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, self.params.norm_eps)?;
             let g = b.gate.forward(&h)?.silu()?;
@@ -390,8 +500,8 @@ impl Decoder {
         }
         cache.advance(t);
         let x = if all { x } else { x.narrow(1, t - 1, 1)? };
-        let x = candle_nn::ops::rms_norm(&x, &self.norm, self.params.norm_eps)?;
-        let logits = self.output.forward(&x)?.squeeze(0)?;
+        let x = candle_nn::ops::rms_norm(&x, &m.norm, self.params.norm_eps)?;
+        let logits = m.output.forward(&x)?.squeeze(0)?;
         Ok(if all { logits } else { logits.squeeze(0)? })
     }
 
@@ -416,8 +526,10 @@ impl Decoder {
         Ok(Some(Tensor::from_vec(m, (t, total), &self.device)?))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn attention(
         &self,
+        rope: &Rope,
         layer: usize,
         a: &Attention,
         x: &Tensor,
@@ -448,8 +560,8 @@ impl Decoder {
             q = candle_nn::ops::rms_norm(&q, qn, p.norm_eps)?;
             k = candle_nn::ops::rms_norm(&k, kn, p.norm_eps)?;
         }
-        let q = self.rope.apply(&q, pos)?;
-        let k = self.rope.apply(&k, pos)?;
+        let q = rope.apply(&q, pos)?;
+        let k = rope.apply(&k, pos)?;
         let (k, v) = cache.write(layer, &k, &v)?;
         let (k, v) = if k.dtype() == q.dtype() {
             (k, v)

@@ -63,6 +63,11 @@ pub struct KvCache {
     /// The length each truncation cut back to, in order; a snapshot taken after `epoch`
     /// cuts stays valid while every later cut kept its positions.
     cuts: Vec<usize>,
+    /// Host storage (`f32` vectors, same `[kv_head][capacity][dim]` layout) instead of
+    /// tensors: the native CPU engine's cache.
+    host: bool,
+    hk: Vec<Vec<f32>>,
+    hv: Vec<Vec<f32>>,
 }
 
 impl KvCache {
@@ -76,6 +81,45 @@ impl KvCache {
             len: 0,
             capacity: 0,
             cuts: Vec::new(),
+            host: false,
+            hk: Vec::new(),
+            hv: Vec::new(),
+        }
+    }
+
+    /// An empty cache in host memory (`f32`, whatever `cfg.dtype` says), for the native CPU
+    /// engine, which reads and writes it as slices.
+    pub fn new_host(mut cfg: KvConfig) -> Self {
+        cfg.dtype = DType::F32;
+        Self {
+            host: true,
+            ..Self::new(cfg, &Device::Cpu)
+        }
+    }
+
+    /// Whether this is a host cache.
+    pub fn is_host(&self) -> bool {
+        self.host
+    }
+
+    fn not_host() -> candle_core::Error {
+        candle_core::Error::Msg("the KV cache holds tensors, not host buffers".into())
+    }
+
+    /// K and V of `layer` as `[kv_head][capacity][dim]` slices (host caches only).
+    pub fn host_layer(&self, layer: usize) -> Result<(&[f32], &[f32])> {
+        match (self.host, self.hk.get(layer), self.hv.get(layer)) {
+            (true, Some(k), Some(v)) => Ok((k, v)),
+            _ => Err(Self::not_host()),
+        }
+    }
+
+    /// Mutable K and V of `layer` (host caches only); write positions `len..len + t` after
+    /// `reserve(t)`, then `advance(t)`.
+    pub fn host_layer_mut(&mut self, layer: usize) -> Result<(&mut [f32], &mut [f32])> {
+        match (self.host, self.hk.get_mut(layer), self.hv.get_mut(layer)) {
+            (true, Some(k), Some(v)) => Ok((k, v)),
+            _ => Err(Self::not_host()),
         }
     }
 
@@ -143,6 +187,29 @@ impl KvCache {
             self.cfg.head_dim_k,
             self.cfg.head_dim_v,
         );
+        if self.host {
+            let old = self.capacity;
+            let grow = |bufs: &mut Vec<Vec<f32>>, d: usize| {
+                for layer in 0..self.cfg.n_layers {
+                    let mut nb = vec![0f32; h * new_cap * d];
+                    if let Some(ob) = bufs.get(layer) {
+                        for g in 0..h {
+                            nb[g * new_cap * d..(g * new_cap + self.len) * d]
+                                .copy_from_slice(&ob[g * old * d..(g * old + self.len) * d]);
+                        }
+                    }
+                    if layer < bufs.len() {
+                        bufs[layer] = nb;
+                    } else {
+                        bufs.push(nb);
+                    }
+                }
+            };
+            grow(&mut self.hk, dk);
+            grow(&mut self.hv, dv);
+            self.capacity = new_cap;
+            return Ok(());
+        }
         let mut k = Vec::with_capacity(self.cfg.n_layers);
         let mut v = Vec::with_capacity(self.cfg.n_layers);
         for layer in 0..self.cfg.n_layers {
@@ -165,6 +232,11 @@ impl KvCache {
     /// `len..len + t` and return views of positions `0..len + t`. Call `reserve(t)` first and
     /// `advance(t)` after every layer has been written.
     pub fn write(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
+        if self.host {
+            candle_core::bail!(
+                "the KV cache holds host buffers; tensor writes need a tensor cache"
+            );
+        }
         let t = k.dim(2)?;
         if self.len + t > self.capacity {
             candle_core::bail!(
@@ -198,6 +270,8 @@ impl KvCache {
     pub fn clear(&mut self) {
         self.k.clear();
         self.v.clear();
+        self.hk.clear();
+        self.hv.clear();
         self.len = 0;
         self.capacity = 0;
         self.cuts.push(0);

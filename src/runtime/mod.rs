@@ -8,6 +8,7 @@ pub mod fit;
 pub mod gguf;
 pub mod kv_cache;
 pub mod local;
+pub mod native;
 pub mod reference;
 pub mod sampling;
 pub mod session;

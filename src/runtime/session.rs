@@ -165,9 +165,9 @@ impl Session {
 
     /// Run one token and return the logits after it.
     pub fn step(&mut self, token: u32) -> Result<Vec<f32>, DecoderError> {
-        let logits = self.decoder.forward(&[token], &mut self.cache, false)?;
+        let logits = self.decoder.forward_vec(&[token], &mut self.cache)?;
         self.tokens.push(token);
-        Ok(logits.to_vec1::<f32>()?)
+        Ok(logits)
     }
 
     /// Logits for every position of `tokens`, run from an empty cache (validation and tests).

@@ -1,0 +1,494 @@
+//! The native CPU engine: the same llama-family block as `decoder`, computed on plain `f32`
+//! buffers with boyd's own quantized kernels (`kernels::cpu`) instead of candle tensors.
+//!
+//! Why: a decode step of a small model is a few hundred small operations; through candle each
+//! one allocates a tensor and pays dispatch costs that dwarf the arithmetic, and candle has no
+//! SIMD kernel for several common formats (`Q4_1`, `Q5_0`). Here a step allocates nothing
+//! (scratch buffers live with the model), the Q/K/V and gate/up projections run as one fused
+//! product each when their formats agree, activations are quantized once per product, and
+//! attention reads the contiguous host KV cache once per KV head.
+//!
+//! The arithmetic is that of the candle path (same RoPE tables, same RMS norm, same 8-bit
+//! activation blocks), so the two agree to float rounding; the tests hold them together.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use crate::kernels::cpu::{Acts, Kernels, QMatrix, QType};
+use crate::runtime::decoder::DecoderError;
+use crate::runtime::gguf::{GgufError, GgufFile};
+use crate::runtime::kv_cache::KvCache;
+use crate::sizing::{ArchParams, Architecture, RopeScaling};
+
+type Result<T> = std::result::Result<T, DecoderError>;
+
+/// Whether every tensor of the file is in a format the native kernels compute with.
+pub fn supports(file: &GgufFile) -> bool {
+    file.header
+        .tensors
+        .iter()
+        .all(|t| QType::from_ggml(t.ggml_type).is_some())
+}
+
+/// Q/K/V (or gate/up) as one fused matrix when the formats agree, else separately.
+#[derive(Debug)]
+enum Proj {
+    /// One matrix holding the parts' rows in order, and each part's row count.
+    Fused(QMatrix, Vec<usize>),
+    Split(Vec<QMatrix>),
+}
+
+impl Proj {
+    fn new(parts: Vec<QMatrix>) -> Self {
+        let same = parts
+            .windows(2)
+            .all(|w| w[0].qtype() == w[1].qtype() && w[0].cols() == w[1].cols());
+        if !same || parts.len() < 2 {
+            return Proj::Split(parts);
+        }
+        let (ty, cols) = (parts[0].qtype(), parts[0].cols());
+        let rows: Vec<usize> = parts.iter().map(QMatrix::rows).collect();
+        let mut data = Vec::with_capacity(parts.iter().map(QMatrix::bytes).sum());
+        for p in &parts {
+            for r in 0..p.rows() {
+                data.extend_from_slice(p.row(r));
+            }
+        }
+        match QMatrix::new(ty, rows.iter().sum(), cols, data) {
+            Ok(m) => Proj::Fused(m, rows),
+            Err(_) => Proj::Split(parts),
+        }
+    }
+
+    /// Run the projection; `outs[i]` receives part `i` as `tokens × rows_i`.
+    fn apply(&self, k: &Kernels, a: &mut Acts, tmp: &mut Vec<f32>, outs: &mut [&mut Vec<f32>]) {
+        let t = a.tokens();
+        match self {
+            Proj::Split(parts) => {
+                for (m, o) in parts.iter().zip(outs.iter_mut()) {
+                    o.resize(t * m.rows(), 0.0);
+                    k.matmul(m, a, o);
+                }
+            }
+            Proj::Fused(m, part_rows) => {
+                let total = m.rows();
+                tmp.resize(t * total, 0.0);
+                k.matmul(m, a, tmp);
+                let mut start = 0;
+                for (o, &rows) in outs.iter_mut().zip(part_rows) {
+                    o.resize(t * rows, 0.0);
+                    for tok in 0..t {
+                        let src = tok * total + start;
+                        o[tok * rows..(tok + 1) * rows].copy_from_slice(&tmp[src..src + rows]);
+                    }
+                    start += rows;
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Layer {
+    attn_norm: Vec<f32>,
+    qkv: Proj,
+    bias: [Option<Vec<f32>>; 3],
+    q_norm: Option<Vec<f32>>,
+    k_norm: Option<Vec<f32>>,
+    wo: QMatrix,
+    ffn_norm: Vec<f32>,
+    gate_up: Proj,
+    down: QMatrix,
+}
+
+/// Per-call buffers, kept between calls so a decode step allocates nothing.
+#[derive(Debug, Default)]
+struct Scratch {
+    x: Vec<f32>,
+    xn: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    att: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    tmp: Vec<f32>,
+    proj: Vec<f32>,
+    acts: Acts,
+}
+
+/// A llama-family model on the native CPU engine.
+#[derive(Debug)]
+pub struct NativeModel {
+    p: ArchParams,
+    embed: QMatrix,
+    output: Option<QMatrix>,
+    layers: Vec<Layer>,
+    norm: Vec<f32>,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    interleaved: bool,
+    kernels: &'static Kernels,
+    scratch: Mutex<Scratch>,
+}
+
+fn matrix(
+    file: &mut GgufFile,
+    name: &str,
+    rows: usize,
+    cols: usize,
+    loaded: &mut u64,
+) -> Result<QMatrix> {
+    let info = file
+        .header
+        .tensor(name)
+        .cloned()
+        .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
+    let found = info.shape();
+    if found != [rows, cols] {
+        return Err(DecoderError::Shape {
+            name: name.to_string(),
+            expected: vec![rows, cols],
+            found,
+        });
+    }
+    let ty = QType::from_ggml(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
+        name: name.to_string(),
+        ty: info.ggml_type.name(),
+    })?;
+    let data = file.tensor_data(&info)?;
+    *loaded += info.bytes;
+    QMatrix::new(ty, rows, cols, data)
+        .map_err(|e| GgufError::Inconsistent(format!("tensor {name:?}: {e}")).into())
+}
+
+fn vector(file: &mut GgufFile, name: &str, len: usize, loaded: &mut u64) -> Result<Vec<f32>> {
+    let info = file
+        .header
+        .tensor(name)
+        .cloned()
+        .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
+    if info.shape() != [len] {
+        return Err(DecoderError::Shape {
+            name: name.to_string(),
+            expected: vec![len],
+            found: info.shape(),
+        });
+    }
+    let m = matrix_from_vector(file, &info, len, loaded)?;
+    let mut out = vec![0f32; len];
+    m.dequantize_row(0, &mut out);
+    Ok(out)
+}
+
+fn matrix_from_vector(
+    file: &mut GgufFile,
+    info: &crate::runtime::gguf::TensorInfo,
+    len: usize,
+    loaded: &mut u64,
+) -> Result<QMatrix> {
+    let ty = QType::from_ggml(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
+        name: info.name.clone(),
+        ty: info.ggml_type.name(),
+    })?;
+    let data = file.tensor_data(info)?;
+    *loaded += info.bytes;
+    QMatrix::new(ty, 1, len, data)
+        .map_err(|e| GgufError::Inconsistent(format!("tensor {:?}: {e}", info.name)).into())
+}
+
+fn rms_norm(x: &mut [f32], src: &[f32], w: &[f32], eps: f32) {
+    let n = w.len();
+    for (o, s) in x.chunks_exact_mut(n).zip(src.chunks_exact(n)) {
+        let ms = s.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        let r = 1.0 / (ms + eps).sqrt();
+        for ((o, s), w) in o.iter_mut().zip(s).zip(w) {
+            *o = s * r * w;
+        }
+    }
+}
+
+impl NativeModel {
+    /// Load every tensor of a validated file; RoPE tables cover `positions` positions.
+    pub fn load(
+        file: &mut GgufFile,
+        p: &ArchParams,
+        positions: usize,
+        loaded: &mut u64,
+    ) -> Result<Self> {
+        let (h, hd) = (p.hidden as usize, p.head_dim as usize);
+        let (nh, nkv) = (p.n_heads as usize, p.n_kv_heads as usize);
+        let (ffn, vocab) = (p.ffn as usize, p.vocab as usize);
+        let arch = p.architecture;
+        let embed = matrix(file, "token_embd.weight", vocab, h, loaded)?;
+        let mut layers = Vec::with_capacity((p.n_layers as usize).min(file.header.tensors.len()));
+        for i in 0..p.n_layers {
+            let n = |s: &str| format!("blk.{i}.{s}");
+            let bias =
+                |f: &mut GgufFile, s: &str, len: usize, l: &mut u64| -> Result<Option<Vec<f32>>> {
+                    if arch.qkv_bias() || f.header.tensor(&n(s)).is_some() {
+                        vector(f, &n(s), len, l).map(Some)
+                    } else {
+                        Ok(None)
+                    }
+                };
+            let bq = bias(file, "attn_q.bias", nh * hd, loaded)?;
+            let bk = bias(file, "attn_k.bias", nkv * hd, loaded)?;
+            let bv = bias(file, "attn_v.bias", nkv * hd, loaded)?;
+            let (q_norm, k_norm) = if arch.qk_norm() {
+                (
+                    Some(vector(file, &n("attn_q_norm.weight"), hd, loaded)?),
+                    Some(vector(file, &n("attn_k_norm.weight"), hd, loaded)?),
+                )
+            } else {
+                (None, None)
+            };
+            let wq = matrix(file, &n("attn_q.weight"), nh * hd, h, loaded)?;
+            let wk = matrix(file, &n("attn_k.weight"), nkv * hd, h, loaded)?;
+            let wv = matrix(file, &n("attn_v.weight"), nkv * hd, h, loaded)?;
+            let wo = matrix(file, &n("attn_output.weight"), h, nh * hd, loaded)?;
+            let gate = matrix(file, &n("ffn_gate.weight"), ffn, h, loaded)?;
+            let up = matrix(file, &n("ffn_up.weight"), ffn, h, loaded)?;
+            let down = matrix(file, &n("ffn_down.weight"), h, ffn, loaded)?;
+            layers.push(Layer {
+                attn_norm: vector(file, &n("attn_norm.weight"), h, loaded)?,
+                qkv: Proj::new(vec![wq, wk, wv]),
+                bias: [bq, bk, bv],
+                q_norm,
+                k_norm,
+                wo,
+                ffn_norm: vector(file, &n("ffn_norm.weight"), h, loaded)?,
+                gate_up: Proj::new(vec![gate, up]),
+                down,
+            });
+        }
+        let norm = vector(file, "output_norm.weight", h, loaded)?;
+        let output = if p.tied_embeddings {
+            None
+        } else {
+            Some(matrix(file, "output.weight", vocab, h, loaded)?)
+        };
+        let half = hd / 2;
+        let scale = match p.rope_scaling {
+            Some(RopeScaling::Linear { factor }) if factor > 0.0 => 1.0 / factor,
+            _ => 1.0,
+        };
+        let inv: Vec<f32> = (0..half)
+            .map(|i| 1.0 / p.rope_base.powf(2.0 * i as f32 / hd as f32))
+            .collect();
+        let (mut cos, mut sin) = (
+            Vec::with_capacity(positions * half),
+            Vec::with_capacity(positions * half),
+        );
+        for pos in 0..positions {
+            let pos = pos as f32 * scale;
+            for f in &inv {
+                let a = pos * f;
+                cos.push(a.cos());
+                sin.push(a.sin());
+            }
+        }
+        Ok(Self {
+            p: p.clone(),
+            embed,
+            output,
+            layers,
+            norm,
+            cos,
+            sin,
+            interleaved: matches!(arch, Architecture::Llama | Architecture::Mistral),
+            kernels: Kernels::get(),
+            scratch: Mutex::new(Scratch::default()),
+        })
+    }
+
+    /// Name of the kernel set in use (`avx2`, `scalar`).
+    pub fn kernels_name(&self) -> &'static str {
+        self.kernels.name
+    }
+
+    /// Rotate `x` (`heads × head_dim`) for position `pos`.
+    fn rope(&self, x: &mut [f32], pos: usize) {
+        let hd = self.p.head_dim as usize;
+        let half = hd / 2;
+        let (c, s) = (
+            &self.cos[pos * half..(pos + 1) * half],
+            &self.sin[pos * half..(pos + 1) * half],
+        );
+        for head in x.chunks_exact_mut(hd) {
+            if self.interleaved {
+                for i in 0..half {
+                    let (a, b) = (head[2 * i], head[2 * i + 1]);
+                    head[2 * i] = a * c[i] - b * s[i];
+                    head[2 * i + 1] = a * s[i] + b * c[i];
+                }
+            } else {
+                for i in 0..half {
+                    let (a, b) = (head[i], head[i + half]);
+                    head[i] = a * c[i] - b * s[i];
+                    head[i + half] = a * s[i] + b * c[i];
+                }
+            }
+        }
+    }
+
+    /// Run `tokens` at the cache's position, append their K/V, and return the logits of the
+    /// last token (`vocab`) or of every token (`tokens × vocab`).
+    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, all: bool) -> Result<Vec<f32>> {
+        let t = tokens.len();
+        if t == 0 {
+            return Err(candle_core::Error::Msg("forward called with no tokens".into()).into());
+        }
+        let p = &self.p;
+        let (h, hd) = (p.hidden as usize, p.head_dim as usize);
+        let (nh, nkv) = (p.n_heads as usize, p.n_kv_heads as usize);
+        let vocab = p.vocab as usize;
+        let pos = cache.len();
+        if pos + t > self.cos.len() / (hd / 2) {
+            return Err(candle_core::Error::Msg(format!(
+                "positions {pos}..{} exceed the RoPE table of {} positions",
+                pos + t,
+                self.cos.len() / (hd / 2)
+            ))
+            .into());
+        }
+        for &tok in tokens {
+            if tok as usize >= vocab {
+                return Err(candle_core::Error::Msg(format!(
+                    "token id {tok} is outside the vocabulary of {vocab}"
+                ))
+                .into());
+            }
+        }
+        cache.reserve(t)?;
+        let cap = cache.capacity();
+        let k = self.kernels;
+        let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let s = &mut *guard;
+        s.x.resize(t * h, 0.0);
+        for (i, &tok) in tokens.iter().enumerate() {
+            self.embed
+                .dequantize_row(tok as usize, &mut s.x[i * h..(i + 1) * h]);
+        }
+        s.xn.resize(t * h, 0.0);
+        let group = nh / nkv;
+        let scale = 1.0 / (hd as f32).sqrt();
+        let window = p.sliding_window.map(|w| w as usize);
+        for (li, l) in self.layers.iter().enumerate() {
+            rms_norm(&mut s.xn, &s.x, &l.attn_norm, p.norm_eps);
+            s.acts.set(&s.xn, h);
+            l.qkv.apply(
+                k,
+                &mut s.acts,
+                &mut s.proj,
+                &mut [&mut s.q, &mut s.k, &mut s.v],
+            );
+            for (buf, b) in [&mut s.q, &mut s.k, &mut s.v].into_iter().zip(&l.bias) {
+                if let Some(b) = b {
+                    for row in buf.chunks_exact_mut(b.len()) {
+                        row.iter_mut().zip(b).for_each(|(x, b)| *x += b);
+                    }
+                }
+            }
+            if let (Some(qn), Some(kn)) = (&l.q_norm, &l.k_norm) {
+                s.tmp.resize(hd, 0.0);
+                for head in s.q.chunks_exact_mut(hd) {
+                    s.tmp.copy_from_slice(head);
+                    rms_norm(head, &s.tmp, qn, p.norm_eps);
+                }
+                for head in s.k.chunks_exact_mut(hd) {
+                    s.tmp.copy_from_slice(head);
+                    rms_norm(head, &s.tmp, kn, p.norm_eps);
+                }
+            }
+            for i in 0..t {
+                self.rope(&mut s.q[i * nh * hd..(i + 1) * nh * hd], pos + i);
+                self.rope(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
+            }
+            // Append K/V: the cache is [kv_head][capacity][head_dim] per layer.
+            {
+                let (kc, vc) = cache.host_layer_mut(li)?;
+                for i in 0..t {
+                    for g in 0..nkv {
+                        let at = (g * cap + pos + i) * hd;
+                        kc[at..at + hd]
+                            .copy_from_slice(&s.k[(i * nkv + g) * hd..(i * nkv + g + 1) * hd]);
+                        vc[at..at + hd]
+                            .copy_from_slice(&s.v[(i * nkv + g) * hd..(i * nkv + g + 1) * hd]);
+                    }
+                }
+            }
+            let (kc, vc) = cache.host_layer(li)?;
+            s.att.resize(t * nh * hd, 0.0);
+            let q = &s.q;
+            let work = |(idx, out): (usize, &mut [f32]), scores: &mut Vec<f32>| {
+                let (i, head) = (idx / nh, idx % nh);
+                let g = head / group;
+                let qpos = pos + i;
+                let start = window.map_or(0, |w| (qpos + 1).saturating_sub(w));
+                let qv = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
+                let kbase = g * cap * hd;
+                scores.clear();
+                let mut max = f32::NEG_INFINITY;
+                for j in start..=qpos {
+                    let sc = k.dot(qv, &kc[kbase + j * hd..kbase + (j + 1) * hd]) * scale;
+                    max = max.max(sc);
+                    scores.push(sc);
+                }
+                let mut sum = 0f32;
+                for sc in scores.iter_mut() {
+                    *sc = (*sc - max).exp();
+                    sum += *sc;
+                }
+                out.fill(0.0);
+                let inv = 1.0 / sum;
+                for (j, &w) in (start..=qpos).zip(scores.iter()) {
+                    k.axpy(w * inv, &vc[kbase + j * hd..kbase + (j + 1) * hd], out);
+                }
+            };
+            let work_items = t * nh * (pos + t);
+            if work_items * hd >= 1 << 16 {
+                s.att
+                    .par_chunks_mut(hd)
+                    .enumerate()
+                    .for_each_init(Vec::new, |sc, item| work(item, sc));
+            } else {
+                let mut sc = std::mem::take(&mut s.tmp);
+                s.att
+                    .chunks_mut(hd)
+                    .enumerate()
+                    .for_each(|item| work(item, &mut sc));
+                s.tmp = sc;
+            }
+            s.acts.set(&s.att, nh * hd);
+            s.tmp.resize(t * h, 0.0);
+            k.matmul(&l.wo, &mut s.acts, &mut s.tmp);
+            s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
+
+            rms_norm(&mut s.xn, &s.x, &l.ffn_norm, p.norm_eps);
+            s.acts.set(&s.xn, h);
+            l.gate_up
+                .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
+            for (g, u) in s.gate.iter_mut().zip(&s.up) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            s.acts.set(&s.gate, p.ffn as usize);
+            k.matmul(&l.down, &mut s.acts, &mut s.tmp);
+            s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
+        }
+        cache.advance(t);
+        let rows = if all { t } else { 1 };
+        let last = &s.x[(t - rows) * h..];
+        s.xn.resize(rows * h, 0.0);
+        rms_norm(&mut s.xn[..rows * h], last, &self.norm, p.norm_eps);
+        s.acts.set(&s.xn[..rows * h], h);
+        let mut logits = vec![0f32; rows * vocab];
+        k.matmul(
+            self.output.as_ref().unwrap_or(&self.embed),
+            &mut s.acts,
+            &mut logits,
+        );
+        Ok(logits)
+    }
+}
