@@ -95,15 +95,6 @@ fn rehash(line: &str) -> String {
     v.to_string()
 }
 
-fn problem(dir: &Path) -> (usize, u64, ProblemKind) {
-    let r = verify(dir).expect("verify");
-    let p = r
-        .problem
-        .clone()
-        .unwrap_or_else(|| panic!("not detected: {r:?}"));
-    (p.line, p.seq, p.kind)
-}
-
 #[test]
 fn a_clean_log_verifies_with_every_intent_answered() {
     let d = tempfile::tempdir().expect("tempdir");

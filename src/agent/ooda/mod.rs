@@ -724,6 +724,8 @@ impl<'a> Ooda<'a> {
         };
         let mut session_cycles = 0usize;
         let mut decide_failures = 0usize;
+        // Tools left out of the next Decide's constraint after refused proposals.
+        let mut exclude: Vec<String> = Vec::new();
         let mut pending: Option<Assessment> = None;
         let mut answer: Option<String> = None;
 
@@ -841,6 +843,12 @@ impl<'a> Ooda<'a> {
             if let Some(e) = &extraction.error {
                 report.extraction_errors.push(e.clone());
                 s.counters.parse_failures += 1;
+            }
+            for c in &extraction.unsupported {
+                report.extraction_errors.push(format!(
+                    "left out {} = {:?}: not in the observation",
+                    c.key, c.value
+                ));
             }
             if let Some(a) = s.new_action.take() {
                 let src = format!("action {}", a.action_id);
@@ -974,6 +982,7 @@ impl<'a> Ooda<'a> {
                             world: &s.world,
                             tools: self.tools,
                             n: self.config.candidates,
+                            exclude: &exclude,
                             cancel: &self.cancel,
                         };
                         self.decider.propose(&input)
@@ -1037,8 +1046,10 @@ impl<'a> Ooda<'a> {
             (s.on_event)(&OodaEvent::Decided { record: &record });
 
             let Some(choice) = record.choice().cloned() else {
-                // The model's own mistakes (unparseable output, unknown tools, repeats) are fed
-                // back as a signal; only several in a row escalate.
+                // The model's own mistakes (unparseable output, unknown tools, repeats,
+                // irreversible actions the task did not ask for) are fed back as a signal, and
+                // the tools it kept repeating or was refused leave the next constraint; only
+                // several in a row escalate.
                 let mistakes_only = record.candidates.iter().all(|a| {
                     matches!(
                         a.dropped,
@@ -1046,11 +1057,25 @@ impl<'a> Ooda<'a> {
                             DropReason::UnknownTool
                                 | DropReason::Repeat
                                 | DropReason::RepeatOfFailure { .. }
+                                | DropReason::NotRequested
                         )
                     )
                 });
                 if record.candidates.is_empty() || mistakes_only {
                     decide_failures += 1;
+                    for a in &record.candidates {
+                        if matches!(
+                            a.dropped,
+                            Some(
+                                DropReason::Repeat
+                                    | DropReason::RepeatOfFailure { .. }
+                                    | DropReason::NotRequested
+                            )
+                        ) && !exclude.contains(&a.tool)
+                        {
+                            exclude.push(a.tool.clone());
+                        }
+                    }
                     let why = match &record.parse_error {
                         Some(e) if record.candidates.is_empty() => format!("the last proposal was unusable: {e}"),
                         _ => "every candidate of the last proposal was refused (see Refused); propose something else or give the final answer".to_string(),
@@ -1121,6 +1146,7 @@ impl<'a> Ooda<'a> {
                 );
             };
             decide_failures = 0;
+            exclude.clear();
             s.world.signals.remove("decide.error");
 
             // ---- Act

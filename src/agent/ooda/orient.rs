@@ -538,6 +538,66 @@ pub struct Extraction {
     pub usage: Usage,
     /// Why the model's output was unusable, if it was.
     pub error: Option<String>,
+    /// Claims left out because the text they came from does not support them.
+    pub unsupported: Vec<FactClaim>,
+}
+
+/// The numbers in a text (`-3`, `12.5`, `1,000` as 1000; `1,42` is two numbers).
+fn numbers(text: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let flush = |cur: &mut String, out: &mut Vec<f64>| {
+        let t = cur.trim_end_matches(['.', ',']).replace(',', "");
+        if let Ok(v) = t.parse::<f64>() {
+            out.push(v);
+        }
+        cur.clear();
+    };
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let next_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        let thousands = c == ','
+            && (1..=3).all(|k| chars.get(i + k).is_some_and(char::is_ascii_digit))
+            && !chars.get(i + 4).is_some_and(char::is_ascii_digit);
+        if c.is_ascii_digit()
+            || (c == '.' && !cur.is_empty() && next_digit)
+            || (thousands && !cur.is_empty())
+            || (c == '-' && cur.is_empty() && next_digit)
+        {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            flush(&mut cur, &mut out);
+        }
+    }
+    if !cur.is_empty() {
+        flush(&mut cur, &mut out);
+    }
+    out
+}
+
+fn normalized(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Whether `source` supports a claimed value: every number in the value occurs in the source,
+/// and a value without numbers occurs in it as text (case and spacing aside). A model that
+/// "extracts" a number it computed or guessed (an average, a remainder, a file name it never
+/// saw) is not reporting an observation.
+pub fn supported_by(value: &str, source: &str) -> bool {
+    let value_numbers = numbers(value);
+    if value_numbers.is_empty() {
+        let v = normalized(value);
+        return !v.is_empty() && normalized(source).contains(&v);
+    }
+    let source_numbers = numbers(source);
+    value_numbers.iter().all(|v| {
+        source_numbers
+            .iter()
+            .any(|s| (s - v).abs() <= 1e-9 * v.abs().max(1.0))
+    })
 }
 
 /// Turns observations into fact claims.
@@ -784,7 +844,20 @@ impl Orienter for LmOrienter<'_> {
         ex.model_calls = 1;
         ex.usage = out.usage;
         match parse_extraction(&out.text) {
-            Ok(claims) => ex.claims.extend(claims),
+            Ok(claims) => {
+                // A fact from this observation must be in it (or in the task or the call).
+                let source = format!(
+                    "{}\n{}\n{}",
+                    input.world.objective,
+                    canonical_json(&last.args),
+                    last.output
+                );
+                let (kept, dropped): (Vec<FactClaim>, Vec<FactClaim>) = claims
+                    .into_iter()
+                    .partition(|c| supported_by(&c.value, &source));
+                ex.claims.extend(kept);
+                ex.unsupported = dropped;
+            }
             Err(e) => ex.error = Some(e),
         }
         Ok(ex)
@@ -797,6 +870,28 @@ impl Orienter for LmOrienter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claims_must_be_supported_by_what_was_observed() {
+        let src = "What is 1000 mod 7?\n{\"expression\":\"1000 % 7\"}\n6";
+        assert!(supported_by("6", src));
+        assert!(supported_by("1000", src));
+        assert!(!supported_by("3", src), "a guessed remainder");
+        assert!(supported_by("5200 meters", "5.2 * 1000 = 5200"));
+        assert!(supported_by("1,000", "1000 items"));
+        assert!(supported_by("-11", "result: -11"));
+        assert!(!supported_by("12.5", "12 + 15 + 27 = 54"));
+        assert!(supported_by(
+            "Ada Lovelace",
+            "Author: Ada  lovelace\nStatus: draft"
+        ));
+        assert!(!supported_by("notes.txt", "debug = true"));
+        assert!(!supported_by("", "anything"));
+        assert_eq!(
+            numbers("at 4., -5 and 6,000 or 2.5; 1,42"),
+            vec![4.0, -5.0, 6000.0, 2.5, 1.0, 42.0]
+        );
+    }
 
     #[test]
     fn contradiction_is_checked_before_update() {

@@ -57,6 +57,22 @@ impl Tool for WriteFile {
             reversible: false,
         }
     }
+    fn intent_words(&self) -> Vec<String> {
+        [
+            "write_file",
+            "write",
+            "create",
+            "save",
+            "overwrite",
+            "append",
+            "edit",
+            "update",
+            "replace",
+            "store",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: WriteArgs = parse_args(args)?;
         guard_policy_dir(&a.path)?;
@@ -106,6 +122,21 @@ impl Tool for DeleteFile {
             cost: Cost::Medium,
             reversible: false,
         }
+    }
+    fn intent_words(&self) -> Vec<String> {
+        [
+            "delete_file",
+            "delete",
+            "remove",
+            "erase",
+            "rm",
+            "unlink",
+            "clean",
+            "clear",
+            "purge",
+        ]
+        .map(String::from)
+        .to_vec()
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: DeleteArgs = parse_args(args)?;

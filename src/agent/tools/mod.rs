@@ -182,6 +182,18 @@ pub trait Tool: Send + Sync {
     fn polls(&self) -> bool {
         false
     }
+    /// Words a task uses when it asks for this tool's effect (lowercase). An irreversible
+    /// action is only offered for approval when the task names one of them: one that only a
+    /// file or a tool output asked for is refused. Default: the name and its first word
+    /// (`launch_job` -> `launch_job`, `launch`).
+    fn intent_words(&self) -> Vec<String> {
+        let name = self.name().to_ascii_lowercase();
+        let mut v = vec![name.clone()];
+        if let Some(first) = name.split('_').next().filter(|w| *w != name) {
+            v.push(first.to_string());
+        }
+        v
+    }
     /// Run it.
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }
