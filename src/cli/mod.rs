@@ -22,6 +22,7 @@ pub mod run;
 pub mod runs;
 pub mod serve;
 pub mod size;
+pub mod size_parallel;
 pub mod validate;
 
 /// Global options shared by every subcommand.

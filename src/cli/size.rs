@@ -54,6 +54,12 @@ pub struct Args {
     /// List the hardware presets and exit.
     #[arg(long)]
     pub list_hw: bool,
+    /// Tensor-parallel GPUs (with a multi-GPU --hw such as h200x8; see models/clusters.toml).
+    #[arg(long)]
+    pub tp: Option<u32>,
+    /// Pipeline-parallel stages (with a multi-GPU --hw).
+    #[arg(long)]
+    pub pp: Option<u32>,
 }
 
 /// Assumed peak DRAM bandwidth of an uncalibrated host: dual-channel DDR4-3200
@@ -69,6 +75,12 @@ pub const ASSUMED_FLOPS_PER_CORE: f64 = 32.0 * 2.5e9;
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     if args.list_hw {
         return list_hw(g.json);
+    }
+    if args.tp.is_some()
+        || args.pp.is_some()
+        || crate::sizing::parallel::Cluster::is_preset(&args.hw)
+    {
+        return super::size_parallel::run(&args, g);
     }
     let model = args.model.clone().or_else(|| g.model.clone()).context(
         "no model given: pass a catalog name, a config.json or a .gguf (see `boyd models list`)",
@@ -111,7 +123,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
 }
 
 /// Write `text` to stdout; a closed pipe (`boyd size … | head`) ends quietly.
-fn emit(text: &str) -> anyhow::Result<ExitCode> {
+pub(super) fn emit(text: &str) -> anyhow::Result<ExitCode> {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -167,7 +179,10 @@ fn parse_tokens(s: &str) -> anyhow::Result<u32> {
 }
 
 /// Architecture, weights and the default context for MODEL.
-fn resolve_model(model: &str, quant: Option<&str>) -> anyhow::Result<(ArchParams, Weights, u32)> {
+pub(super) fn resolve_model(
+    model: &str,
+    quant: Option<&str>,
+) -> anyhow::Result<(ArchParams, Weights, u32)> {
     const DEFAULT_CTX: u32 = 8192;
     let path = Path::new(model);
     let is_gguf = path
