@@ -54,7 +54,7 @@ pub struct Args {
     /// List the hardware presets and exit.
     #[arg(long)]
     pub list_hw: bool,
-    /// Tensor-parallel GPUs (with a multi-GPU --hw such as h200x8; see models/clusters.toml).
+    /// Tensor-parallel GPUs (with a multi-GPU --hw such as h200x8; see src/sizing/clusters.toml).
     #[arg(long)]
     pub tp: Option<u32>,
     /// Pipeline-parallel stages (with a multi-GPU --hw).

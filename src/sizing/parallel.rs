@@ -1,5 +1,5 @@
 //! Multi-GPU sizing: tensor parallelism (TP) across the GPUs of a stage and pipeline
-//! parallelism (PP) across stages, on one box from `models/clusters.toml`.
+//! parallelism (PP) across stages, on one box from `src/sizing/clusters.toml`.
 //!
 //! Per GPU, the way vLLM-style serving engines lay a llama-family model out:
 //!
@@ -35,7 +35,7 @@ use super::weights::WeightBytes;
 use crate::units::{Bytes, BytesPerSec, TokensPerSec};
 
 /// The shipped box presets.
-const CLUSTERS_TOML: &str = include_str!("../../models/clusters.toml");
+const CLUSTERS_TOML: &str = include_str!("clusters.toml");
 
 /// NCCL's default buffer per channel and direction (`NCCL_BUFFSIZE`).
 pub const NCCL_BUFFSIZE: u64 = 4 * 1024 * 1024;
@@ -59,7 +59,7 @@ pub enum ParallelError {
         known: String,
     },
     /// The presets file is broken.
-    #[error("models/clusters.toml: {0}")]
+    #[error("src/sizing/clusters.toml: {0}")]
     Presets(String),
     /// TP or PP of zero.
     #[error("--tp and --pp must be at least 1")]
