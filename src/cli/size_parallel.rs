@@ -92,7 +92,11 @@ pub fn render(model: &str, quant: &str, e: &ParallelEstimate) -> String {
             e.kv_heads_per_gpu, e.kv_replication
         )
     } else {
-        format!("{} KV heads per GPU", e.kv_heads_per_gpu)
+        format!(
+            "{} KV head{} per GPU",
+            e.kv_heads_per_gpu,
+            if e.kv_heads_per_gpu == 1 { "" } else { "s" }
+        )
     };
     let _ = writeln!(
         s,
@@ -105,7 +109,7 @@ pub fn render(model: &str, quant: &str, e: &ParallelEstimate) -> String {
     for b in &e.comm_buffers {
         let _ = writeln!(
             s,
-            "    {:<16} {:>10}   {}",
+            "    {:<18} {:>8}   {}",
             b.name,
             b.bytes.to_string(),
             b.source
