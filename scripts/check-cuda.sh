@@ -18,6 +18,7 @@
 #   BOYD_CUDA_JOBS          nvcc processes in parallel (default: all CPUs)
 #   CARGO_TARGET_DIR        default target/cuda-check, so this never fights the main build
 #   PYTHON                  Python with pip (default python3)
+#   BOYD_GPU_TARGET_CPU     CPU the --build binary is compiled for (default x86-64-v3: AVX2, FMA)
 # A CUDA toolkit that is already installed is used instead when CUDA_ROOT (or CUDA_HOME) points
 # at it, in which case nothing is installed.
 set -euo pipefail
@@ -29,7 +30,7 @@ for arg in "$@"; do
     case "$arg" in
         --build) BUILD=1 ;;
         -h | --help)
-            sed -n '2,22p' "$0"
+            sed -n '2,24p' "$0"
             exit 0
             ;;
         *)
@@ -64,6 +65,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT_DIR/target/cuda-check}
 export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90}
 export CUDAFORGE_THREADS=${BOYD_CUDA_JOBS:-$(nproc)}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+GPU_TARGET_CPU=${BOYD_GPU_TARGET_CPU:-x86-64-v3}
 
 t_start=$(date +%s)
 stamp() { echo "== [$(($(date +%s) - t_start)) s] $*"; }
@@ -160,8 +162,10 @@ cargo check --locked --features cuda --lib --bins
 stamp "cargo check --features cuda passed"
 
 if [[ $BUILD == 1 ]]; then
-    stamp "cargo build --release --features cuda"
-    cargo build --locked --release --features cuda --bin boyd
+    # The repo's .cargo/config.toml builds for this CPU (target-cpu=native); the bundle runs on
+    # another machine, so it is built for x86-64-v3 (AVX2 + FMA: every H100/H200 host has it).
+    stamp "cargo build --release --features cuda (target-cpu=$GPU_TARGET_CPU)"
+    RUSTFLAGS="-C target-cpu=$GPU_TARGET_CPU" cargo build --locked --release --features cuda --bin boyd
     bundle="$CARGO_TARGET_DIR/gpu-bundle"
     rm -rf "$bundle"
     mkdir -p "$bundle/lib"
@@ -176,7 +180,7 @@ if [[ $BUILD == 1 ]]; then
             cp -L "$f" "$bundle/lib/"
         done
     done
-    echo "CUDA $CUDA_RELEASE (wheels), compute capability $CUDA_COMPUTE_CAP, built $(date -u +%FT%TZ) from $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$bundle/BUILD-INFO"
+    echo "CUDA $CUDA_RELEASE (wheels), compute capability $CUDA_COMPUTE_CAP, target-cpu $GPU_TARGET_CPU, built $(date -u +%FT%TZ) from $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$bundle/BUILD-INFO"
     stamp "bundle ready: $bundle ($(du -sh "$bundle" | cut -f1)); copy it to the GPU machine and run ./gpu-validate.sh there"
 fi
 stamp "done"

@@ -61,6 +61,12 @@ fn driver_err(during: &'static str) -> impl Fn(DriverError) -> ProbeError {
     }
 }
 
+/// The first line of a candle error: candle appends a backtrace, which a probe report does
+/// not need.
+fn first_line(e: &candle_core::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
 impl CudaProbe {
     /// Open CUDA device `index` (its primary context, shared with candle).
     pub fn new(index: usize) -> Result<Self, ProbeError> {
@@ -69,7 +75,7 @@ impl CudaProbe {
             index,
             reason,
         };
-        let device = Device::new_cuda(index).map_err(|e| no_device(e.to_string()))?;
+        let device = Device::new_cuda(index).map_err(|e| no_device(first_line(&e)))?;
         let ctx = match &device {
             Device::Cuda(d) => d.cuda_stream().context().clone(),
             _ => return Err(no_device("candle returned a non-CUDA device".into())),

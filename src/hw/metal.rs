@@ -65,7 +65,8 @@ impl MetalProbe {
         let device = Device::new_metal(index).map_err(|e| ProbeError::NoDevice {
             backend: "metal",
             index,
-            reason: e.to_string(),
+            // candle appends a backtrace; the report needs the first line.
+            reason: e.to_string().lines().next().unwrap_or_default().to_string(),
         })?;
         Ok(Self { device })
     }
