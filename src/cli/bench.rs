@@ -157,13 +157,15 @@ fn print_table(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "cpu: {} · {} threads · device {} · build {} {} [{}]",
+        "cpu: {} · {} threads · device {} · build {} {} [{}] · engine {} (kernels {})",
         host.cpu,
         host.threads,
         host.device,
         build.profile,
         build.arch,
-        build.simd.join(",")
+        build.simd.join(","),
+        build.engine,
+        build.kernels
     )?;
     writeln!(out)?;
     writeln!(

@@ -126,6 +126,10 @@ pub struct BuildInfo {
     pub simd: Vec<&'static str>,
     /// Cargo features (cuda, metal).
     pub features: Vec<&'static str>,
+    /// The native engine's kernel set, detected at run time (`avx2`, `scalar`).
+    pub kernels: &'static str,
+    /// The decoder engine (`BOYD_ENGINE`: `auto`, `native`, `candle`).
+    pub engine: &'static str,
 }
 
 impl BuildInfo {
@@ -170,6 +174,12 @@ impl BuildInfo {
             arch: std::env::consts::ARCH,
             simd,
             features,
+            kernels: crate::kernels::cpu::Kernels::get().name,
+            engine: match crate::runtime::decoder::EngineKind::from_env() {
+                crate::runtime::decoder::EngineKind::Auto => "auto",
+                crate::runtime::decoder::EngineKind::Native => "native",
+                crate::runtime::decoder::EngineKind::Candle => "candle",
+            },
         }
     }
 
@@ -187,11 +197,17 @@ impl BuildInfo {
             "aarch64" => self.simd.contains(&"neon"),
             _ => true,
         };
-        if !fast {
+        if !fast && self.engine == "candle" {
             w.push(format!(
-                "built without the CPU's SIMD features ({}): expect ~2.7x slower CPU inference; build with RUSTFLAGS=\"-C target-cpu=native\" (the repo's .cargo/config.toml does this)",
+                "built without the CPU's SIMD features ({}) and running the candle engine: expect ~2.7x slower CPU inference; build with RUSTFLAGS=\"-C target-cpu=native\" (the repo's .cargo/config.toml does this) or use the native engine",
                 if self.simd.is_empty() { "none".to_string() } else { self.simd.join(",") }
             ));
+        }
+        if self.kernels == "scalar" && self.engine != "candle" {
+            w.push(
+                "the native engine runs its scalar reference kernels (no AVX2+FMA detected, or BOYD_KERNELS=scalar): expect several times slower CPU inference"
+                    .into(),
+            );
         }
         w
     }

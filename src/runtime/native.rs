@@ -116,6 +116,50 @@ struct Scratch {
     tmp: Vec<f32>,
     proj: Vec<f32>,
     acts: Acts,
+    prof: Prof,
+}
+
+/// Names of the profiled operations, in `Prof::acc` order.
+pub const PROFILE_OPS: [&str; 10] = [
+    "embedding",
+    "rms norms",
+    "qkv matmul (+bias, qk-norm)",
+    "rope + kv write",
+    "attention",
+    "wo matmul",
+    "gate/up matmul",
+    "silu * up",
+    "down matmul + residual",
+    "output norm + logits",
+];
+
+/// Per-operation wall time of the forward passes (`BOYD_PROFILE=1`): each `lap` charges the
+/// time since the previous one to an operation.
+#[derive(Debug, Default)]
+struct Prof {
+    on: bool,
+    last: Option<std::time::Instant>,
+    acc: [f64; 10],
+    calls: u64,
+}
+
+impl Prof {
+    #[inline]
+    fn start(&mut self) {
+        if self.on {
+            self.calls += 1;
+            self.last = Some(std::time::Instant::now());
+        }
+    }
+
+    #[inline]
+    fn lap(&mut self, op: usize) {
+        if let Some(last) = self.last {
+            let now = std::time::Instant::now();
+            self.acc[op] += (now - last).as_secs_f64();
+            self.last = Some(now);
+        }
+    }
 }
 
 /// A llama-family model on the native CPU engine.
@@ -299,7 +343,13 @@ impl NativeModel {
             sin,
             interleaved: matches!(arch, Architecture::Llama | Architecture::Mistral),
             kernels: Kernels::get(),
-            scratch: Mutex::new(Scratch::default()),
+            scratch: Mutex::new(Scratch {
+                prof: Prof {
+                    on: std::env::var("BOYD_PROFILE").is_ok_and(|v| v == "1"),
+                    ..Prof::default()
+                },
+                ..Scratch::default()
+            }),
         })
     }
 
@@ -366,18 +416,21 @@ impl NativeModel {
         let k = self.kernels;
         let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut *guard;
+        s.prof.start();
         s.x.resize(t * h, 0.0);
         for (i, &tok) in tokens.iter().enumerate() {
             self.embed
                 .dequantize_row(tok as usize, &mut s.x[i * h..(i + 1) * h]);
         }
         s.xn.resize(t * h, 0.0);
+        s.prof.lap(0);
         let group = nh / nkv;
         let scale = 1.0 / (hd as f32).sqrt();
         let window = p.sliding_window.map(|w| w as usize);
         for (li, l) in self.layers.iter().enumerate() {
             rms_norm(&mut s.xn, &s.x, &l.attn_norm, p.norm_eps);
             s.acts.set(&s.xn, h);
+            s.prof.lap(1);
             l.qkv.apply(
                 k,
                 &mut s.acts,
@@ -402,6 +455,7 @@ impl NativeModel {
                     rms_norm(head, &s.tmp, kn, p.norm_eps);
                 }
             }
+            s.prof.lap(2);
             for i in 0..t {
                 self.rope(&mut s.q[i * nh * hd..(i + 1) * nh * hd], pos + i);
                 self.rope(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
@@ -419,6 +473,7 @@ impl NativeModel {
                     }
                 }
             }
+            s.prof.lap(3);
             let (kc, vc) = cache.host_layer(li)?;
             s.att.resize(t * nh * hd, 0.0);
             let q = &s.q;
@@ -461,21 +516,26 @@ impl NativeModel {
                     .for_each(|item| work(item, &mut sc));
                 s.tmp = sc;
             }
+            s.prof.lap(4);
             s.acts.set(&s.att, nh * hd);
             s.tmp.resize(t * h, 0.0);
             k.matmul(&l.wo, &mut s.acts, &mut s.tmp);
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
-
+            s.prof.lap(5);
             rms_norm(&mut s.xn, &s.x, &l.ffn_norm, p.norm_eps);
             s.acts.set(&s.xn, h);
+            s.prof.lap(1);
             l.gate_up
                 .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
+            s.prof.lap(6);
             for (g, u) in s.gate.iter_mut().zip(&s.up) {
                 *g = *g / (1.0 + (-*g).exp()) * u;
             }
             s.acts.set(&s.gate, p.ffn as usize);
+            s.prof.lap(7);
             k.matmul(&l.down, &mut s.acts, &mut s.tmp);
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
+            s.prof.lap(8);
         }
         cache.advance(t);
         let rows = if all { t } else { 1 };
@@ -489,6 +549,35 @@ impl NativeModel {
             &mut s.acts,
             &mut logits,
         );
+        s.prof.lap(9);
+        s.prof.last = None;
         Ok(logits)
+    }
+
+    /// Per-operation seconds and the number of forward calls since load, when `BOYD_PROFILE=1`.
+    pub fn profile(&self) -> Option<(Vec<(&'static str, f64)>, u64)> {
+        let g = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        g.prof.on.then(|| {
+            (
+                PROFILE_OPS.iter().copied().zip(g.prof.acc).collect(),
+                g.prof.calls,
+            )
+        })
+    }
+}
+
+impl Drop for NativeModel {
+    fn drop(&mut self) {
+        if let Some((ops, calls)) = self.profile() {
+            let total: f64 = ops.iter().map(|o| o.1).sum();
+            eprintln!("native engine profile: {calls} forward calls, {total:.3} s");
+            for (name, secs) in ops {
+                eprintln!(
+                    "  {name:<30} {:>9.3} ms {:>5.1} %",
+                    secs * 1e3,
+                    100.0 * secs / total.max(1e-12)
+                );
+            }
+        }
     }
 }

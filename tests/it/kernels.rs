@@ -115,7 +115,7 @@ fn simd_kernels_match_the_scalar_reference() {
     let scalar = Kernels::scalar();
     for (i, ty) in ALL.into_iter().enumerate() {
         // Odd row counts and several tokens exercise the chunk split and the token offsets.
-        for (rows, cols, t) in [(37, 256, 1), (19, 768, 3), (5, 1536, 2)] {
+        for (rows, cols, t) in [(37, 256, 1), (19, 768, 6), (5, 1536, 2), (7, 512, 9)] {
             let w = random_matrix(ty, rows, cols, 100 + i as u64);
             let x = random_acts(t, cols, 7);
             let mut a = Acts::new();

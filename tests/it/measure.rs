@@ -159,6 +159,8 @@ fn sample_report() -> ValidateReport {
         arch: "x86_64",
         simd: vec!["avx2", "fma"],
         features: vec![],
+        kernels: "avx2",
+        engine: "auto",
     };
     let host = HostInfo {
         cpu: "Test CPU".into(),

@@ -12,7 +12,14 @@
 
 use std::arch::x86_64::*;
 
-use super::blocks::{f16_at, scale_min_k4, size, ActBlocks32, ActBlocksK, QK32, QK_K};
+use super::blocks::{scale_min_k4, size, ActBlocks32, ActBlocksK, QK32, QK_K};
+
+/// The `f16` at byte `at` of `p` as `f32`, by the F16C instruction.
+#[inline(always)]
+unsafe fn f16c(p: *const u8, at: usize) -> f32 {
+    let bits = (p.add(at) as *const u16).read_unaligned();
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
 
 #[inline(always)]
 unsafe fn hsum(v: __m256) -> f32 {
@@ -67,7 +74,7 @@ unsafe fn bits_to_bytes(bits: u32) -> __m256i {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q4_0;
     let ab0 = off / QK32;
@@ -79,7 +86,7 @@ pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
         let q = _mm256_sub_epi8(nibbles32(blk.add(2)), eight);
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_i8(q, y));
-        let d = _mm256_set1_ps(f16_at(w, b * size::Q4_0) * *a.d.get_unchecked(ab0 + b));
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), b * size::Q4_0) * *a.d.get_unchecked(ab0 + b));
         acc = _mm256_fmadd_ps(d, s, acc);
     }
     hsum(acc)
@@ -89,7 +96,7 @@ pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q4_1;
     let ab0 = off / QK32;
@@ -101,9 +108,9 @@ pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
         let q = nibbles32(w.as_ptr().add(o + 4));
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_u8_i8(q, y));
-        let d = _mm256_set1_ps(f16_at(w, o) * *a.d.get_unchecked(ab0 + b));
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * *a.d.get_unchecked(ab0 + b));
         acc = _mm256_fmadd_ps(d, s, acc);
-        offs += f16_at(w, o + 2) * *a.s.get_unchecked(ab0 + b);
+        offs += f16c(w.as_ptr(), o + 2) * *a.s.get_unchecked(ab0 + b);
     }
     hsum(acc) + offs
 }
@@ -112,7 +119,7 @@ pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q5_0;
     let ab0 = off / QK32;
@@ -129,7 +136,7 @@ pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
         );
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_i8(q, y));
-        let d = _mm256_set1_ps(f16_at(w, o) * *a.d.get_unchecked(ab0 + b));
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * *a.d.get_unchecked(ab0 + b));
         acc = _mm256_fmadd_ps(d, s, acc);
     }
     hsum(acc)
@@ -139,7 +146,7 @@ pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q8_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q8_0;
     let ab0 = off / QK32;
@@ -150,7 +157,7 @@ pub unsafe fn dot_q8_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
         let q = _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i);
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_i8(q, y));
-        let d = _mm256_set1_ps(f16_at(w, o) * *a.d.get_unchecked(ab0 + b));
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * *a.d.get_unchecked(ab0 + b));
         acc = _mm256_fmadd_ps(d, s, acc);
     }
     hsum(acc)
@@ -173,7 +180,7 @@ fn k4_mins(scales: &[u8], bs: &[i16]) -> (i32, [i16; 8]) {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let nb = w.len() / size::Q4_K;
     let ab0 = off / QK_K;
@@ -186,7 +193,7 @@ pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
         let ab = ab0 + b;
         let da = *a.d.get_unchecked(ab);
         let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
-        mins += f16_at(w, o + 2) * da * summ as f32;
+        mins += f16c(w.as_ptr(), o + 2) * da * summ as f32;
         let qs = w.as_ptr().add(o + 16);
         let ys = a.qs.as_ptr().add(ab * QK_K);
         let mut sumi = _mm256_setzero_si256();
@@ -203,7 +210,7 @@ pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
             );
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
         }
-        let d = _mm256_set1_ps(f16_at(w, o) * da);
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * da);
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
     }
     hsum(acc) - mins
@@ -213,7 +220,7 @@ pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let nb = w.len() / size::Q5_K;
     let ab0 = off / QK_K;
@@ -227,7 +234,7 @@ pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
         let ab = ab0 + b;
         let da = *a.d.get_unchecked(ab);
         let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
-        mins += f16_at(w, o + 2) * da * summ as f32;
+        mins += f16c(w.as_ptr(), o + 2) * da * summ as f32;
         let qh = _mm256_loadu_si256(w.as_ptr().add(o + 16) as *const __m256i);
         let qs = w.as_ptr().add(o + 48);
         let ys = a.qs.as_ptr().add(ab * QK_K);
@@ -257,7 +264,7 @@ pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
             );
             sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
         }
-        let d = _mm256_set1_ps(f16_at(w, o) * da);
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * da);
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
     }
     hsum(acc) - mins
@@ -267,7 +274,7 @@ pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let nb = w.len() / size::Q6_K;
     let ab0 = off / QK_K;
@@ -308,7 +315,7 @@ pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scales));
             }
         }
-        let d = _mm256_set1_ps(f16_at(w, o + 208) * *a.d.get_unchecked(ab));
+        let d = _mm256_set1_ps(f16c(w.as_ptr(), o + 208) * *a.d.get_unchecked(ab));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
     }
     hsum(acc)
@@ -318,7 +325,7 @@ pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
     let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
@@ -348,7 +355,7 @@ pub unsafe fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
     let n = x.len().min(y.len());
     let av = _mm256_set1_ps(a);
@@ -364,3 +371,86 @@ pub unsafe fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
         i += 1;
     }
 }
+
+/// Four tokens against one row of a 32-weight format: each block is unpacked once and
+/// multiplied with the four tokens' activations (prefill). `$unpack` yields the 32 codes
+/// (signed when `$signed`) and the block's scale; `$offset` the offset term, if any.
+macro_rules! dot4 {
+    ($name:ident, $bytes:expr, $signed:expr, |$w:ident, $o:ident| $unpack:expr, $offset:expr) => {
+        /// Four-token variant of the one-token kernel of the same format.
+        ///
+        /// # Safety
+        /// The CPU must support AVX2, FMA and F16C.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub unsafe fn $name($w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
+            let nb = $w.len() / $bytes;
+            let ab = offs.map(|o| o / QK32);
+            debug_assert!(ab.iter().all(|&b| a.qs.len() >= (b + nb) * QK32));
+            let mut acc = [_mm256_setzero_ps(); 4];
+            let mut offsum = [0f32; 4];
+            for b in 0..nb {
+                let $o = b * $bytes;
+                let q: __m256i = $unpack;
+                let dw = f16c($w.as_ptr(), $o);
+                let mw: Option<f32> = $offset;
+                for j in 0..4 {
+                    let blk = ab[j] + b;
+                    let y = _mm256_loadu_si256(a.qs.as_ptr().add(blk * QK32) as *const __m256i);
+                    let p = if $signed {
+                        dot_i8(q, y)
+                    } else {
+                        dot_u8_i8(q, y)
+                    };
+                    let d = _mm256_set1_ps(dw * *a.d.get_unchecked(blk));
+                    acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[j]);
+                    if let Some(m) = mw {
+                        offsum[j] += m * *a.s.get_unchecked(blk);
+                    }
+                }
+            }
+            [
+                hsum(acc[0]) + offsum[0],
+                hsum(acc[1]) + offsum[1],
+                hsum(acc[2]) + offsum[2],
+                hsum(acc[3]) + offsum[3],
+            ]
+        }
+    };
+}
+
+dot4!(
+    dot4_q4_0,
+    size::Q4_0,
+    true,
+    |w, o| _mm256_sub_epi8(nibbles32(w.as_ptr().add(o + 2)), _mm256_set1_epi8(8)),
+    None
+);
+dot4!(
+    dot4_q4_1,
+    size::Q4_1,
+    false,
+    |w, o| nibbles32(w.as_ptr().add(o + 4)),
+    Some(f16c(w.as_ptr(), o + 2))
+);
+dot4!(
+    dot4_q5_0,
+    size::Q5_0,
+    true,
+    |w, o| {
+        let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
+        let sixteen = _mm256_set1_epi8(16);
+        let hi = _mm256_and_si256(bits_to_bytes(qh), sixteen);
+        _mm256_sub_epi8(
+            _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi),
+            sixteen,
+        )
+    },
+    None
+);
+dot4!(
+    dot4_q8_0,
+    size::Q8_0,
+    true,
+    |w, o| _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i),
+    None
+);

@@ -268,7 +268,12 @@ pub struct Kernels {
     q6_k: fn(&[u8], &ActBlocksK, usize) -> f32,
     dot_f32: fn(&[f32], &[f32]) -> f32,
     axpy_f32: fn(f32, &[f32], &mut [f32]),
+    /// Four-token kernels of the 32-weight formats (prefill), where the CPU has them.
+    x4: Option<[Dot4; 4]>,
 }
+
+/// A four-token dot product: one weight row against four tokens' activations.
+pub type Dot4 = fn(&[u8], &ActBlocks32, [usize; 4]) -> [f32; 4];
 
 fn dot_f32_scalar(x: &[f32], y: &[f32]) -> f32 {
     // Eight lanes of partial sums keep the reference close to the SIMD summation order.
@@ -317,6 +322,19 @@ mod x86 {
     wrap!(dot_q5_k, ActBlocksK);
     wrap!(dot_q6_k, ActBlocksK);
 
+    macro_rules! wrap4 {
+        ($name:ident) => {
+            pub fn $name(w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
+                // SAFETY: `Kernels::avx2` hands these out only after detecting the features.
+                unsafe { avx2::$name(w, a, offs) }
+            }
+        };
+    }
+    wrap4!(dot4_q4_0);
+    wrap4!(dot4_q4_1);
+    wrap4!(dot4_q5_0);
+    wrap4!(dot4_q8_0);
+
     pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
         // SAFETY: as above.
         unsafe { avx2::dot_f32(x, y) }
@@ -342,13 +360,23 @@ impl Kernels {
             q6_k: blocks::dot_q6_k,
             dot_f32: dot_f32_scalar,
             axpy_f32: axpy_f32_scalar,
+            x4: None,
         }
     }
 
-    /// The AVX2 + FMA kernels, when this CPU has both.
+    /// These kernels without the four-token variants (to test and measure them).
+    pub fn without_x4(mut self) -> Self {
+        self.x4 = None;
+        self
+    }
+
+    /// The AVX2 + FMA + F16C kernels, when this CPU has them.
     pub fn avx2() -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        if is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c")
+        {
             return Some(Self {
                 name: "avx2",
                 q4_0: x86::dot_q4_0,
@@ -360,6 +388,12 @@ impl Kernels {
                 q6_k: x86::dot_q6_k,
                 dot_f32: x86::dot_f32,
                 axpy_f32: x86::axpy_f32,
+                x4: Some([
+                    x86::dot4_q4_0,
+                    x86::dot4_q4_1,
+                    x86::dot4_q5_0,
+                    x86::dot4_q8_0,
+                ]),
             });
         }
         None
@@ -433,7 +467,28 @@ impl Kernels {
             let r0 = c * chunk;
             let r1 = (r0 + chunk).min(rows);
             let mut f32row = Vec::new();
-            for tok in 0..t {
+            let x4 = match (self.x4, w.ty) {
+                (Some(k), QType::Q4_0) => Some(k[0]),
+                (Some(k), QType::Q4_1) => Some(k[1]),
+                (Some(k), QType::Q5_0) => Some(k[2]),
+                (Some(k), QType::Q8_0) => Some(k[3]),
+                _ => None,
+            };
+            let mut tok0 = 0;
+            if let Some(dot4) = x4 {
+                while tok0 + 4 <= t {
+                    let offs = [0, 1, 2, 3].map(|j| (tok0 + j) * a.n);
+                    for r in r0..r1 {
+                        let v = dot4(w.row(r), &a.b32, offs);
+                        for (j, v) in v.into_iter().enumerate() {
+                            // SAFETY: as below.
+                            out_ptr.write((tok0 + j) * rows + r, v);
+                        }
+                    }
+                    tok0 += 4;
+                }
+            }
+            for tok in tok0..t {
                 for r in r0..r1 {
                     let v = self.row_dot(w, r, a, tok, &mut f32row);
                     // SAFETY: each (tok, r) is written by exactly one chunk, and
