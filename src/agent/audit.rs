@@ -410,6 +410,9 @@ pub enum ProblemKind {
     },
     /// The manifest is missing or unreadable.
     NoManifest,
+    /// The record's values and hash agree, but the line is not byte for byte what the log
+    /// writer wrote (spacing, number format, key order or line end changed).
+    Reformatted,
 }
 
 /// The first bad record of a log.
@@ -449,6 +452,9 @@ fn describe(k: &ProblemKind) -> String {
             format!("not covered by the manifest, which ends at {manifest_records} records (appended)")
         }
         ProblemKind::NoManifest => "the manifest is missing or unreadable".into(),
+        ProblemKind::Reformatted => {
+            "not byte for byte the line the log writer wrote (reformatted: edited)".into()
+        }
     }
 }
 
@@ -518,6 +524,14 @@ struct Line<'a> {
     terminated: bool,
 }
 
+/// Whether a line is exactly what `ChainLog::record` writes for the record it holds.
+fn is_written_form(text: &[u8]) -> bool {
+    serde_json::from_slice::<AuditRecord>(text)
+        .ok()
+        .and_then(|r| serde_json::to_string(&r).ok())
+        .is_some_and(|canonical| canonical.as_bytes() == text)
+}
+
 fn split_lines(data: &[u8]) -> Vec<Line<'_>> {
     let mut out = Vec::new();
     let mut start = 0;
@@ -563,6 +577,8 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
         hash: String,
         computed: String,
         event: Value,
+        /// The line is exactly what `ChainLog::record` writes for this record.
+        exact: bool,
     }
     let mut parsed: Vec<Parsed> = Vec::new();
     let n = lines.len();
@@ -583,6 +599,7 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
                         hash: hash.into(),
                         computed: record_hash(seq, prev, time, event),
                         event: event.clone(),
+                        exact: is_written_form(l.text),
                     }),
                     _ => Err("missing seq, prev, time, event or hash".to_string()),
                 }
@@ -703,6 +720,12 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
                 return report;
             }
         }
+    }
+    // The hashes cover the values; the bytes must also be the writer's (found by fuzzing: a
+    // final newline turned into a space, or `1.0` written `1.00`, verified clean).
+    if let Some(i) = parsed.iter().position(|p| !p.exact) {
+        report.problem = bad(i + 1, i as u64, ProblemKind::Reformatted);
+        return report;
     }
     // Intents without outcomes.
     let mut open: Vec<UnknownIntent> = Vec::new();

@@ -242,6 +242,18 @@ fn tamper_table() -> Vec<Tamper> {
             kind: |k| matches!(k, ProblemKind::Garbled { .. }),
         },
         Tamper {
+            name: "number reformatted (same value)",
+            edit: |_, l| l[2] = l[2].replace("\"cost\":1.0", "\"cost\":1.00"),
+            at: (3, 2),
+            kind: |k| *k == ProblemKind::Reformatted,
+        },
+        Tamper {
+            name: "spacing added",
+            edit: |_, l| l[5] = l[5].replacen("\":", "\": ", 1),
+            at: (6, 5),
+            kind: |k| *k == ProblemKind::Reformatted,
+        },
+        Tamper {
             name: "manifest deleted",
             edit: |p, _| std::fs::remove_file(p.join(MANIFEST_FILE)).expect("rm"),
             at: (0, 8),

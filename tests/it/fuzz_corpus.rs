@@ -401,3 +401,33 @@ fn audit_replay_checks_catch_tampering() {
     let input = [2, (at & 0xff) as u8, (at >> 8) as u8, flipped[at]];
     assert!(check_audit_input(&f, &input).is_ok());
 }
+
+/// Regression (found by `fuzz/audit_recovery`, saved as
+/// `tests/corpus/audit_recovery/crash-final-newline-to-space`): the hashes cover a record's
+/// values, not its bytes, so a log whose last newline became a space, or whose `1.0` became
+/// `1.00`, verified clean. Verification now also requires each line to be exactly what the
+/// writer wrote.
+#[test]
+fn audit_verify_refuses_a_final_newline_turned_into_a_space() {
+    use boyd::agent::audit::ProblemKind;
+    let f = audit_fixture();
+    let mut data = f.log.clone();
+    let last = data.len() - 1;
+    assert_eq!(data[last], b'\n');
+    data[last] = b' ';
+    let r = verify_bytes(&f.path, &data, Some(&f.manifest));
+    let p = r.problem.expect("a reformatted last line is damage");
+    assert_eq!(
+        (p.line, p.seq, p.kind),
+        (f.records, f.records as u64 - 1, ProblemKind::Reformatted)
+    );
+    // the same value written differently
+    let text = String::from_utf8(f.log.clone()).expect("utf8");
+    let edited = text.replacen("\"cost\":1.0", "\"cost\":1.00", 1);
+    assert_ne!(edited, text);
+    let r = verify_bytes(&f.path, edited.as_bytes(), Some(&f.manifest));
+    assert_eq!(r.problem.map(|p| p.kind), Some(ProblemKind::Reformatted));
+    // a crash right before the last newline is still only a cut, not damage
+    let r = verify_bytes(&f.path, &f.log[..last], Some(&f.manifest));
+    assert!(r.ok(), "{r:?}");
+}
