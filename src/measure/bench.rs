@@ -544,10 +544,19 @@ mod tests {
         b.profile = "debug";
         b.arch = "x86_64";
         b.simd = vec!["sse4.2"];
+        b.engine = "candle";
+        b.kernels = "avx2";
         let w = b.warnings();
         assert_eq!(w.len(), 2, "{w:?}");
+        // The native engine detects SIMD at run time: no compile-time warning for it...
+        b.engine = "auto";
+        assert_eq!(b.warnings().len(), 1, "only the debug warning");
+        // ...but a warning when it fell back to the scalar kernels.
+        b.kernels = "scalar";
+        assert_eq!(b.warnings().len(), 2);
         b.profile = "release";
         b.simd = vec!["avx2", "fma"];
+        b.kernels = "avx2+vnni";
         assert!(b.warnings().is_empty());
     }
 }

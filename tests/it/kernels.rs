@@ -108,27 +108,35 @@ fn dequantization_matches_candle_bit_for_bit() {
 
 #[test]
 fn simd_kernels_match_the_scalar_reference() {
-    let Some(simd) = Kernels::avx2() else {
-        eprintln!("skipped: this CPU has no AVX2 + FMA");
+    let sets: Vec<Kernels> = [Kernels::avx2(), Kernels::avx2_no_vnni()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if sets.is_empty() {
+        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
         return;
-    };
+    }
     let scalar = Kernels::scalar();
-    for (i, ty) in ALL.into_iter().enumerate() {
-        // Odd row counts and several tokens exercise the chunk split and the token offsets.
-        for (rows, cols, t) in [(37, 256, 1), (19, 768, 6), (5, 1536, 2), (7, 512, 9)] {
-            let w = random_matrix(ty, rows, cols, 100 + i as u64);
-            let x = random_acts(t, cols, 7);
-            let mut a = Acts::new();
-            a.set(&x, cols);
-            let (mut o1, mut o2) = (vec![0f32; rows * t], vec![0f32; rows * t]);
-            scalar.matmul(&w, &mut a, &mut o1);
-            simd.matmul(&w, &mut a, &mut o2);
-            let err = max_rel(&o2, &o1);
-            // Same integer sums; only the float summation order differs.
-            assert!(
-                err < 1e-5,
-                "{ty:?} {rows}x{cols} t={t}: relative error {err}"
-            );
+    for simd in sets {
+        eprintln!("checking {}", simd.name);
+        for (i, ty) in ALL.into_iter().enumerate() {
+            // Odd row counts and several tokens exercise the chunk split and the token offsets.
+            for (rows, cols, t) in [(37, 256, 1), (19, 768, 6), (5, 1536, 2), (7, 512, 9)] {
+                let w = random_matrix(ty, rows, cols, 100 + i as u64);
+                let x = random_acts(t, cols, 7);
+                let mut a = Acts::new();
+                a.set(&x, cols);
+                let (mut o1, mut o2) = (vec![0f32; rows * t], vec![0f32; rows * t]);
+                scalar.matmul(&w, &mut a, &mut o1);
+                simd.matmul(&w, &mut a, &mut o2);
+                let err = max_rel(&o2, &o1);
+                // Same integer sums; only the float summation order differs.
+                assert!(
+                    err < 1e-5,
+                    "{} {ty:?} {rows}x{cols} t={t}: relative error {err}",
+                    simd.name
+                );
+            }
         }
     }
 }

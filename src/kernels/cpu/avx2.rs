@@ -80,16 +80,19 @@ pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let ab0 = off / QK32;
     debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
     let mut acc = _mm256_setzero_ps();
-    let eight = _mm256_set1_epi8(8);
+    let mut offs = 0f32;
     for b in 0..nb {
+        // Unsigned codes, offset −8·d times the activation block's sum (no sign trick).
         let blk = w.as_ptr().add(b * size::Q4_0);
-        let q = _mm256_sub_epi8(nibbles32(blk.add(2)), eight);
+        let q = nibbles32(blk.add(2));
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
-        let s = _mm256_cvtepi32_ps(dot_i8(q, y));
-        let d = _mm256_set1_ps(f16c(w.as_ptr(), b * size::Q4_0) * *a.d.get_unchecked(ab0 + b));
+        let s = _mm256_cvtepi32_ps(dot_u8_i8(q, y));
+        let dw = f16c(blk, 0);
+        let d = _mm256_set1_ps(dw * *a.d.get_unchecked(ab0 + b));
         acc = _mm256_fmadd_ps(d, s, acc);
+        offs -= 8.0 * dw * *a.s.get_unchecked(ab0 + b);
     }
-    hsum(acc)
+    hsum(acc) + offs
 }
 
 /// `Q4_1 · A32`.
@@ -125,21 +128,22 @@ pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let ab0 = off / QK32;
     debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
     let mut acc = _mm256_setzero_ps();
+    let mut offs = 0f32;
     let sixteen = _mm256_set1_epi8(16);
     for b in 0..nb {
+        // Unsigned 5-bit codes, offset −16·d times the activation block's sum.
         let o = b * size::Q5_0;
-        let qh = u32::from_le_bytes([w[o + 2], w[o + 3], w[o + 4], w[o + 5]]);
+        let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
         let hi = _mm256_and_si256(bits_to_bytes(qh), sixteen);
-        let q = _mm256_sub_epi8(
-            _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi),
-            sixteen,
-        );
+        let q = _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi);
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
-        let s = _mm256_cvtepi32_ps(dot_i8(q, y));
-        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * *a.d.get_unchecked(ab0 + b));
+        let s = _mm256_cvtepi32_ps(dot_u8_i8(q, y));
+        let dw = f16c(w.as_ptr(), o);
+        let d = _mm256_set1_ps(dw * *a.d.get_unchecked(ab0 + b));
         acc = _mm256_fmadd_ps(d, s, acc);
+        offs -= 16.0 * dw * *a.s.get_unchecked(ab0 + b);
     }
-    hsum(acc)
+    hsum(acc) + offs
 }
 
 /// `Q8_0 · A32`.
@@ -377,11 +381,14 @@ pub unsafe fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
 /// (signed when `$signed`) and the block's scale; `$offset` the offset term, if any.
 macro_rules! dot4 {
     ($name:ident, $bytes:expr, $signed:expr, |$w:ident, $o:ident| $unpack:expr, $offset:expr) => {
+        dot4!(@ $name, "avx2,fma,f16c", dot_i8, dot_u8_i8, $bytes, $signed, |$w, $o| $unpack, $offset);
+    };
+    (@ $name:ident, $feat:literal, $dot_s:ident, $dot_u:ident, $bytes:expr, $signed:expr, |$w:ident, $o:ident| $unpack:expr, $offset:expr) => {
         /// Four-token variant of the one-token kernel of the same format.
         ///
         /// # Safety
-        /// The CPU must support AVX2, FMA and F16C.
-        #[target_feature(enable = "avx2,fma,f16c")]
+        /// The CPU must support the features named in `target_feature`.
+        #[target_feature(enable = $feat)]
         pub unsafe fn $name($w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
             let nb = $w.len() / $bytes;
             let ab = offs.map(|o| o / QK32);
@@ -397,9 +404,9 @@ macro_rules! dot4 {
                     let blk = ab[j] + b;
                     let y = _mm256_loadu_si256(a.qs.as_ptr().add(blk * QK32) as *const __m256i);
                     let p = if $signed {
-                        dot_i8(q, y)
+                        $dot_s(q, y)
                     } else {
-                        dot_u8_i8(q, y)
+                        $dot_u(q, y)
                     };
                     let d = _mm256_set1_ps(dw * *a.d.get_unchecked(blk));
                     acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[j]);
@@ -418,12 +425,14 @@ macro_rules! dot4 {
     };
 }
 
+// Q4_0 and Q5_0 run as unsigned codes plus an offset of −8·d (−16·d) times the activation
+// block's sum, so `maddubs` takes the codes directly, without the sign trick.
 dot4!(
     dot4_q4_0,
     size::Q4_0,
-    true,
-    |w, o| _mm256_sub_epi8(nibbles32(w.as_ptr().add(o + 2)), _mm256_set1_epi8(8)),
-    None
+    false,
+    |w, o| nibbles32(w.as_ptr().add(o + 2)),
+    Some(-8.0 * f16c(w.as_ptr(), o))
 );
 dot4!(
     dot4_q4_1,
@@ -435,17 +444,13 @@ dot4!(
 dot4!(
     dot4_q5_0,
     size::Q5_0,
-    true,
+    false,
     |w, o| {
         let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
-        let sixteen = _mm256_set1_epi8(16);
-        let hi = _mm256_and_si256(bits_to_bytes(qh), sixteen);
-        _mm256_sub_epi8(
-            _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi),
-            sixteen,
-        )
+        let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16));
+        _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi)
     },
-    None
+    Some(-16.0 * f16c(w.as_ptr(), o))
 );
 dot4!(
     dot4_q8_0,
@@ -454,3 +459,38 @@ dot4!(
     |w, o| _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i),
     None
 );
+
+/// Signed × signed byte dot product with AVX-512 VNNI, summed in fours to 8 × `i32`.
+#[inline(always)]
+unsafe fn dot_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(
+        _mm256_setzero_si256(),
+        _mm256_sign_epi8(x, x),
+        _mm256_sign_epi8(y, x),
+    )
+}
+
+/// Unsigned × signed byte dot product with AVX-512 VNNI, summed in fours to 8 × `i32`.
+#[inline(always)]
+unsafe fn dot_u8_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y)
+}
+
+/// The four-token kernels again with VNNI's fused byte dot product (`vpdpbusd`), for CPUs
+/// with AVX-512 VNNI and VL.
+pub mod vnni {
+    use super::*;
+
+    dot4!(@ dot4_q4_0, "avx2,fma,f16c,avx512vnni,avx512vl", dot_i8_vnni, dot_u8_i8_vnni, size::Q4_0, false,
+        |w, o| nibbles32(w.as_ptr().add(o + 2)), Some(-8.0 * f16c(w.as_ptr(), o)));
+    dot4!(@ dot4_q4_1, "avx2,fma,f16c,avx512vnni,avx512vl", dot_i8_vnni, dot_u8_i8_vnni, size::Q4_1, false,
+        |w, o| nibbles32(w.as_ptr().add(o + 4)), Some(f16c(w.as_ptr(), o + 2)));
+    dot4!(@ dot4_q5_0, "avx2,fma,f16c,avx512vnni,avx512vl", dot_i8_vnni, dot_u8_i8_vnni, size::Q5_0, false,
+        |w, o| {
+            let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
+            let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16));
+            _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi)
+        }, Some(-16.0 * f16c(w.as_ptr(), o)));
+    dot4!(@ dot4_q8_0, "avx2,fma,f16c,avx512vnni,avx512vl", dot_i8_vnni, dot_u8_i8_vnni, size::Q8_0, true,
+        |w, o| _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i), None);
+}

@@ -335,6 +335,25 @@ mod x86 {
     wrap4!(dot4_q5_0);
     wrap4!(dot4_q8_0);
 
+    pub mod vnni {
+        //! Only reachable through `Kernels::avx2`, which checks AVX-512 VNNI and VL.
+        use super::super::avx2::vnni as k;
+        use super::ActBlocks32;
+
+        macro_rules! wrap4v {
+            ($name:ident) => {
+                pub fn $name(w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
+                    // SAFETY: handed out only after detecting AVX-512 VNNI and VL.
+                    unsafe { k::$name(w, a, offs) }
+                }
+            };
+        }
+        wrap4v!(dot4_q4_0);
+        wrap4v!(dot4_q4_1);
+        wrap4v!(dot4_q5_0);
+        wrap4v!(dot4_q8_0);
+    }
+
     pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
         // SAFETY: as above.
         unsafe { avx2::dot_f32(x, y) }
@@ -370,15 +389,44 @@ impl Kernels {
         self
     }
 
-    /// The AVX2 + FMA + F16C kernels, when this CPU has them.
+    /// The AVX2 + FMA + F16C kernels, when this CPU has them, with the AVX-512 VNNI
+    /// four-token kernels when it has those too.
     pub fn avx2() -> Option<Self> {
+        Self::x86(true)
+    }
+
+    /// [`Kernels::avx2`] without the VNNI kernels (to test and measure both paths).
+    pub fn avx2_no_vnni() -> Option<Self> {
+        Self::x86(false)
+    }
+
+    #[allow(unused_variables)]
+    fn x86(allow_vnni: bool) -> Option<Self> {
         #[cfg(target_arch = "x86_64")]
         if is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("fma")
             && is_x86_feature_detected!("f16c")
         {
+            let vnni = allow_vnni
+                && is_x86_feature_detected!("avx512vnni")
+                && is_x86_feature_detected!("avx512vl");
+            let x4: [Dot4; 4] = if vnni {
+                [
+                    x86::vnni::dot4_q4_0,
+                    x86::vnni::dot4_q4_1,
+                    x86::vnni::dot4_q5_0,
+                    x86::vnni::dot4_q8_0,
+                ]
+            } else {
+                [
+                    x86::dot4_q4_0,
+                    x86::dot4_q4_1,
+                    x86::dot4_q5_0,
+                    x86::dot4_q8_0,
+                ]
+            };
             return Some(Self {
-                name: "avx2",
+                name: if vnni { "avx2+vnni" } else { "avx2" },
                 q4_0: x86::dot_q4_0,
                 q4_1: x86::dot_q4_1,
                 q5_0: x86::dot_q5_0,
@@ -388,12 +436,7 @@ impl Kernels {
                 q6_k: x86::dot_q6_k,
                 dot_f32: x86::dot_f32,
                 axpy_f32: x86::axpy_f32,
-                x4: Some([
-                    x86::dot4_q4_0,
-                    x86::dot4_q4_1,
-                    x86::dot4_q5_0,
-                    x86::dot4_q8_0,
-                ]),
+                x4: Some(x4),
             });
         }
         None

@@ -1,0 +1,78 @@
+//! Criterion benches of each CPU kernel: a 1536 × 768 product (FFN-sized, a multiple of 256 so every
+//! format applies), for one token (decode) and for 16 tokens (prefill, four-token kernels where the
+//! format has them), with the detected kernels and with the scalar reference.
+
+use std::hint::black_box;
+
+use boyd::kernels::cpu::{Acts, Kernels, QMatrix, QType};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use half::f16;
+use rand::{Rng, SeedableRng};
+
+const FORMATS: [QType; 8] = [
+    QType::F16,
+    QType::Q4_0,
+    QType::Q4_1,
+    QType::Q5_0,
+    QType::Q8_0,
+    QType::Q4_K,
+    QType::Q5_K,
+    QType::Q6_K,
+];
+
+/// Random codes with finite scales, as in the kernel tests.
+fn matrix(ty: QType, rows: usize, cols: usize) -> QMatrix {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let bb = ty.block_bytes();
+    let mut data = vec![0u8; rows * cols / ty.block_elems() * bb];
+    rng.fill(&mut data[..]);
+    let scale = f16::from_f32(0.01).to_le_bytes();
+    for b in data.chunks_exact_mut(bb) {
+        match ty {
+            QType::F16 => b.copy_from_slice(&scale),
+            QType::Q6_K => b[208..210].copy_from_slice(&scale),
+            QType::Q4_K | QType::Q5_K | QType::Q4_1 => {
+                b[0..2].copy_from_slice(&scale);
+                b[2..4].copy_from_slice(&scale);
+            }
+            _ => b[0..2].copy_from_slice(&scale),
+        }
+    }
+    QMatrix::new(ty, rows, cols, data).expect("sizes match")
+}
+
+fn kernels(c: &mut Criterion) {
+    let (rows, cols) = (1536, 768);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+    let mut sets = vec![Kernels::scalar()];
+    if let Some(k) = Kernels::avx2() {
+        sets.push(k);
+    }
+    for t in [1usize, 16] {
+        let mut g = c.benchmark_group(format!("matmul_{rows}x{cols}_t{t}"));
+        g.throughput(Throughput::Elements((rows * cols * t) as u64));
+        let x: Vec<f32> = (0..t * cols).map(|_| rng.random_range(-1.0..1.0)).collect();
+        for ty in FORMATS {
+            let w = matrix(ty, rows, cols);
+            for k in &sets {
+                let mut a = Acts::new();
+                let mut out = vec![0f32; rows * t];
+                g.bench_function(BenchmarkId::new(format!("{ty:?}"), k.name), |b| {
+                    b.iter(|| {
+                        a.set(&x, cols);
+                        k.matmul(black_box(&w), &mut a, &mut out);
+                        black_box(&out);
+                    })
+                });
+            }
+        }
+        g.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).warm_up_time(std::time::Duration::from_millis(300)).measurement_time(std::time::Duration::from_secs(1));
+    targets = kernels
+}
+criterion_main!(benches);
