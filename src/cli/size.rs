@@ -35,9 +35,10 @@ pub struct Args {
     /// training context.
     #[arg(long, short = 'c', value_parser = ctx_arg)]
     pub ctx: Option<u32>,
-    /// KV cache type: f32, f16, bf16, q8_0 or q4_0.
-    #[arg(long, default_value = "f16")]
-    pub kv_dtype: String,
+    /// KV cache type: f32, f16, bf16, q8_0 or q4_0. Default: what boyd's runtime allocates on
+    /// the hardware's backend (f32 on a CPU, f16 on a GPU).
+    #[arg(long)]
+    pub kv_dtype: Option<String>,
     /// Hardware: a preset from models/hardware.toml (h200, rtx-4090, m3-max, …) or `this`
     /// (this machine's RAM, with its calibration profile when `boyd validate` has written one).
     #[arg(long, default_value = "this")]
@@ -87,7 +88,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     )?;
     let hw = hardware(&args, g)?;
     let (arch, weights, default_ctx) = resolve_model(&model, args.quant.as_deref())?;
-    let kv_dtype = KvDtype::parse(&args.kv_dtype)?;
+    let kv_dtype = match &args.kv_dtype {
+        Some(k) => KvDtype::parse(k)?,
+        None => hw.backend.runtime_kv_dtype(),
+    };
     let ctxs = match &args.sweep {
         Some(spec) => parse_sweep(spec)?,
         None => vec![args

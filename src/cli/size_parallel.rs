@@ -45,7 +45,11 @@ pub fn run(args: &Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             quant.name,
         ),
     };
-    let kv = KvDtype::parse(&args.kv_dtype)?;
+    // GPU clusters: f16 unless asked otherwise (what boyd's runtime allocates on a GPU).
+    let kv = match &args.kv_dtype {
+        Some(k) => KvDtype::parse(k)?,
+        None => KvDtype::F16,
+    };
     let ctx = args
         .ctx
         .unwrap_or(default_ctx.min(arch.context_length).max(1));

@@ -484,23 +484,16 @@ impl NativeModel {
                 let start = window.map_or(0, |w| (qpos + 1).saturating_sub(w));
                 let qv = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
                 let kbase = g * cap * hd;
-                scores.clear();
-                let mut max = f32::NEG_INFINITY;
-                for j in start..=qpos {
-                    let sc = k.dot(qv, &kc[kbase + j * hd..kbase + (j + 1) * hd]) * scale;
-                    max = max.max(sc);
-                    scores.push(sc);
-                }
-                let mut sum = 0f32;
-                for sc in scores.iter_mut() {
-                    *sc = (*sc - max).exp();
-                    sum += *sc;
-                }
-                out.fill(0.0);
-                let inv = 1.0 / sum;
-                for (j, &w) in (start..=qpos).zip(scores.iter()) {
-                    k.axpy(w * inv, &vc[kbase + j * hd..kbase + (j + 1) * hd], out);
-                }
+                let (lo, hi) = (kbase + start * hd, kbase + (qpos + 1) * hd);
+                k.attend(
+                    qv,
+                    &kc[lo..hi],
+                    &vc[lo..hi],
+                    qpos + 1 - start,
+                    scale,
+                    scores,
+                    out,
+                );
             };
             let work_items = t * nh * (pos + t);
             if work_items * hd >= 1 << 16 {

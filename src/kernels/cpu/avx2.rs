@@ -494,3 +494,90 @@ pub mod vnni {
     dot4!(@ dot4_q8_0, "avx2,fma,f16c,avx512vnni,avx512vl", dot_i8_vnni, dot_u8_i8_vnni, size::Q8_0, true,
         |w, o| _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i), None);
 }
+
+/// `e^x` for eight lanes with `x ≤ 0` (softmax after subtracting the maximum): `2^n · e^f`
+/// with `n = round(x / ln 2)`, `|f| ≤ ln 2 / 2`, and a degree-6 Taylor polynomial for `e^f`
+/// (relative error about 1e-7). Inputs below −87 are clamped (e^−87 is still a normal float).
+#[inline(always)]
+unsafe fn exp_neg(x: __m256) -> __m256 {
+    let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
+    let n = _mm256_round_ps(
+        _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),
+        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC,
+    );
+    // f = x − n·ln2, with ln2 split in two for precision.
+    let f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693_145_75), x);
+    let f = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428_606_8e-6), f);
+    let mut p = _mm256_set1_ps(1.0 / 720.0);
+    for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+        p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(c));
+    }
+    let pow2n = _mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+        23,
+    ));
+    _mm256_mul_ps(p, pow2n)
+}
+
+/// One query row's attention over `n` cached positions: `scores = softmax(scale · K q)`,
+/// `out = Σ_j scores_j · V_j`. `k` and `v` hold `n` rows of `8·C` floats each, contiguous;
+/// the output accumulates in `C` registers across all positions.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA; `q.len() == out.len() == 8·C`, `k.len(), v.len() ≥ n·8·C`
+/// and `scores.len() ≥ n` (checked by the caller).
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn attend<const C: usize>(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    n: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let hd = 8 * C;
+    let mut qv = [_mm256_setzero_ps(); C];
+    for c in 0..C {
+        qv[c] = _mm256_loadu_ps(q.as_ptr().add(8 * c));
+    }
+    let mut max = f32::NEG_INFINITY;
+    for j in 0..n {
+        let kr = k.as_ptr().add(j * hd);
+        let mut acc = _mm256_mul_ps(qv[0], _mm256_loadu_ps(kr));
+        for c in 1..C {
+            acc = _mm256_fmadd_ps(qv[c], _mm256_loadu_ps(kr.add(8 * c)), acc);
+        }
+        let s = hsum(acc) * scale;
+        *scores.get_unchecked_mut(j) = s;
+        max = max.max(s);
+    }
+    let mv = _mm256_set1_ps(max);
+    let mut sumv = _mm256_setzero_ps();
+    let mut j = 0;
+    while j + 8 <= n {
+        let e = exp_neg(_mm256_sub_ps(_mm256_loadu_ps(scores.as_ptr().add(j)), mv));
+        _mm256_storeu_ps(scores.as_mut_ptr().add(j), e);
+        sumv = _mm256_add_ps(sumv, e);
+        j += 8;
+    }
+    let mut sum = hsum(sumv);
+    while j < n {
+        let e = (scores[j] - max).exp();
+        scores[j] = e;
+        sum += e;
+        j += 1;
+    }
+    let inv = 1.0 / sum;
+    let mut acc = [_mm256_setzero_ps(); C];
+    for j in 0..n {
+        let p = _mm256_set1_ps(*scores.get_unchecked(j) * inv);
+        let vr = v.as_ptr().add(j * hd);
+        for c in 0..C {
+            acc[c] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vr.add(8 * c)), acc[c]);
+        }
+    }
+    for c in 0..C {
+        _mm256_storeu_ps(out.as_mut_ptr().add(8 * c), acc[c]);
+    }
+}

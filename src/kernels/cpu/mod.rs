@@ -270,6 +270,8 @@ pub struct Kernels {
     axpy_f32: fn(f32, &[f32], &mut [f32]),
     /// Four-token kernels of the 32-weight formats (prefill), where the CPU has them.
     x4: Option<[Dot4; 4]>,
+    /// Whole-row attention for head dims 64 and 128, where the CPU has it.
+    attend_simd: bool,
 }
 
 /// A four-token dot product: one weight row against four tokens' activations.
@@ -363,6 +365,25 @@ mod x86 {
         // SAFETY: as above.
         unsafe { avx2::axpy_f32(a, x, y) }
     }
+
+    /// Head dims 64 and 128 only; the caller (`Kernels::attend`) checks lengths.
+    pub fn attend(
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        n: usize,
+        scale: f32,
+        scores: &mut [f32],
+        out: &mut [f32],
+    ) {
+        // SAFETY: features checked by `Kernels::avx2`; lengths by `Kernels::attend`.
+        unsafe {
+            match q.len() {
+                64 => avx2::attend::<8>(q, k, v, n, scale, scores, out),
+                _ => avx2::attend::<16>(q, k, v, n, scale, scores, out),
+            }
+        }
+    }
 }
 
 impl Kernels {
@@ -380,6 +401,7 @@ impl Kernels {
             dot_f32: dot_f32_scalar,
             axpy_f32: axpy_f32_scalar,
             x4: None,
+            attend_simd: false,
         }
     }
 
@@ -393,6 +415,12 @@ impl Kernels {
     /// four-token kernels when it has those too.
     pub fn avx2() -> Option<Self> {
         Self::x86(true)
+    }
+
+    /// These kernels with the per-position attention loop instead of the whole-row kernel.
+    pub fn without_simd_attention(mut self) -> Self {
+        self.attend_simd = false;
+        self
     }
 
     /// [`Kernels::avx2`] without the VNNI kernels (to test and measure both paths).
@@ -437,6 +465,7 @@ impl Kernels {
                 dot_f32: x86::dot_f32,
                 axpy_f32: x86::axpy_f32,
                 x4: Some(x4),
+                attend_simd: true,
             });
         }
         None
@@ -466,6 +495,46 @@ impl Kernels {
     #[inline]
     pub fn axpy(&self, a: f32, x: &[f32], y: &mut [f32]) {
         (self.axpy_f32)(a, x, y)
+    }
+
+    /// One query row's attention over `n` cached positions whose K and V rows (`q.len()`
+    /// floats each) are contiguous in `k` and `v`: `out = Σ_j softmax(scale · k_j·q)_j · v_j`.
+    /// `scores` is scratch of at least `n` floats.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attend(
+        &self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        n: usize,
+        scale: f32,
+        scores: &mut Vec<f32>,
+        out: &mut [f32],
+    ) {
+        let hd = q.len();
+        assert!(n > 0 && out.len() == hd && k.len() >= n * hd && v.len() >= n * hd);
+        scores.resize(n.max(scores.len()), 0.0);
+        #[cfg(target_arch = "x86_64")]
+        if self.attend_simd && (hd == 64 || hd == 128) {
+            x86::attend(q, k, v, n, scale, scores, out);
+            return;
+        }
+        let mut max = f32::NEG_INFINITY;
+        for j in 0..n {
+            let s = (self.dot_f32)(q, &k[j * hd..(j + 1) * hd]) * scale;
+            scores[j] = s;
+            max = max.max(s);
+        }
+        let mut sum = 0f32;
+        for s in scores[..n].iter_mut() {
+            *s = (*s - max).exp();
+            sum += *s;
+        }
+        out.fill(0.0);
+        let inv = 1.0 / sum;
+        for j in 0..n {
+            (self.axpy_f32)(scores[j] * inv, &v[j * hd..(j + 1) * hd], out);
+        }
     }
 
     /// One output element: row `r` of `w` with token `tok` of `a` (already prepared).
