@@ -116,9 +116,11 @@ fn content_text(v: &Value) -> Result<String, ApiError> {
             for p in parts {
                 match (p.get("type").and_then(Value::as_str), p.get("text")) {
                     (Some("text"), Some(Value::String(t))) => s.push_str(t),
-                    (t, _) => return Err(ApiError::bad(format!(
+                    (t, _) => {
+                        return Err(ApiError::bad(format!(
                         "content part of type {t:?} is not supported; this server takes text only"
-                    ))),
+                    )))
+                    }
                 }
             }
             Ok(s)
