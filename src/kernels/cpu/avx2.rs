@@ -180,31 +180,48 @@ fn k4_mins(scales: &[u8], bs: &[i16]) -> (i32, [i16; 8]) {
     (summ, sc)
 }
 
-/// `Q4_K · AK`.
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA.
-#[target_feature(enable = "avx2,fma,f16c")]
-pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
-    let nb = w.len() / size::Q4_K;
+/// The shared body of `Q4_K` (`Q5 = false`) and `Q5_K` (`Q5 = true`, with the fifth bit of
+/// each code in `qh`). Inlined into the feature-enabled wrappers below.
+#[inline(always)]
+unsafe fn dot_k45<const Q5: bool>(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    let bytes = if Q5 { size::Q5_K } else { size::Q4_K };
+    let qs_at = if Q5 { 48 } else { 16 };
+    let nb = w.len() / bytes;
     let ab0 = off / QK_K;
     debug_assert!(a.qs.len() >= (ab0 + nb) * QK_K);
     let mut acc = _mm256_setzero_ps();
     let mut mins = 0f32;
     let mask = _mm256_set1_epi8(0x0F);
+    let sixteen = _mm256_set1_epi8(16);
     for b in 0..nb {
-        let o = b * size::Q4_K;
+        let o = b * bytes;
         let ab = ab0 + b;
         let da = *a.d.get_unchecked(ab);
         let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
         mins += f16c(w.as_ptr(), o + 2) * da * summ as f32;
-        let qs = w.as_ptr().add(o + 16);
+        let qh = if Q5 {
+            _mm256_loadu_si256(w.as_ptr().add(o + 16) as *const __m256i)
+        } else {
+            _mm256_setzero_si256()
+        };
+        let qs = w.as_ptr().add(o + qs_at);
         let ys = a.qs.as_ptr().add(ab * QK_K);
         let mut sumi = _mm256_setzero_si256();
         for i in 0..4 {
             let q = _mm256_loadu_si256(qs.add(32 * i) as *const __m256i);
-            let lo = _mm256_and_si256(q, mask);
-            let hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+            let mut lo = _mm256_and_si256(q, mask);
+            let mut hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+            if Q5 {
+                // Bit 2i of each qh byte → 16 for the low half, bit 2i+1 for the high half.
+                let bit = |k: i32| {
+                    _mm256_and_si256(
+                        _mm256_slli_epi16(_mm256_srlv_epi32(qh, _mm256_set1_epi32(k)), 4),
+                        sixteen,
+                    )
+                };
+                lo = _mm256_or_si256(lo, bit(2 * i as i32));
+                hi = _mm256_or_si256(hi, bit(2 * i as i32 + 1));
+            }
             let y0 = _mm256_loadu_si256(ys.add(64 * i) as *const __m256i);
             let y1 = _mm256_loadu_si256(ys.add(64 * i + 32) as *const __m256i);
             let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * i]));
@@ -220,58 +237,22 @@ pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     hsum(acc) - mins
 }
 
+/// `Q4_K · AK`.
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    dot_k45::<false>(w, a, off)
+}
+
 /// `Q5_K · AK`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
-    let nb = w.len() / size::Q5_K;
-    let ab0 = off / QK_K;
-    debug_assert!(a.qs.len() >= (ab0 + nb) * QK_K);
-    let mut acc = _mm256_setzero_ps();
-    let mut mins = 0f32;
-    let mask = _mm256_set1_epi8(0x0F);
-    let sixteen = _mm256_set1_epi8(16);
-    for b in 0..nb {
-        let o = b * size::Q5_K;
-        let ab = ab0 + b;
-        let da = *a.d.get_unchecked(ab);
-        let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
-        mins += f16c(w.as_ptr(), o + 2) * da * summ as f32;
-        let qh = _mm256_loadu_si256(w.as_ptr().add(o + 16) as *const __m256i);
-        let qs = w.as_ptr().add(o + 48);
-        let ys = a.qs.as_ptr().add(ab * QK_K);
-        let mut sumi = _mm256_setzero_si256();
-        for i in 0..4 {
-            let q = _mm256_loadu_si256(qs.add(32 * i) as *const __m256i);
-            // Bit 2i of each qh byte → 16 for the low half, bit 2i+1 for the high half.
-            let h0 = _mm256_and_si256(
-                _mm256_slli_epi16(_mm256_srlv_epi32(qh, _mm256_set1_epi32(2 * i as i32)), 4),
-                sixteen,
-            );
-            let h1 = _mm256_and_si256(
-                _mm256_slli_epi16(
-                    _mm256_srlv_epi32(qh, _mm256_set1_epi32(2 * i as i32 + 1)),
-                    4,
-                ),
-                sixteen,
-            );
-            let lo = _mm256_or_si256(_mm256_and_si256(q, mask), h0);
-            let hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask), h1);
-            let y0 = _mm256_loadu_si256(ys.add(64 * i) as *const __m256i);
-            let y1 = _mm256_loadu_si256(ys.add(64 * i + 32) as *const __m256i);
-            let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * i]));
-            let p1 = _mm256_madd_epi16(
-                _mm256_maddubs_epi16(hi, y1),
-                _mm256_set1_epi16(sc[2 * i + 1]),
-            );
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
-        }
-        let d = _mm256_set1_ps(f16c(w.as_ptr(), o) * da);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sumi), acc);
-    }
-    hsum(acc) - mins
+    dot_k45::<true>(w, a, off)
 }
 
 /// `Q6_K · AK`.

@@ -218,43 +218,23 @@ pub fn dot_q8_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     acc
 }
 
-/// Scalar `Q4_K · AK`.
-pub fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+/// The shared body of `Q4_K` and `Q5_K`: `qh_at` is where `Q5_K`'s fifth-bit bytes start
+/// (`None` for `Q4_K`), `qs_at` where the nibbles start.
+fn dot_k45(
+    w: &[u8],
+    a: &ActBlocksK,
+    off: usize,
+    bytes: usize,
+    qh_at: Option<usize>,
+    qs_at: usize,
+) -> f32 {
     let mut acc = 0f32;
-    for (b, blk) in w.chunks_exact(size::Q4_K).enumerate() {
+    for (b, blk) in w.chunks_exact(bytes).enumerate() {
         let ab = off / QK_K + b;
         let (d, dmin) = (f16_at(blk, 0) * a.d[ab], f16_at(blk, 2) * a.d[ab]);
         let scales = &blk[4..16];
-        let qs = &blk[16..144];
-        let aq = &a.qs[ab * QK_K..(ab + 1) * QK_K];
-        let bs = &a.bsums[ab * 16..(ab + 1) * 16];
-        let (mut sumi, mut summ) = (0i32, 0i32);
-        for j in 0..8 {
-            let (sc, m) = scale_min_k4(j, scales);
-            let chunk = &qs[(j / 2) * 32..(j / 2) * 32 + 32];
-            let shift = if j % 2 == 0 { 0 } else { 4 };
-            let s: i32 = chunk
-                .iter()
-                .zip(&aq[j * 32..j * 32 + 32])
-                .map(|(&q, &y)| ((q >> shift) & 0x0F) as i32 * y as i32)
-                .sum();
-            sumi += sc as i32 * s;
-            summ += m as i32 * (bs[2 * j] as i32 + bs[2 * j + 1] as i32);
-        }
-        acc += d * sumi as f32 - dmin * summ as f32;
-    }
-    acc
-}
-
-/// Scalar `Q5_K · AK`.
-pub fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
-    let mut acc = 0f32;
-    for (b, blk) in w.chunks_exact(size::Q5_K).enumerate() {
-        let ab = off / QK_K + b;
-        let (d, dmin) = (f16_at(blk, 0) * a.d[ab], f16_at(blk, 2) * a.d[ab]);
-        let scales = &blk[4..16];
-        let qh = &blk[16..48];
-        let qs = &blk[48..176];
+        let qh = qh_at.map(|at| &blk[at..at + 32]);
+        let qs = &blk[qs_at..qs_at + 128];
         let aq = &a.qs[ab * QK_K..(ab + 1) * QK_K];
         let bs = &a.bsums[ab * 16..(ab + 1) * 16];
         let (mut sumi, mut summ) = (0i32, 0i32);
@@ -265,7 +245,7 @@ pub fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
             let s: i32 = (0..32)
                 .map(|l| {
                     let lo = ((chunk[l] >> shift) & 0x0F) as i32;
-                    let hi = (((qh[l] >> j) & 1) as i32) << 4;
+                    let hi = qh.map_or(0, |qh| (((qh[l] >> j) & 1) as i32) << 4);
                     (lo | hi) * aq[j * 32 + l] as i32
                 })
                 .sum();
@@ -275,6 +255,16 @@ pub fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
         acc += d * sumi as f32 - dmin * summ as f32;
     }
     acc
+}
+
+/// Scalar `Q4_K · AK`.
+pub fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    dot_k45(w, a, off, size::Q4_K, None, 16)
+}
+
+/// Scalar `Q5_K · AK`.
+pub fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
+    dot_k45(w, a, off, size::Q5_K, Some(16), 48)
 }
 
 /// The 6-bit codes (0..64) of one `Q6_K` block in weight order.
