@@ -79,14 +79,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         };
         let r = run_task(task, &mut planner, &opts, &cancel, &mut on_event)?;
         if !g.json {
-            let answer: String = r
-                .answer
-                .as_deref()
-                .unwrap_or("-")
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
-            let answer: String = answer.chars().take(40).collect();
+            let answer = super::answer_cell(r.answer.as_deref());
             println!(
                 "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>6.1}s  {}",
                 r.id,
@@ -194,15 +187,7 @@ fn run_ooda(
             &mut on_event,
         ))?;
         if !g.json {
-            let answer: String = r
-                .result
-                .answer
-                .as_deref()
-                .unwrap_or("-")
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
-            let answer: String = answer.chars().take(40).collect();
+            let answer = super::answer_cell(r.result.answer.as_deref());
             println!(
                 "{:<22} {:<6} {:<18} {:>6} {:>6} {:>5} {:>8} {:>6} {:>6.1}s  {}",
                 r.result.id,

@@ -55,16 +55,7 @@ pub fn run(
                 if r.passed {
                     passed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
-                let answer: String = r
-                    .answer
-                    .as_deref()
-                    .unwrap_or("-")
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-                    .chars()
-                    .take(40)
-                    .collect();
+                let answer = super::answer_cell(r.answer.as_deref());
                 format!(
                     "{:<22} {:<6} {:<17} {:>5} {:>6} {:>6.1}s  {}",
                     r.id,

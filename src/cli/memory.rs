@@ -1,5 +1,6 @@
 //! `boyd memory list | forget KEY`: what OODA runs remember about a workspace.
 
+use super::clip;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,15 +31,6 @@ pub enum MemoryCommand {
         /// The key, as `list` shows it.
         key: String,
     },
-}
-
-fn clip(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
-    }
 }
 
 /// Run `boyd memory`.

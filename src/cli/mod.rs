@@ -158,3 +158,27 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(args, &g),
     }
 }
+
+/// `s` on one line (whitespace runs collapsed to one space), cut to `max` characters with
+/// an ellipsis: the cell the run, runs, memory and OODA printers show.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// An eval table's answer cell: the answer on one line, its first 40 characters, `-` when
+/// there is none.
+pub(crate) fn answer_cell(answer: Option<&str>) -> String {
+    answer
+        .unwrap_or("-")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(40)
+        .collect()
+}

@@ -1,6 +1,7 @@
 //! Shared pieces of the OODA commands (`run --loop ooda`, `eval --loop ooda`, `resume`):
 //! options, the tool set, the model-backed phases, and the readable phase stream.
 
+use super::clip;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -136,15 +137,6 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")
-}
-
-fn clip(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
-    }
 }
 
 /// Print one phase event readably.

@@ -143,16 +143,6 @@ pub fn load_agent_model(g: &GlobalOpts) -> anyhow::Result<Box<dyn LanguageModel>
     Ok(Box::new(model))
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    } else {
-        flat
-    }
-}
-
 /// Print one event readably (for `run` and `eval --verbose`-style output).
 pub fn print_event(ev: &AgentEvent<'_>) {
     let mut out = std::io::stdout().lock();
@@ -173,8 +163,8 @@ pub fn print_event(ev: &AgentEvent<'_>) {
             writeln!(
                 out,
                 "\n[{index}] Thought: {}\n    Action: {}",
-                one_line(thought, 300),
-                one_line(&action, 300)
+                super::clip(thought, 300),
+                super::clip(&action, 300)
             )
         }
         AgentEvent::Observed { step } => {

@@ -1,5 +1,6 @@
 //! `boyd runs list | show RUN`: past agent runs under `$BOYD_HOME/runs`.
 
+use super::clip;
 use std::process::ExitCode;
 
 use clap::Subcommand;
@@ -30,15 +31,6 @@ pub enum RunsCommand {
         /// The run.
         run: String,
     },
-}
-
-fn clip(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
-    }
 }
 
 /// Run `boyd runs ...`.
