@@ -342,11 +342,10 @@ fn native_engine_tracks_candle_engine_on_quantized_weights() {
     let e = worst_relative(&n_step, &c_step);
     eprintln!("Q8_0 synthetic: native vs candle worst relative {e:.2e}");
     assert!(e < 3e-2, "{e}");
-    assert_eq!(
-        worst_relative(&n_batch, &n_step),
-        0.0,
-        "native batched == stepwise"
-    );
+    // Batched products go through the packed panels (rows in vector lanes), token steps
+    // through the one-row kernels: the same integer sums, summed in another float order.
+    let e = worst_relative(&n_batch, &n_step);
+    assert!(e < 1e-5, "native batched vs stepwise {e}");
     let agree = n_step
         .iter()
         .zip(&c_step)

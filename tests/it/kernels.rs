@@ -2,7 +2,7 @@
 //! scalar dequantization against candle's, and the quantized product against an `f64`
 //! product of the dequantized weights.
 
-use boyd::kernels::cpu::{quantize_row, Acts, Kernels, QMatrix, QType};
+use boyd::kernels::cpu::{panel, quantize_row, Acts, Kernels, QMatrix, QType};
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType};
 use candle_core::Device;
 use half::f16;
@@ -136,6 +136,98 @@ fn simd_kernels_match_the_scalar_reference() {
                     "{} {ty:?} {rows}x{cols} t={t}: relative error {err}",
                     simd.name
                 );
+            }
+        }
+    }
+}
+
+/// The panel decoding (`scale · code + off` per block or half block) reproduces the stored
+/// weights of every format it takes.
+#[test]
+fn panel_codes_reproduce_the_dequantized_weights() {
+    for (i, ty) in ALL.into_iter().enumerate() {
+        let cols = 512;
+        let w = random_matrix(ty, 2, cols, 300 + i as u64);
+        let Some(h) = panel::halves(ty) else {
+            assert!(!panel::decode_row(
+                ty,
+                w.row(0),
+                &mut [0; 512],
+                &mut [],
+                &mut []
+            ));
+            continue;
+        };
+        let per = 32 / h;
+        let (mut codes, mut scale, mut off) = (
+            vec![0u8; cols],
+            vec![0f32; cols / per],
+            vec![0f32; cols / per],
+        );
+        let mut want = vec![0f32; cols];
+        for r in 0..2 {
+            assert!(panel::decode_row(
+                ty,
+                w.row(r),
+                &mut codes,
+                &mut scale,
+                &mut off
+            ));
+            w.dequantize_row(r, &mut want);
+            let limit = if ty == QType::Q8_0 {
+                255
+            } else if ty == QType::Q6_K {
+                63
+            } else {
+                31
+            };
+            for (c, &v) in want.iter().enumerate() {
+                assert!(codes[c] <= limit, "{ty:?} code {} at {c}", codes[c]);
+                let got = scale[c / per] * codes[c] as f32 + off[c / per];
+                let tol = 1e-6 * (scale[c / per].abs() * 256.0 + off[c / per].abs());
+                assert!(
+                    (got - v).abs() <= tol,
+                    "{ty:?} row {r} col {c}: {got} vs {v}"
+                );
+            }
+        }
+    }
+}
+
+/// The packed-panel prefill path against the one-row kernels and the scalar reference: the
+/// same integer sums, so only the float summation order differs. The shapes cover the tiles
+/// of eight, four and one token, rows left over after the last panel, more tokens than one
+/// activation slab, and products split into several chunks.
+#[test]
+fn panel_products_match_the_one_row_kernels() {
+    let sets: Vec<Kernels> = [Kernels::avx2(), Kernels::avx2_no_vnni()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if sets.is_empty() {
+        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
+        return;
+    }
+    let scalar = Kernels::scalar();
+    for simd in sets {
+        for (i, ty) in ALL.into_iter().enumerate() {
+            for (rows, cols, t) in [(64, 256, 4), (45, 512, 13), (256, 768, 70), (8, 256, 5)] {
+                let w = random_matrix(ty, rows, cols, 400 + i as u64);
+                let x = random_acts(t, cols, 11);
+                let mut a = Acts::new();
+                a.set(&x, cols);
+                let mut outs = [0, 1, 2].map(|_| vec![0f32; rows * t]);
+                simd.matmul(&w, &mut a, &mut outs[0]);
+                simd.without_panel().matmul(&w, &mut a, &mut outs[1]);
+                scalar.matmul(&w, &mut a, &mut outs[2]);
+                for (what, other) in [("one-row SIMD", &outs[1]), ("scalar", &outs[2])] {
+                    let err = max_rel(&outs[0], other);
+                    assert!(
+                        err < 1e-5,
+                        "{} {ty:?} {rows}x{cols} t={t}: panel vs {what}: {err}",
+                        simd.name
+                    );
+                }
             }
         }
     }

@@ -13,6 +13,7 @@
 use std::arch::x86_64::*;
 
 use super::blocks::{scale_min_k4, size, ActBlocks32, ActBlocksK, QK32, QK_K};
+use super::panel::{Panel, PanelActs, PANEL_BLOCK_BYTES, PANEL_ROWS};
 
 /// The `f16` at byte `at` of `p` as `f32`, by the F16C instruction.
 #[inline(always)]
@@ -562,3 +563,73 @@ pub unsafe fn attend<const C: usize>(
         _mm256_storeu_ps(out.as_mut_ptr().add(8 * c), acc[c]);
     }
 }
+
+/// The panel product of `T` tokens from `tok0`: `out[i·8 + r] = Σ_k w[r][k] · a[tok0 + i][k]`
+/// for the eight rows of `p` (see `super::panel`). `H` is the panel's scale halves. `$acc`
+/// adds the unsigned × signed byte products of a 32-byte vector, in fours, to `i32` lanes.
+macro_rules! panel_kernel {
+    ($name:ident, $feat:literal, $acc:ident) => {
+        /// # Safety
+        /// The CPU must support the features named in `target_feature`;
+        /// `a.fits(p, tok0, T)` and `out.len() ≥ 8·T` (checked by the caller).
+        #[target_feature(enable = $feat)]
+        pub unsafe fn $name<const T: usize, const H: usize>(
+            p: &Panel,
+            a: &PanelActs,
+            tok0: usize,
+            out: &mut [f32],
+        ) {
+            let nb = p.nb;
+            let mut facc = [_mm256_setzero_ps(); T];
+            let per_half = 8 / H;
+            for b in 0..nb {
+                let cw = p.codes.as_ptr().add(b * PANEL_BLOCK_BYTES);
+                for h in 0..H {
+                    let mut iacc = [_mm256_setzero_si256(); T];
+                    for g in h * per_half..(h + 1) * per_half {
+                        let w = _mm256_loadu_si256(cw.add(g * 32) as *const __m256i);
+                        for t in 0..T {
+                            let ap = a.qs.as_ptr().add((tok0 + t) * a.cols + b * QK32 + g * 4);
+                            let y = _mm256_set1_epi32((ap as *const i32).read_unaligned());
+                            iacc[t] = $acc(iacc[t], w, y);
+                        }
+                    }
+                    let at = (b * H + h) * PANEL_ROWS;
+                    let sc = _mm256_loadu_ps(p.scale.as_ptr().add(at));
+                    let of = _mm256_loadu_ps(p.off.as_ptr().add(at));
+                    for t in 0..T {
+                        let blk = (tok0 + t) * nb + b;
+                        let da = _mm256_set1_ps(*a.d.get_unchecked(blk >> a.dshift));
+                        let sa = _mm256_set1_ps(*a.s.get_unchecked(blk * H + h));
+                        let f = _mm256_cvtepi32_ps(iacc[t]);
+                        facc[t] = _mm256_fmadd_ps(f, _mm256_mul_ps(sc, da), facc[t]);
+                        facc[t] = _mm256_fmadd_ps(of, sa, facc[t]);
+                    }
+                }
+            }
+            for t in 0..T {
+                _mm256_storeu_ps(out.as_mut_ptr().add(t * PANEL_ROWS), facc[t]);
+            }
+        }
+    };
+}
+
+/// `acc + Σ₄ x·y` for unsigned `x` and signed `y`, through `maddubs` (pairs, saturating at
+/// ±32767: safe for codes below 64 against activations of at most 127) and `madd`.
+#[inline(always)]
+unsafe fn acc_u8_i8(acc: __m256i, x: __m256i, y: __m256i) -> __m256i {
+    _mm256_add_epi32(acc, dot_u8_i8(x, y))
+}
+
+/// `acc + Σ₄ x·y` with AVX-512 VNNI's `vpdpbusd` (no intermediate saturation).
+#[inline(always)]
+unsafe fn acc_u8_i8_vnni(acc: __m256i, x: __m256i, y: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(acc, x, y)
+}
+
+panel_kernel!(panel_avx2, "avx2,fma,f16c", acc_u8_i8);
+panel_kernel!(
+    panel_vnni,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    acc_u8_i8_vnni
+);

@@ -100,6 +100,10 @@ pub struct ActBlocksK {
     pub d: Vec<f32>,
     /// Sum of each run of 16 quantized values.
     pub bsums: Vec<i16>,
+    /// `d · bsums` per run of 16 (the panel kernels' offset term for `Q6_K`).
+    pub s16: Vec<f32>,
+    /// `d · Σ q` per run of 32 (the panel kernels' offset term for `Q4_K` and `Q5_K`).
+    pub s32: Vec<f32>,
 }
 
 impl ActBlocksK {
@@ -110,6 +114,8 @@ impl ActBlocksK {
         self.qs.resize(x.len(), 0);
         self.d.resize(nb, 0.0);
         self.bsums.resize(x.len() / 16, 0);
+        self.s16.resize(x.len() / 16, 0.0);
+        self.s32.resize(x.len() / 32, 0.0);
         for b in 0..nb {
             let xs = &x[b * QK_K..(b + 1) * QK_K];
             let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -128,6 +134,13 @@ impl ActBlocksK {
             for (g, sum) in self.bsums[b * 16..(b + 1) * 16].iter_mut().enumerate() {
                 *sum = qs[g * 16..(g + 1) * 16].iter().map(|&q| q as i16).sum();
             }
+        }
+        let d = &self.d;
+        for (i, (s, &b)) in self.s16.iter_mut().zip(&self.bsums).enumerate() {
+            *s = d[i / 16] * b as f32;
+        }
+        for (i, s) in self.s32.iter_mut().enumerate() {
+            *s = d[i / 8] * (self.bsums[2 * i] as i32 + self.bsums[2 * i + 1] as i32) as f32;
         }
     }
 }

@@ -12,6 +12,7 @@
 //! multiplied with every token while it sits in cache.
 
 pub mod blocks;
+pub mod panel;
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
@@ -21,6 +22,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 pub use blocks::{ActBlocks32, ActBlocksK, QK32, QK_K};
+pub use panel::{Panel, PanelActs, PANEL_ROWS};
 
 /// The storage formats the kernels compute with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -238,6 +240,30 @@ impl Acts {
         self.t
     }
 
+    /// The prepared activations as the panel kernels read them for weights of `ty`.
+    fn panel_view(&self, ty: QType) -> PanelActs<'_> {
+        match ty.act_kind() {
+            ActKind::K => PanelActs {
+                cols: self.n,
+                qs: &self.k.qs,
+                d: &self.k.d,
+                dshift: 3,
+                s: if panel::halves(ty) == Some(2) {
+                    &self.k.s16
+                } else {
+                    &self.k.s32
+                },
+            },
+            _ => PanelActs {
+                cols: self.n,
+                qs: &self.b32.qs,
+                d: &self.b32.d,
+                dshift: 0,
+                s: &self.b32.s,
+            },
+        }
+    }
+
     fn prepare(&mut self, kind: ActKind) {
         match kind {
             ActKind::F32 => {}
@@ -272,7 +298,24 @@ pub struct Kernels {
     x4: Option<[Dot4; 4]>,
     /// Whole-row attention for head dims 64 and 128, where the CPU has it.
     attend_simd: bool,
+    /// Packed-panel kernels for batches of tokens (prefill), where the CPU has them.
+    panel: Option<PanelKernels>,
 }
+
+/// The products of a packed panel with tokens `tok0 .. tok0 + n` of the activations into
+/// `out` (`n × 8`, token after token); panics when the lengths do not fit.
+pub type PanelFn = fn(&Panel, &PanelActs, usize, usize, &mut [f32]);
+
+/// The panel kernels of one CPU and the formats they take.
+#[derive(Debug, Clone, Copy)]
+pub struct PanelKernels {
+    run: PanelFn,
+    /// `Q8_0`'s shifted codes reach 255, which only the non-saturating VNNI sum takes.
+    q8_0: bool,
+}
+
+/// Fewest tokens for which a batched product packs panels.
+pub const PANEL_MIN_TOKENS: usize = 4;
 
 /// A four-token dot product: one weight row against four tokens' activations.
 pub type Dot4 = fn(&[u8], &ActBlocks32, [usize; 4]) -> [f32; 4];
@@ -356,6 +399,47 @@ mod x86 {
         wrap4v!(dot4_q8_0);
     }
 
+    macro_rules! wrap_panel {
+        ($name:ident, $big:literal) => {
+            /// Tokens in tiles of the widest kernel, then of four, then one by one.
+            #[allow(clippy::int_plus_one)]
+            pub fn $name(
+                p: &super::Panel,
+                a: &super::PanelActs,
+                tok0: usize,
+                n: usize,
+                out: &mut [f32],
+            ) {
+                assert!(a.fits(p, tok0, n), "activations do not fit the panel");
+                assert!(out.len() >= n * super::PANEL_ROWS && (p.h == 1 || p.h == 2));
+                let mut i = 0;
+                // SAFETY: `Kernels::x86` hands these out only after detecting the features
+                // in each kernel's `target_feature`; the asserts above are its length
+                // conditions.
+                unsafe {
+                    macro_rules! tile {
+                        ($t:literal) => {
+                            while i + $t <= n {
+                                let o = &mut out[i * super::PANEL_ROWS..];
+                                if p.h == 1 {
+                                    avx2::$name::<$t, 1>(p, a, tok0 + i, o);
+                                } else {
+                                    avx2::$name::<$t, 2>(p, a, tok0 + i, o);
+                                }
+                                i += $t;
+                            }
+                        };
+                    }
+                    tile!($big);
+                    tile!(4);
+                    tile!(1);
+                }
+            }
+        };
+    }
+    wrap_panel!(panel_vnni, 8);
+    wrap_panel!(panel_avx2, 4);
+
     pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
         // SAFETY: as above.
         unsafe { avx2::dot_f32(x, y) }
@@ -402,7 +486,19 @@ impl Kernels {
             axpy_f32: axpy_f32_scalar,
             x4: None,
             attend_simd: false,
+            panel: None,
         }
+    }
+
+    /// These kernels without the packed-panel prefill path (to test and measure it).
+    pub fn without_panel(mut self) -> Self {
+        if self.panel.take().is_some() {
+            self.name = match self.name {
+                "avx2+vnni" => "avx2+vnni, no panel",
+                _ => "avx2, no panel",
+            };
+        }
+        self
     }
 
     /// These kernels without the four-token variants (to test and measure them).
@@ -466,17 +562,31 @@ impl Kernels {
                 axpy_f32: x86::axpy_f32,
                 x4: Some(x4),
                 attend_simd: true,
+                panel: Some(if vnni {
+                    PanelKernels {
+                        run: x86::panel_vnni,
+                        q8_0: true,
+                    }
+                } else {
+                    PanelKernels {
+                        run: x86::panel_avx2,
+                        q8_0: false,
+                    }
+                }),
             });
         }
         None
     }
 
-    /// The fastest kernels this CPU runs, unless `BOYD_KERNELS=scalar`.
+    /// The fastest kernels this CPU runs. `BOYD_KERNELS=scalar` forces the reference;
+    /// `BOYD_KERNELS=no-panel` keeps the SIMD kernels but turns the packed-panel prefill
+    /// path off (to measure what it buys).
     pub fn detect() -> Self {
-        if std::env::var("BOYD_KERNELS").is_ok_and(|v| v == "scalar") {
-            return Self::scalar();
+        match std::env::var("BOYD_KERNELS").as_deref() {
+            Ok("scalar") => Self::scalar(),
+            Ok("no-panel") => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
+            _ => Self::avx2().unwrap_or_else(Self::scalar),
         }
-        Self::avx2().unwrap_or_else(Self::scalar)
     }
 
     /// The kernels picked once for this process.
@@ -569,50 +679,133 @@ impl Kernels {
         assert_eq!(out.len(), rows * t, "output must hold tokens × rows");
         a.prepare(w.ty.act_kind());
         let a = &*a;
-        let threads = rayon::current_num_threads().max(1);
-        // Enough chunks to balance, few enough that each carries ≥ ~16k weights of work.
-        let min_rows = (16_384 / w.cols.max(1)).max(1);
-        let chunk = rows.div_ceil(threads * 4).max(min_rows).min(rows.max(1));
-        let n_chunks = rows.div_ceil(chunk);
         let out_ptr = SyncPtr(out.as_mut_ptr());
+        let threads = rayon::current_num_threads().max(1);
+        let mut r_done = 0;
+        if let Some(run) = self.panel_kernel(w.ty, t, rows) {
+            let view = a.panel_view(w.ty);
+            r_done = rows - rows % PANEL_ROWS;
+            self.matmul_panels(run, w, &view, r_done, out_ptr, threads);
+            if r_done == rows {
+                return;
+            }
+        }
+        // Enough chunks to balance, few enough that each carries ≥ ~16k weights of work.
+        let left = rows - r_done;
+        let min_rows = (16_384 / w.cols.max(1)).max(1);
+        let chunk = left.div_ceil(threads * 4).max(min_rows).min(left.max(1));
+        let n_chunks = left.div_ceil(chunk);
         let work = |c: usize| {
-            let r0 = c * chunk;
-            let r1 = (r0 + chunk).min(rows);
-            let mut f32row = Vec::new();
-            let x4 = match (self.x4, w.ty) {
-                (Some(k), QType::Q4_0) => Some(k[0]),
-                (Some(k), QType::Q4_1) => Some(k[1]),
-                (Some(k), QType::Q5_0) => Some(k[2]),
-                (Some(k), QType::Q8_0) => Some(k[3]),
-                _ => None,
-            };
-            let mut tok0 = 0;
-            if let Some(dot4) = x4 {
-                while tok0 + 4 <= t {
-                    let offs = [0, 1, 2, 3].map(|j| (tok0 + j) * a.n);
-                    for r in r0..r1 {
-                        let v = dot4(w.row(r), &a.b32, offs);
-                        for (j, v) in v.into_iter().enumerate() {
-                            // SAFETY: as below.
-                            out_ptr.write((tok0 + j) * rows + r, v);
-                        }
-                    }
-                    tok0 += 4;
-                }
-            }
-            for tok in tok0..t {
-                for r in r0..r1 {
-                    let v = self.row_dot(w, r, a, tok, &mut f32row);
-                    // SAFETY: each (tok, r) is written by exactly one chunk, and
-                    // `tok * rows + r < out.len()` by the asserts above.
-                    out_ptr.write(tok * rows + r, v);
-                }
-            }
+            let r0 = r_done + c * chunk;
+            self.rows_dot(w, a, r0, (r0 + chunk).min(rows), out_ptr);
         };
         if n_chunks == 1 {
             work(0);
         } else {
             (0..n_chunks).into_par_iter().for_each(work);
+        }
+    }
+
+    /// The panel kernel for a product of `t` tokens with a `rows`-row matrix of `ty`, when
+    /// this CPU has one and the batch is large enough to repay the packing.
+    fn panel_kernel(&self, ty: QType, t: usize, rows: usize) -> Option<PanelFn> {
+        let pk = self.panel?;
+        let ok = t >= PANEL_MIN_TOKENS
+            && rows >= PANEL_ROWS
+            && panel::halves(ty).is_some()
+            && (ty != QType::Q8_0 || pk.q8_0);
+        ok.then_some(pk.run)
+    }
+
+    /// Rows `0 .. r_end` (a multiple of eight) of the product through packed panels: chunks
+    /// of panels are packed once, then every token is multiplied with them, 64 tokens at a
+    /// time so that a slab of activations stays in cache across the chunk.
+    fn matmul_panels(
+        &self,
+        run: PanelFn,
+        w: &QMatrix,
+        view: &PanelActs,
+        r_end: usize,
+        out_ptr: SyncPtr,
+        threads: usize,
+    ) {
+        const TOKEN_SLAB: usize = 64;
+        const CHUNK_BYTES: usize = 96 * 1024;
+        let (rows, t) = (w.rows, view.tokens());
+        let groups = r_end / PANEL_ROWS;
+        let panel_bytes = (w.cols / QK32) * panel::PANEL_BLOCK_BYTES;
+        let per_chunk = (CHUNK_BYTES / panel_bytes.max(1))
+            .min(groups.div_ceil(threads * 4))
+            .max(1);
+        let n_chunks = groups.div_ceil(per_chunk);
+        let work = |panels: &mut (Vec<Panel>, Vec<f32>), c: usize| {
+            let (panels, tmp) = panels;
+            let g0 = c * per_chunk;
+            let g1 = (g0 + per_chunk).min(groups);
+            panels.resize_with(g1 - g0, Panel::default);
+            for (p, g) in panels.iter_mut().zip(g0..g1) {
+                p.pack(w.ty, w.cols, |r| w.row(r), g * PANEL_ROWS);
+            }
+            tmp.resize(TOKEN_SLAB * PANEL_ROWS, 0.0);
+            for tok0 in (0..t).step_by(TOKEN_SLAB) {
+                let n = TOKEN_SLAB.min(t - tok0);
+                for (p, g) in panels.iter().zip(g0..g1) {
+                    run(p, view, tok0, n, tmp);
+                    for i in 0..n {
+                        for r in 0..PANEL_ROWS {
+                            // SAFETY: each (token, row) is written by exactly one chunk, and
+                            // `(tok0 + i) · rows + row < out.len()` (`matmul`'s asserts).
+                            out_ptr.write(
+                                (tok0 + i) * rows + g * PANEL_ROWS + r,
+                                tmp[i * PANEL_ROWS + r],
+                            );
+                        }
+                    }
+                }
+            }
+        };
+        if n_chunks == 1 {
+            work(&mut Default::default(), 0);
+        } else {
+            (0..n_chunks)
+                .into_par_iter()
+                .for_each_init(Default::default, work);
+        }
+    }
+
+    /// Rows `r0 .. r1` of the product for every token, one row at a time (four tokens at a
+    /// time where the format has a four-token kernel).
+    fn rows_dot(&self, w: &QMatrix, a: &Acts, r0: usize, r1: usize, out_ptr: SyncPtr) {
+        let (rows, t) = (w.rows, a.t);
+        let mut f32row = Vec::new();
+        let x4 = match (self.x4, w.ty) {
+            (Some(k), QType::Q4_0) => Some(k[0]),
+            (Some(k), QType::Q4_1) => Some(k[1]),
+            (Some(k), QType::Q5_0) => Some(k[2]),
+            (Some(k), QType::Q8_0) => Some(k[3]),
+            _ => None,
+        };
+        let mut tok0 = 0;
+        if let Some(dot4) = x4 {
+            while tok0 + 4 <= t {
+                let offs = [0, 1, 2, 3].map(|j| (tok0 + j) * a.n);
+                for r in r0..r1 {
+                    let v = dot4(w.row(r), &a.b32, offs);
+                    for (j, v) in v.into_iter().enumerate() {
+                        // SAFETY: as below.
+                        out_ptr.write((tok0 + j) * rows + r, v);
+                    }
+                }
+                tok0 += 4;
+            }
+        }
+        for tok in tok0..t {
+            for r in r0..r1 {
+                let v = self.row_dot(w, r, a, tok, &mut f32row);
+                // SAFETY: each (tok, r) is written by exactly one chunk, and
+                // `tok * rows + r < out.len()` by `matmul`'s asserts.
+                out_ptr.write(tok * rows + r, v);
+            }
         }
     }
 }
