@@ -13,6 +13,7 @@ use anyhow::{bail, Context as _};
 
 use super::GlobalOpts;
 use crate::catalog::Catalog;
+use crate::runtime::decoder::EngineKind;
 use crate::runtime::gguf::GgufHeader;
 use crate::sizing::{
     self, hf_config, weights, ArchParams, Backend, Estimate, GgmlType, Hardware, Input, KvDtype,
@@ -86,8 +87,17 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let model = args.model.clone().or_else(|| g.model.clone()).context(
         "no model given: pass a catalog name, a config.json or a .gguf (see `boyd models list`)",
     )?;
-    let hw = hardware(&args, g)?;
+    let mut hw = hardware(&args, g)?;
     let (arch, weights, default_ctx) = resolve_model(&model, args.quant.as_deref())?;
+    if hw.backend == Backend::Cpu {
+        // The engine the runtime would pick for this file on the CPU (BOYD_ENGINE, and
+        // whether the native kernels cover every tensor type; unknown types count as covered).
+        let types = match &weights {
+            Weights::Exact { bytes, .. } => bytes.tensor_types.clone().unwrap_or_default(),
+            Weights::Params { .. } => Vec::new(),
+        };
+        hw.compute_layout = EngineKind::from_env().compute_layout(true, types);
+    }
     let kv_dtype = match &args.kv_dtype {
         Some(k) => KvDtype::parse(k)?,
         None => hw.backend.runtime_kv_dtype(),
@@ -397,7 +407,8 @@ fn this_machine(device: &str) -> anyhow::Result<Hardware> {
         "RAM from /proc/meminfo (MemAvailable as free); bandwidth assumed 51.2 GB/s \
          (dual-channel DDR4-3200) and 80 GFLOP/s per thread until `boyd validate` calibrates",
     )?
-    .with_free(available.unwrap_or(total));
+    .with_free(available.unwrap_or(total))
+    .with_threads(cores);
     match load_profile(device)? {
         Some((path, p)) if p.backend == Backend::Cpu => {
             tracing::info!(profile = %path.display(), "using calibration profile");
@@ -569,8 +580,9 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
     );
     let _ = writeln!(
         s,
-        "  compute         {:>24}  prefill {} / decode {}, logits {}{}",
+        "  compute         {:>24}  {} engine: prefill {} / decode {}, logits {}{}",
         both(m.compute),
+        e.compute.layout,
         e.compute.prefill,
         e.compute.decode,
         e.compute.logits,
@@ -580,7 +592,17 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
             String::new()
         }
     );
-    let names: Vec<&str> = e.overhead.iter().map(|o| o.name).collect();
+    let names: Vec<String> = e
+        .overhead
+        .iter()
+        .map(|o| {
+            if o.measured {
+                format!("{} (measured)", o.name)
+            } else {
+                o.name.to_owned()
+            }
+        })
+        .collect();
     let _ = writeln!(
         s,
         "  overhead        {:>24}  {}",

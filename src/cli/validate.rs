@@ -76,7 +76,8 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
         cores as f64 * super::size::ASSUMED_FLOPS_PER_CORE,
         "RAM from /proc/meminfo; bandwidth measured by boyd validate",
     )?
-    .with_free(mem.available.unwrap_or(mem.total)))
+    .with_free(mem.available.unwrap_or(mem.total))
+    .with_threads(cores))
 }
 
 /// Matrix throughput assumed for a GPU no preset describes (a mid-range data-centre part);

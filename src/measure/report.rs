@@ -27,7 +27,7 @@ use super::calibrate::{DecodeFit, DecodePoint};
 use super::compare::Row;
 use super::memory::MemSnapshot;
 use crate::hw::BandwidthResult;
-use crate::sizing::Profile;
+use crate::sizing::{ComputeLayout, Profile};
 use crate::units::Bytes;
 
 /// Version of the report layout; bump on any incompatible change (additions are compatible).
@@ -111,6 +111,10 @@ pub struct KvPoint {
 pub struct ComputeMemory {
     /// Prompt tokens (one micro-batch, from an empty cache).
     pub tokens: usize,
+    /// The loaded decoder's engine (`native/avx2`, `candle`), whose layout was predicted.
+    pub engine: String,
+    /// The activation layout the prediction follows.
+    pub layout: ComputeLayout,
     /// Sizing model's compute buffers at this context.
     pub predicted: Bytes,
     /// Peak during the prefill minus what was live before and the KV allocated by it.

@@ -10,8 +10,10 @@
 //!    behind is not counted as KV), prefill to each depth and read the growth there.
 //! 3. Speed: the llama-bench tests of [`super::bench`] (pp, and tg at each depth).
 //! 4. Bandwidth last, so its large buffers never count in the process's peak RSS.
-//! 5. Predict with the sizing model (default constants, measured bandwidth), fit the decode
-//!    efficiency and fixed cost to the measured points, predict again with the fitted profile.
+//! 5. Predict with the sizing model (default constants, measured bandwidth, the compute layout
+//!    of the engine the decoder really runs), fit the decode efficiency and fixed cost to the
+//!    measured points, predict again with the fitted profile. The profile also carries the
+//!    measured overhead (CPU: RSS before the load; GPU: one context, when measured).
 //!
 //! Nothing here prints; progress goes through a callback.
 
@@ -33,8 +35,8 @@ use crate::runtime::session::{Session, PREFILL_CHUNK};
 use crate::sizing::profile::PROFILE_VERSION;
 use crate::sizing::Backend;
 use crate::sizing::{
-    self, compute_buffers, kv_cache, throughput, weights, ArchParams, Hardware, Input, Profile,
-    SizingError, WeightBytes, Weights,
+    self, compute_buffers, kv_cache, throughput, weights, ArchParams, ComputeLayout, Hardware,
+    Input, Profile, SizingError, WeightBytes, Weights,
 };
 use crate::units::{Bytes, BytesPerSec};
 
@@ -66,7 +68,7 @@ pub struct ValidateConfig {
     /// Timed repetitions per test.
     pub reps: usize,
     /// The device as the sizing model knows it, uncalibrated (default speed constants); its
-    /// bandwidth is replaced by the measured one.
+    /// bandwidth is replaced by the measured one, its compute layout by the loaded engine's.
     pub hardware: Hardware,
     /// Bandwidth probe settings.
     pub bandwidth: BandwidthConfig,
@@ -267,7 +269,7 @@ pub fn validate(
     } else {
         Meter::Rss
     };
-    let hw0 = &cfg.hardware;
+    let mut hw0 = cfg.hardware.clone();
 
     // 1. Load.
     progress(Progress::Stage {
@@ -314,6 +316,14 @@ pub fn validate(
     readings.extend(device_reading(&meter, "before load"));
     let decoder = Decoder::load(&mut file, device)?;
     device.synchronize()?;
+    // Predict the activations of the engine that really runs (BOYD_ENGINE may pick candle on
+    // the CPU), with the worker threads it really has.
+    let engine = decoder.engine_name();
+    hw0.compute_layout = ComputeLayout::from_engine_name(&engine).unwrap_or(hw0.compute_layout);
+    if hw0.compute_layout == ComputeLayout::Native {
+        hw0.threads = Some(u32::try_from(rayon::current_num_threads()).unwrap_or(u32::MAX));
+    }
+    let hw0 = &hw0;
     let after_load = MemSnapshot::now();
     let used_after_load = meter.used(&after_load);
     readings.extend(device_reading(&meter, "after load"));
@@ -362,10 +372,13 @@ pub fn validate(
         &arch,
         cfg.n_prompt as u32,
         PREFILL_CHUNK as u32,
-        hw0.backend,
+        hw0,
+        wbytes.has_k_quant(),
     )?;
     let compute = ComputeMemory {
         tokens: cfg.n_prompt,
+        engine,
+        layout: compute_pred.layout,
         predicted: compute_pred.total,
         measured: compute_measured,
     };
@@ -569,6 +582,12 @@ pub fn validate(
         fixed_cost_s: 0.0,
         per_layer_cost_s: fit.fixed_s / n_layers,
         model: Some(cfg.model_name.clone()),
+        // Only what is this process's own: on a GPU without the context measurement the
+        // reading before the load includes other processes.
+        overhead: match meter {
+            Meter::Heap | Meter::Rss => overhead_measured,
+            Meter::Device(_) => ctx_bytes.map(Bytes),
+        },
     };
     profile.check()?;
     let hw_after = profile.apply(hw_before.clone());
@@ -687,15 +706,21 @@ pub fn comparison_rows(m: &MemoryReport, prefill: &SpeedPoint, decode: &[SpeedPo
                 b(m.compute.predicted),
                 b(c),
             )
-            .note("transient peak above weights + KV"),
+            .note(format!(
+                "transient peak above weights + KV; {} layout ({})",
+                m.compute.layout, m.compute.engine
+            )),
         );
     }
     let on_device = m.source == MemorySource::Device;
     if let Some(o) = m.overhead_measured {
         let note = match m.device.as_ref().and_then(|d| d.context_overhead) {
-            Some(_) => "one GPU context, measured (free memory with and without a 2nd context)",
+            Some(_) => {
+                "one GPU context, measured (free memory with and without a 2nd context); \
+                 the profile stores it"
+            }
             None if on_device => "device memory in use before loading the model",
-            None => "process RSS before loading the model",
+            None => "process RSS before loading the model; the profile stores it",
         };
         rows.push(Row::new("overhead", Unit::Bytes, b(m.overhead_predicted), b(o)).note(note));
     }

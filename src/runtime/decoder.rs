@@ -19,10 +19,11 @@ use std::sync::Arc;
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 
+use crate::kernels::cpu::QType;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
 use crate::runtime::native::{self, NativeModel};
-use crate::sizing::{ArchParams, Architecture, GgmlType, RopeScaling};
+use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType, RopeScaling};
 
 /// Errors building or running the decoder.
 #[derive(Debug, thiserror::Error)]
@@ -226,6 +227,26 @@ impl EngineKind {
             Ok("candle") => EngineKind::Candle,
             Ok("native") => EngineKind::Native,
             _ => EngineKind::Auto,
+        }
+    }
+
+    /// The activation layout of the engine this choice runs for a file with tensors of
+    /// `types` on the CPU (`on_cpu`) or a GPU — what [`Decoder::load_with`] picks — for the
+    /// sizing model's compute buffers. Types that are not known count as supported.
+    pub fn compute_layout(
+        self,
+        on_cpu: bool,
+        types: impl IntoIterator<Item = GgmlType>,
+    ) -> ComputeLayout {
+        let native = match self {
+            EngineKind::Candle => false,
+            EngineKind::Native => on_cpu,
+            EngineKind::Auto => on_cpu && types.into_iter().all(|t| QType::from_ggml(t).is_some()),
+        };
+        if native {
+            ComputeLayout::Native
+        } else {
+            ComputeLayout::Candle
         }
     }
 }
@@ -598,4 +619,41 @@ impl Decoder {
 /// Run `D::Minus1` argmax on a logits vector.
 pub fn argmax(logits: &Tensor) -> Result<u32> {
     Ok(logits.argmax(D::Minus1)?.to_scalar::<u32>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_layout_follows_the_engine_load_picks() {
+        let ok = [GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F32];
+        let unsupported = [GgmlType::Q8_0, GgmlType::IQ2_XS];
+        assert_eq!(
+            EngineKind::Auto.compute_layout(true, ok),
+            ComputeLayout::Native
+        );
+        assert_eq!(
+            EngineKind::Auto.compute_layout(true, unsupported),
+            ComputeLayout::Candle,
+            "a type the native kernels lack falls back to candle"
+        );
+        assert_eq!(
+            EngineKind::Auto.compute_layout(true, []),
+            ComputeLayout::Native,
+            "unknown types count as supported"
+        );
+        assert_eq!(
+            EngineKind::Auto.compute_layout(false, ok),
+            ComputeLayout::Candle
+        );
+        assert_eq!(
+            EngineKind::Candle.compute_layout(true, ok),
+            ComputeLayout::Candle
+        );
+        assert_eq!(
+            EngineKind::Native.compute_layout(true, unsupported),
+            ComputeLayout::Native
+        );
+    }
 }

@@ -215,5 +215,5 @@ pub fn device_hardware(device: &Device) -> Option<Hardware> {
         "/proc/meminfo (MemAvailable as free)",
     )
     .ok()
-    .map(|hw| hw.with_free(available.unwrap_or(total)))
+    .map(|hw| hw.with_free(available.unwrap_or(total)).with_threads(cores))
 }

@@ -11,7 +11,7 @@ use candle_core::Device;
 
 use crate::lm::{CancelToken, Constraint, GenOutput, GenRequest, LanguageModel, LmError};
 use crate::runtime::constrain::{GrammarConstraint, GrammarVocab, TokenConstraint};
-use crate::runtime::decoder::{Decoder, DecoderError};
+use crate::runtime::decoder::{Decoder, DecoderError, EngineKind};
 use crate::runtime::fit::{self, Fit, FitError};
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::session::{Flow, GenOptions, GenerateError, Session};
@@ -208,7 +208,7 @@ fn check_fit(
     ctx: usize,
     opts: &LoadOptions,
 ) -> Result<(), FitError> {
-    let Some(hw) = opts
+    let Some(mut hw) = opts
         .hardware
         .clone()
         .or_else(|| fit::device_hardware(device))
@@ -216,6 +216,14 @@ fn check_fit(
         tracing::warn!("free memory of this device is unknown; skipping the fit check");
         return Ok(());
     };
+    // The activations of the engine that will run the file on this device.
+    hw.compute_layout = EngineKind::from_env().compute_layout(
+        device.is_cpu(),
+        file.header.tensors.iter().map(|t| t.ggml_type),
+    );
+    if device.is_cpu() {
+        hw = hw.with_threads(rayon::current_num_threads());
+    }
     let e = match fit::estimate(&file.header, ctx, fit::runtime_kv_dtype(device), &hw) {
         Err(FitError::Unsizable(e)) if opts.force => {
             tracing::warn!("cannot size the model ({e}); loading anyway (--force)");

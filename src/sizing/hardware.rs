@@ -4,10 +4,14 @@
 //! is built by the CLI from what it reads about the host and passed in as a plain
 //! [`Hardware`] value, so this module stays free of I/O. Every constant that is an assumption
 //! rather than a specification says so, and names where it comes from; `boyd validate`
-//! replaces the speed assumptions with a measured [`crate::sizing::Profile`].
+//! replaces the speed assumptions and the process (or GPU context) overhead with a measured
+//! [`crate::sizing::Profile`].
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use super::compute::ComputeLayout;
 use super::error::SizingError;
 use super::kv::KvDtype;
 use super::weights::EmbeddingPolicy;
@@ -28,10 +32,12 @@ pub enum Backend {
     Metal,
 }
 
-/// Host process baseline: the boyd binary, allocator arenas, tokenizer tables and the async
-/// runtime. Assumption (RSS of a CPU process before the model is mapped is typically
-/// 50–100 MiB for a Rust binary with a 150k-entry tokenizer); `boyd validate` measures it.
-pub const PROCESS_BASELINE: Bytes = Bytes(96 * Bytes::MIB);
+/// Host process baseline: the boyd binary's resident pages, allocator arenas and the thread
+/// pools. Measured: `boyd validate` (release build, x86-64 Linux, SmolLM2-135M) read an RSS of
+/// 8.9 MiB before loading the model; rounded up to 16 MiB for what a run adds besides the
+/// decoder (tokenizer tables, which validate does not load; the async runtime; agent state).
+/// A calibration profile replaces it with the value measured on the machine.
+pub const PROCESS_BASELINE: Bytes = Bytes(16 * Bytes::MIB);
 
 /// Device memory a CUDA context takes before any allocation: 300–600 MiB depending on GPU,
 /// driver and `CUDA_MODULE_LOADING` (what `nvidia-smi` shows for an idle process; NVIDIA's
@@ -56,7 +62,21 @@ pub struct OverheadItem {
     /// Bytes.
     pub bytes: Bytes,
     /// Where the number comes from.
-    pub source: &'static str,
+    pub source: Cow<'static, str>,
+    /// Measured on this machine (a calibration profile), not assumed.
+    pub measured: bool,
+}
+
+impl OverheadItem {
+    /// An assumed or specified term.
+    pub fn assumed(name: &'static str, bytes: Bytes, source: &'static str) -> Self {
+        Self {
+            name,
+            bytes,
+            source: Cow::Borrowed(source),
+            measured: false,
+        }
+    }
 }
 
 /// Speed-model constants of a device class, before calibration.
@@ -87,37 +107,41 @@ impl Backend {
     /// Fixed memory the backend costs, term by term. On unified-memory devices (Metal, CPU)
     /// the host process shares the same pool, so its baseline counts too.
     pub fn overhead(self) -> Vec<OverheadItem> {
-        const PROC: &str = "assumption: RSS of the boyd process before loading a model";
+        const PROC: &str = "RSS of a boyd process before loading a model: 8.9 MiB measured \
+                            by boyd validate (release, x86-64 Linux), rounded up to 16 MiB";
         match self {
-            Self::Cpu => vec![OverheadItem {
-                name: "process",
-                bytes: PROCESS_BASELINE,
-                source: PROC,
-            }],
+            Self::Cpu => vec![OverheadItem::assumed("process", PROCESS_BASELINE, PROC)],
             Self::Cuda => vec![
-                OverheadItem {
-                    name: "cuda-context",
-                    bytes: CUDA_CONTEXT,
-                    source: "idle CUDA context per nvidia-smi, 300-600 MiB; upper end",
-                },
-                OverheadItem {
-                    name: "cublas-workspace",
-                    bytes: CUBLAS_WORKSPACE,
-                    source: "cuBLAS docs: default workspace 32 MiB on Hopper",
-                },
+                OverheadItem::assumed(
+                    "cuda-context",
+                    CUDA_CONTEXT,
+                    "idle CUDA context per nvidia-smi, 300-600 MiB; upper end",
+                ),
+                OverheadItem::assumed(
+                    "cublas-workspace",
+                    CUBLAS_WORKSPACE,
+                    "cuBLAS docs: default workspace 32 MiB on Hopper",
+                ),
             ],
             Self::Metal => vec![
-                OverheadItem {
-                    name: "metal-context",
-                    bytes: METAL_CONTEXT,
-                    source: "assumption: Metal device, queue and candle pipelines",
-                },
-                OverheadItem {
-                    name: "process",
-                    bytes: PROCESS_BASELINE,
-                    source: PROC,
-                },
+                OverheadItem::assumed(
+                    "metal-context",
+                    METAL_CONTEXT,
+                    "assumption: Metal device, queue and candle pipelines",
+                ),
+                OverheadItem::assumed("process", PROCESS_BASELINE, PROC),
             ],
+        }
+    }
+
+    /// The overhead term `boyd validate` measures on this backend, which a calibration
+    /// profile's measured overhead replaces: the process RSS before loading a model on the
+    /// CPU, one GPU context on CUDA and Metal.
+    pub fn measured_overhead_term(self) -> &'static str {
+        match self {
+            Self::Cpu => "process",
+            Self::Cuda => "cuda-context",
+            Self::Metal => "metal-context",
         }
     }
 
@@ -218,6 +242,14 @@ pub struct Hardware {
     pub source: String,
     /// Speed-model constants in force (defaults, or a calibration profile).
     pub speed: SpeedParams,
+    /// How the engine that runs models here lays out activations (native on the CPU, candle
+    /// on GPUs, unless the runtime is told otherwise).
+    pub compute_layout: ComputeLayout,
+    /// Worker threads of the CPU engine, when known (the probed machine); `None` for presets.
+    pub threads: Option<u32>,
+    /// The overhead term a calibration profile measured on this machine; it replaces the
+    /// backend's term of the same name in [`Hardware::overhead`].
+    pub measured_overhead: Option<OverheadItem>,
 }
 
 /// One `[[device]]` table of `hardware.toml`.
@@ -285,6 +317,9 @@ impl Hardware {
             matrix_flops,
             source: source.to_owned(),
             speed: backend.default_speed(),
+            compute_layout: ComputeLayout::for_backend(backend),
+            threads: None,
+            measured_overhead: None,
         })
     }
 
@@ -345,9 +380,22 @@ impl Hardware {
         self
     }
 
-    /// Fixed overhead for this device's backend, term by term.
+    /// The same device with `threads` worker threads for the CPU engine.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = Some(u32::try_from(threads.max(1)).unwrap_or(u32::MAX));
+        self
+    }
+
+    /// Fixed overhead for this device's backend, term by term: the backend's assumptions, with
+    /// the term a calibration profile measured in place of its assumed value.
     pub fn overhead(&self) -> Vec<OverheadItem> {
-        self.backend.overhead()
+        let mut items = self.backend.overhead();
+        if let Some(m) = &self.measured_overhead {
+            if let Some(item) = items.iter_mut().find(|o| o.name == m.name) {
+                *item = m.clone();
+            }
+        }
+        items
     }
 }
 
@@ -442,5 +490,37 @@ mod tests {
             .overhead()
             .iter()
             .any(|o| o.name == "process"));
+        for b in [Backend::Cpu, Backend::Cuda, Backend::Metal] {
+            let term = b.measured_overhead_term();
+            assert!(b.overhead().iter().any(|o| o.name == term), "{b}");
+            assert!(b.overhead().iter().all(|o| !o.measured));
+        }
+        assert_eq!(Backend::Cpu.overhead()[0].bytes, Bytes(16 * Bytes::MIB));
+    }
+
+    #[test]
+    fn a_measured_overhead_replaces_the_assumed_term_of_the_same_name() {
+        let mut hw = Hardware::preset("h200").expect("h200");
+        assert_eq!(hw.compute_layout, ComputeLayout::Candle);
+        hw.measured_overhead = Some(OverheadItem {
+            name: "cuda-context",
+            bytes: Bytes(300 * Bytes::MIB),
+            source: "measured".into(),
+            measured: true,
+        });
+        let items = hw.overhead();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].bytes, Bytes(300 * Bytes::MIB));
+        assert!(items[0].measured);
+        assert_eq!(
+            items[1].bytes, CUBLAS_WORKSPACE,
+            "the workspace stays assumed"
+        );
+        // A term this backend does not have changes nothing.
+        hw.measured_overhead = Some(OverheadItem {
+            name: "process",
+            ..items[0].clone()
+        });
+        assert_eq!(hw.overhead(), Backend::Cuda.overhead());
     }
 }

@@ -27,7 +27,7 @@ pub mod weights;
 use serde::Serialize;
 
 pub use arch::{ArchError, ArchParams, Architecture, RopeScaling};
-pub use compute::{compute_buffers, ComputeBuffers, DEFAULT_UBATCH};
+pub use compute::{compute_buffers, ComputeBuffers, ComputeLayout, DEFAULT_UBATCH};
 pub use error::SizingError;
 pub use hardware::{Backend, Hardware, OverheadItem, SpeedParams};
 pub use kv::{kv_cache, KvCache, KvDtype};
@@ -223,7 +223,7 @@ fn memory(
     const T: &str = "total memory";
     let embedding_copy = weights::embedding_copy(arch, w, hw.backend.embedding_policy())?;
     let kv_c = kv_cache(arch, kv, ctx)?;
-    let comp = compute_buffers(arch, ctx, ubatch, hw.backend)?;
+    let comp = compute_buffers(arch, ctx, ubatch, hw, w.has_k_quant())?;
     let items = hw.overhead();
     let overhead = items.iter().try_fold(0u64, |a, o| add(a, o.bytes.0, T))?;
     let total = [

@@ -316,12 +316,12 @@ pub fn stage_layers(layers: u32, pp: u32) -> Vec<u32> {
 /// KV heads per GPU and the replication factor for `tp` ranks.
 pub fn kv_heads_per_gpu(kv_heads: u32, tp: u32) -> Result<(u32, u32), ParallelError> {
     if tp <= kv_heads {
-        if kv_heads % tp != 0 {
+        if !kv_heads.is_multiple_of(tp) {
             return Err(ParallelError::UnevenKvHeads { tp, kv_heads });
         }
         Ok((kv_heads / tp, 1))
     } else {
-        if tp % kv_heads != 0 {
+        if !tp.is_multiple_of(kv_heads) {
             return Err(ParallelError::UnevenKvHeads { tp, kv_heads });
         }
         Ok((1, tp / kv_heads))
@@ -362,7 +362,7 @@ pub fn estimate(
             gpus: cluster.gpus,
         });
     }
-    if arch.n_heads % tp != 0 {
+    if !arch.n_heads.is_multiple_of(tp) {
         return Err(ParallelError::UnevenHeads {
             tp,
             heads: arch.n_heads,
@@ -392,31 +392,31 @@ pub fn estimate(
     let nccl_one = u64::from(cluster.nccl_channels) * 2 * NCCL_BUFFSIZE;
     let mut comm_buffers = Vec::new();
     if tp > 1 {
-        comm_buffers.push(OverheadItem {
-            name: "nccl-tp",
-            bytes: Bytes(nccl_one),
-            source: "NCCL channels x 2 directions x NCCL_BUFFSIZE (4 MiB), tensor-parallel group",
-        });
-        comm_buffers.push(OverheadItem {
-            name: "allreduce-staging",
-            bytes: Bytes(2 * ub * h * ACTIVATION_BYTES),
-            source: "2 x ubatch x hidden x 2 B: all-reduce input and output",
-        });
+        comm_buffers.push(OverheadItem::assumed(
+            "nccl-tp",
+            Bytes(nccl_one),
+            "NCCL channels x 2 directions x NCCL_BUFFSIZE (4 MiB), tensor-parallel group",
+        ));
+        comm_buffers.push(OverheadItem::assumed(
+            "allreduce-staging",
+            Bytes(2 * ub * h * ACTIVATION_BYTES),
+            "2 x ubatch x hidden x 2 B: all-reduce input and output",
+        ));
     }
     if pp > 1 {
-        comm_buffers.push(OverheadItem {
-            name: "nccl-pp",
-            bytes: Bytes(nccl_one),
-            source: "NCCL channels x 2 directions x NCCL_BUFFSIZE (4 MiB), pipeline peers",
-        });
-        comm_buffers.push(OverheadItem {
-            name: "pp-send-recv",
-            bytes: Bytes(2 * ub * h * ACTIVATION_BYTES),
-            source: "2 x ubatch x hidden x 2 B: activations sent to / received from the next stage",
-        });
+        comm_buffers.push(OverheadItem::assumed(
+            "nccl-pp",
+            Bytes(nccl_one),
+            "NCCL channels x 2 directions x NCCL_BUFFSIZE (4 MiB), pipeline peers",
+        ));
+        comm_buffers.push(OverheadItem::assumed(
+            "pp-send-recv",
+            Bytes(2 * ub * h * ACTIVATION_BYTES),
+            "2 x ubatch x hidden x 2 B: activations sent to / received from the next stage",
+        ));
     }
     let comm_total: u64 = comm_buffers.iter().map(|c| c.bytes.0).sum();
-    let compute = compute_buffers(arch, ctx, ubatch, cluster.gpu.backend)?
+    let compute = compute_buffers(arch, ctx, ubatch, &cluster.gpu, w.has_k_quant())?
         .total
         .0;
     let overhead: u64 = cluster.gpu.overhead().iter().map(|o| o.bytes.0).sum();

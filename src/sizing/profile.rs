@@ -1,5 +1,6 @@
 //! Calibration profile: what `boyd validate` measured on one machine, replacing the default
-//! speed assumptions when `boyd size --hw this` sizes for that machine.
+//! speed assumptions and the assumed fixed overhead when `boyd size --hw this` sizes for that
+//! machine.
 //!
 //! Stored as TOML at `$BOYD_HOME/profiles/<device>.toml` (device `cpu`, `cuda-0`, `metal`).
 //! This module only converts between text and values; reading and writing the file is the
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::error::SizingError;
-use super::hardware::{Backend, Hardware, SpeedParams};
+use super::hardware::{Backend, Hardware, OverheadItem, SpeedParams};
 use crate::units::{Bytes, BytesPerSec};
 
 /// Current profile format version.
@@ -48,6 +49,12 @@ pub struct Profile {
     pub per_layer_cost_s: f64,
     /// Catalog name or file of the model used to calibrate.
     pub model: Option<String>,
+    /// Fixed memory measured: on the CPU the process's RSS before loading a model, on a GPU
+    /// one context (free memory with and without a second context). It replaces the
+    /// backend's assumed term ([`Backend::measured_overhead_term`]). Absent when it was not
+    /// measured, and in profiles written before boyd measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Bytes>,
 }
 
 impl Profile {
@@ -116,8 +123,26 @@ impl Profile {
         Ok(())
     }
 
-    /// `hw` with this profile's measured bandwidth, throughput and speed constants.
+    /// `hw` with this profile's measured bandwidth, throughput, speed constants and
+    /// overhead.
     pub fn apply(&self, mut hw: Hardware) -> Hardware {
+        if let Some(bytes) = self.overhead {
+            let name = self.backend.measured_overhead_term();
+            let what = match self.backend {
+                Backend::Cpu => "process RSS before loading a model",
+                Backend::Cuda | Backend::Metal => "one GPU context",
+            };
+            hw.measured_overhead = Some(OverheadItem {
+                name,
+                bytes,
+                source: format!(
+                    "measured by boyd validate {} on {} ({what})",
+                    self.measured_at, self.device
+                )
+                .into(),
+                measured: true,
+            });
+        }
         hw.bandwidth = self.bandwidth;
         if let Some(f) = self.matrix_flops {
             hw.matrix_flops = f;
@@ -162,6 +187,7 @@ mod tests {
             fixed_cost_s: 1e-4,
             per_layer_cost_s: 2e-5,
             model: Some("smollm2-135m-instruct".into()),
+            overhead: Some(Bytes(420 * Bytes::MIB)),
         }
     }
 
@@ -184,6 +210,62 @@ mod tests {
             Profile::relative_path("cuda:0"),
             PathBuf::from("profiles/cuda-0.toml")
         );
+        // The measured context replaces the assumed one; the workspace stays.
+        let o = hw.overhead();
+        assert_eq!(o[0].name, "cuda-context");
+        assert_eq!(o[0].bytes, Bytes(420 * Bytes::MIB));
+        assert!(
+            o[0].measured
+                && o[0]
+                    .source
+                    .starts_with("measured by boyd validate 2025-01-01")
+        );
+        assert!(!o[1].measured);
+    }
+
+    #[test]
+    fn profiles_without_a_measured_overhead_still_parse_and_keep_the_assumption() {
+        // A version-1 profile written before the overhead was measured.
+        let text = r#"
+            version = 1
+            device = "cpu"
+            backend = "cpu"
+            description = "test CPU"
+            measured_at = "2025-01-01T00:00:00Z"
+            boyd_version = "0.1.0"
+            bandwidth = 20000000000.0
+            decode_efficiency = 0.5
+            prefill_efficiency = 0.2
+            fixed_cost_s = 0.0
+            per_layer_cost_s = 1e-5
+        "#;
+        let p = Profile::from_toml(text).expect("old profile parses");
+        assert_eq!(p.overhead, None);
+        let hw = Hardware::new(
+            "this",
+            "",
+            Backend::Cpu,
+            Bytes(Bytes::GIB),
+            1.0,
+            BytesPerSec(1e10),
+            1e11,
+            "",
+        )
+        .expect("hw");
+        assert_eq!(p.apply(hw.clone()).overhead(), Backend::Cpu.overhead());
+        // With one, the CPU's process term is the measured RSS.
+        let p = Profile {
+            overhead: Some(Bytes(9 * Bytes::MIB)),
+            ..p
+        };
+        let o = p.apply(hw).overhead();
+        assert_eq!(o.len(), 1);
+        assert_eq!((o[0].name, o[0].bytes), ("process", Bytes(9 * Bytes::MIB)));
+        assert!(o[0].source.contains("measured by boyd validate"));
+        assert!(Profile::from_toml(&p.to_toml().expect("toml"))
+            .expect("parse")
+            .overhead
+            .is_some());
     }
 
     #[test]

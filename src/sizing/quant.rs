@@ -250,6 +250,15 @@ impl GgmlType {
             .find(|t| t.name().eq_ignore_ascii_case(name.trim()))
     }
 
+    /// One of the K-quants (`Q2_K` … `Q8_K`): 256-element super-blocks whose dot products
+    /// boyd's native engine computes against activations in their own 256-block form.
+    pub const fn is_k_quant(self) -> bool {
+        matches!(
+            self,
+            Self::Q2_K | Self::Q3_K | Self::Q4_K | Self::Q5_K | Self::Q6_K | Self::Q8_K
+        )
+    }
+
     /// Elements packed in one block.
     pub const fn block_elems(self) -> u64 {
         match self {

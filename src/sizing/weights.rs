@@ -50,6 +50,9 @@ pub struct WeightBytes {
     pub tied: bool,
     /// Type of the token-embedding tensor, when known.
     pub token_embd_type: Option<GgmlType>,
+    /// The distinct tensor types, in order of first appearance, when known (a tensor list);
+    /// `None` when sized from a parameter count.
+    pub tensor_types: Option<Vec<GgmlType>>,
 }
 
 impl WeightBytes {
@@ -61,6 +64,14 @@ impl WeightBytes {
         } else {
             self.output
         }
+    }
+
+    /// Whether any tensor is a K-quant ([`GgmlType::is_k_quant`]); `None` when the types are
+    /// unknown.
+    pub fn has_k_quant(&self) -> Option<bool> {
+        self.tensor_types
+            .as_ref()
+            .map(|t| t.iter().any(|t| t.is_k_quant()))
     }
 }
 
@@ -75,7 +86,11 @@ where
     let (mut embd, mut output, mut layers, mut params) = (0u64, 0u64, 0u64, 0u64);
     let mut embd_type = None;
     let mut has_output = false;
+    let mut types = Vec::new();
     for (name, ty, dims) in tensors {
+        if !types.contains(&ty) {
+            types.push(ty);
+        }
         let elems = dims
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -124,6 +139,7 @@ where
         total: Bytes(total),
         tied: !has_output,
         token_embd_type: embd_type,
+        tensor_types: Some(types),
     })
 }
 
@@ -167,6 +183,7 @@ pub fn from_params(
         total: Bytes(total),
         tied: arch.tied_embeddings,
         token_embd_type: None,
+        tensor_types: None,
     })
 }
 
@@ -239,6 +256,15 @@ mod tests {
             w.params,
             4096 * 1024 * 2 + 4096 * 4096 + 14336 * 4096 + 4096
         );
+        assert_eq!(
+            w.tensor_types,
+            Some(vec![GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::F32])
+        );
+        assert_eq!(w.has_k_quant(), Some(true));
+        let q8 = [t("blk.0.attn_q.weight", GgmlType::Q8_0, &[64, 64])];
+        let w = from_tensors(q8.iter().map(|(n, ty, d)| (n.as_str(), *ty, d.as_slice())))
+            .expect("weights");
+        assert_eq!(w.has_k_quant(), Some(false));
     }
 
     #[test]
@@ -272,6 +298,7 @@ mod tests {
         assert_eq!(w.token_embd, Bytes(128_256 * 4096));
         assert_eq!(w.output, Bytes(128_256 * 4096));
         assert_eq!(w.layers.0 + w.token_embd.0 + w.output.0, w.total.0);
+        assert_eq!(w.has_k_quant(), None, "types unknown");
         assert!(from_params(&arch, 1, 0.0).is_err());
         assert!(from_params(&arch, 1, f64::NAN).is_err());
         assert!(matches!(

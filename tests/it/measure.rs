@@ -11,7 +11,7 @@ use boyd::measure::compare::{error_pct, Row, Unit};
 use boyd::measure::memory::MemSnapshot;
 use boyd::measure::report::*;
 use boyd::measure::validate::{comparison_rows, rope_table_bytes};
-use boyd::sizing::{ArchParams, Backend, Profile};
+use boyd::sizing::{ArchParams, Backend, ComputeLayout, Profile};
 use boyd::units::{Bytes, BytesPerSec};
 
 #[test]
@@ -218,10 +218,12 @@ fn sample_report() -> ValidateReport {
         ],
         compute: ComputeMemory {
             tokens: 512,
-            predicted: Bytes(38_731_776),
-            measured: Some(Bytes(32_383_896)),
+            engine: "native/avx2".into(),
+            layout: ComputeLayout::Native,
+            predicted: Bytes(23_597_056),
+            measured: Some(Bytes(23_613_824)),
         },
-        overhead_predicted: Bytes(96 << 20),
+        overhead_predicted: Bytes(16 << 20),
         overhead_measured: Some(Bytes(12 << 20)),
         total_ctx: 640,
         total_predicted: Bytes(300 << 20),
@@ -277,6 +279,7 @@ fn sample_report() -> ValidateReport {
         fixed_cost_s: 0.0,
         per_layer_cost_s: 1e-5,
         model: Some("smollm2-135m-instruct".into()),
+        overhead: Some(Bytes(12 << 20)),
     };
     ValidateReport {
         schema: REPORT_SCHEMA,
@@ -293,7 +296,7 @@ fn sample_report() -> ValidateReport {
                 weights: Bytes(98_673_920),
                 kv: Bytes(46_080),
                 compute: Bytes(1 << 20),
-                overhead: Bytes(96 << 20),
+                overhead: Bytes(16 << 20),
                 total: Bytes(200 << 20),
             },
             MemoryCurvePoint {
@@ -301,7 +304,7 @@ fn sample_report() -> ValidateReport {
                 weights: Bytes(98_673_920),
                 kv: Bytes(47_185_920),
                 compute: Bytes(40 << 20),
-                overhead: Bytes(96 << 20),
+                overhead: Bytes(16 << 20),
                 total: Bytes(290 << 20),
             },
         ],
