@@ -521,9 +521,7 @@ impl NativeModel {
             l.gate_up
                 .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
             s.prof.lap(6);
-            for (g, u) in s.gate.iter_mut().zip(&s.up) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
-            }
+            k.silu_mul(&mut s.gate, &s.up);
             s.acts.set(&s.gate, p.ffn as usize);
             s.prof.lap(7);
             k.matmul(&l.down, &mut s.acts, &mut s.tmp);

@@ -337,3 +337,25 @@ fn simd_attention_matches_the_per_position_reference() {
         }
     }
 }
+
+/// The vectorized SwiGLU gate against the scalar formula, over the range where `e^x`
+/// overflows or underflows in one direction, with a tail shorter than a vector.
+#[test]
+fn simd_silu_matches_the_scalar_formula() {
+    let Some(simd) = Kernels::avx2() else {
+        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
+        return;
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let n = 40_000 + 5;
+    let mut g: Vec<f32> = (0..n).map(|_| rng.random_range(-30.0..30.0)).collect();
+    g[..6].copy_from_slice(&[0.0, -0.0, 200.0, -200.0, 1e-30, -1e-30]);
+    let u: Vec<f32> = (0..n).map(|_| rng.random_range(-2.0..2.0)).collect();
+    let (mut a, mut b) = (g.clone(), g);
+    Kernels::scalar().silu_mul(&mut a, &u);
+    simd.silu_mul(&mut b, &u);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert!(y.is_finite(), "{i}: {y}");
+        assert!((x - y).abs() <= 1e-6 * x.abs().max(1.0), "{i}: {x} vs {y}");
+    }
+}

@@ -477,6 +477,68 @@ pub mod vnni {
         |w, o| _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i), None);
 }
 
+/// One-row (decode) kernels of the 32-weight formats with AVX-512 VNNI, BW and VL: the fifth
+/// bit of `Q5_0` is added under a byte mask (`k` register) instead of being spread to bytes,
+/// `vpdpbusd` forms the block sum in one instruction, and two accumulators split the chain
+/// of float adds. Same integer sums as the AVX2 kernels.
+macro_rules! dot1_vnni {
+    ($name:ident, $bytes:expr, |$w:ident, $o:ident| $unpack:expr, $off:expr) => {
+        /// # Safety
+        /// The CPU must support AVX2, FMA, F16C and AVX-512 VNNI, BW and VL; `a` holds the
+        /// blocks from `off` on for the whole row (as for the AVX2 kernel).
+        #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl,avx512bw")]
+        pub unsafe fn $name($w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+            let nb = $w.len() / $bytes;
+            let ab0 = off / QK32;
+            debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
+            let mut acc = [_mm256_setzero_ps(); 2];
+            let mut offs = 0f32;
+            for b in 0..nb {
+                let $o = b * $bytes;
+                let q: __m256i = $unpack;
+                let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
+                let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, y);
+                let dw = f16c($w.as_ptr(), $o);
+                let d = _mm256_set1_ps(dw * *a.d.get_unchecked(ab0 + b));
+                acc[b & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[b & 1]);
+                offs += dw * *a.s.get_unchecked(ab0 + b);
+            }
+            hsum(_mm256_add_ps(acc[0], acc[1])) + $off * offs
+        }
+    };
+}
+
+pub mod vnni1 {
+    //! See `dot1_vnni`.
+    use super::*;
+
+    dot1_vnni!(
+        dot_q4_0,
+        size::Q4_0,
+        |w, o| nibbles32(w.as_ptr().add(o + 2)),
+        -8.0
+    );
+    dot1_vnni!(
+        dot_q5_0,
+        size::Q5_0,
+        |w, o| {
+            let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
+            let lo = nibbles32(w.as_ptr().add(o + 6));
+            _mm256_mask_add_epi8(lo, qh, lo, _mm256_set1_epi8(16))
+        },
+        -16.0
+    );
+    dot1_vnni!(
+        dot_q8_0,
+        size::Q8_0,
+        |w, o| _mm256_xor_si256(
+            _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i),
+            _mm256_set1_epi8(-128)
+        ),
+        -128.0
+    );
+}
+
 /// `e^x` for eight lanes with `x ≤ 0` (softmax after subtracting the maximum): `2^n · e^f`
 /// with `n = round(x / ln 2)`, `|f| ≤ ln 2 / 2`, and a degree-6 Taylor polynomial for `e^f`
 /// (relative error about 1e-7). Inputs below −87 are clamped (e^−87 is still a normal float).
@@ -499,6 +561,34 @@ unsafe fn exp_neg(x: __m256) -> __m256 {
         23,
     ));
     _mm256_mul_ps(p, pow2n)
+}
+
+/// `g ← silu(g) · u = g · σ(g) · u` in place, eight lanes at a time; `σ` from `e^−|g|`
+/// so the exponential never overflows.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA; `u.len() ≥ g.len()` (checked by the caller).
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn silu_mul(g: &mut [f32], u: &[f32]) {
+    let n = g.len();
+    let one = _mm256_set1_ps(1.0);
+    let sign = _mm256_set1_ps(-0.0);
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = _mm256_loadu_ps(g.as_ptr().add(i));
+        let e = exp_neg(_mm256_or_ps(x, sign));
+        let r = _mm256_div_ps(one, _mm256_add_ps(one, e));
+        // σ(x) = 1/(1+e) for x ≥ 0, e/(1+e) for x < 0.
+        let neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+        let sig = _mm256_blendv_ps(r, _mm256_mul_ps(e, r), neg);
+        let y = _mm256_mul_ps(_mm256_mul_ps(x, sig), _mm256_loadu_ps(u.as_ptr().add(i)));
+        _mm256_storeu_ps(g.as_mut_ptr().add(i), y);
+        i += 8;
+    }
+    for j in i..n {
+        let x = g[j];
+        g[j] = x / (1.0 + (-x).exp()) * u[j];
+    }
 }
 
 /// One query row's attention over `n` cached positions: `scores = softmax(scale · K q)`,

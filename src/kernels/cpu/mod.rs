@@ -294,6 +294,7 @@ pub struct Kernels {
     q6_k: fn(&[u8], &ActBlocksK, usize) -> f32,
     dot_f32: fn(&[f32], &[f32]) -> f32,
     axpy_f32: fn(f32, &[f32], &mut [f32]),
+    silu_mul: fn(&mut [f32], &[f32]),
     /// Four-token kernels of the 32-weight formats (prefill), where the CPU has them.
     x4: Option<[Dot4; 4]>,
     /// Whole-row attention for head dims 64 and 128, where the CPU has it.
@@ -338,6 +339,12 @@ fn dot_f32_scalar(x: &[f32], y: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+fn silu_mul_scalar(g: &mut [f32], u: &[f32]) {
+    for (g, u) in g.iter_mut().zip(u) {
+        *g = *g / (1.0 + (-*g).exp()) * u;
+    }
+}
+
 fn axpy_f32_scalar(a: f32, x: &[f32], y: &mut [f32]) {
     for (y, x) in y.iter_mut().zip(x) {
         *y += a * x;
@@ -379,6 +386,24 @@ mod x86 {
     wrap4!(dot4_q4_1);
     wrap4!(dot4_q5_0);
     wrap4!(dot4_q8_0);
+
+    pub mod vnni1 {
+        //! Only reachable through `Kernels::avx2`, which checks AVX-512 VNNI, BW and VL.
+        use super::super::avx2::vnni1 as k;
+        use super::ActBlocks32;
+
+        macro_rules! wrap1v {
+            ($name:ident) => {
+                pub fn $name(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+                    // SAFETY: handed out only after detecting AVX-512 VNNI, BW and VL.
+                    unsafe { k::$name(w, a, off) }
+                }
+            };
+        }
+        wrap1v!(dot_q4_0);
+        wrap1v!(dot_q5_0);
+        wrap1v!(dot_q8_0);
+    }
 
     pub mod vnni {
         //! Only reachable through `Kernels::avx2`, which checks AVX-512 VNNI and VL.
@@ -450,6 +475,12 @@ mod x86 {
         unsafe { avx2::axpy_f32(a, x, y) }
     }
 
+    pub fn silu_mul(g: &mut [f32], u: &[f32]) {
+        assert!(u.len() >= g.len());
+        // SAFETY: features as above; the length condition is asserted.
+        unsafe { avx2::silu_mul(g, u) }
+    }
+
     /// Head dims 64 and 128 only; the caller (`Kernels::attend`) checks lengths.
     pub fn attend(
         q: &[f32],
@@ -484,6 +515,7 @@ impl Kernels {
             q6_k: blocks::dot_q6_k,
             dot_f32: dot_f32_scalar,
             axpy_f32: axpy_f32_scalar,
+            silu_mul: silu_mul_scalar,
             x4: None,
             attend_simd: false,
             panel: None,
@@ -534,6 +566,8 @@ impl Kernels {
             let vnni = allow_vnni
                 && is_x86_feature_detected!("avx512vnni")
                 && is_x86_feature_detected!("avx512vl");
+            // The one-row kernels also use AVX-512 BW's byte masks.
+            let vnni_bw = vnni && is_x86_feature_detected!("avx512bw");
             let x4: [Dot4; 4] = if vnni {
                 [
                     x86::vnni::dot4_q4_0,
@@ -551,15 +585,28 @@ impl Kernels {
             };
             return Some(Self {
                 name: if vnni { "avx2+vnni" } else { "avx2" },
-                q4_0: x86::dot_q4_0,
+                q4_0: if vnni_bw {
+                    x86::vnni1::dot_q4_0
+                } else {
+                    x86::dot_q4_0
+                },
                 q4_1: x86::dot_q4_1,
-                q5_0: x86::dot_q5_0,
-                q8_0: x86::dot_q8_0,
+                q5_0: if vnni_bw {
+                    x86::vnni1::dot_q5_0
+                } else {
+                    x86::dot_q5_0
+                },
+                q8_0: if vnni_bw {
+                    x86::vnni1::dot_q8_0
+                } else {
+                    x86::dot_q8_0
+                },
                 q4_k: x86::dot_q4_k,
                 q5_k: x86::dot_q5_k,
                 q6_k: x86::dot_q6_k,
                 dot_f32: x86::dot_f32,
                 axpy_f32: x86::axpy_f32,
+                silu_mul: x86::silu_mul,
                 x4: Some(x4),
                 attend_simd: true,
                 panel: Some(if vnni {
@@ -580,11 +627,12 @@ impl Kernels {
 
     /// The fastest kernels this CPU runs. `BOYD_KERNELS=scalar` forces the reference;
     /// `BOYD_KERNELS=no-panel` keeps the SIMD kernels but turns the packed-panel prefill
-    /// path off (to measure what it buys).
+    /// path off, `no-vnni` keeps AVX2 without the AVX-512 kernels (to measure what each buys).
     pub fn detect() -> Self {
         match std::env::var("BOYD_KERNELS").as_deref() {
             Ok("scalar") => Self::scalar(),
             Ok("no-panel") => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
+            Ok("no-vnni") => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
             _ => Self::avx2().unwrap_or_else(Self::scalar),
         }
     }
@@ -605,6 +653,20 @@ impl Kernels {
     #[inline]
     pub fn axpy(&self, a: f32, x: &[f32], y: &mut [f32]) {
         (self.axpy_f32)(a, x, y)
+    }
+
+    /// The SwiGLU gate: `g ← g · σ(g) · u` elementwise (`u` at least as long as `g`), split
+    /// over the rayon pool when long.
+    pub fn silu_mul(&self, g: &mut [f32], u: &[f32]) {
+        assert!(u.len() >= g.len(), "up must be as long as gate");
+        const CHUNK: usize = 16 * 1024;
+        if g.len() <= CHUNK {
+            (self.silu_mul)(g, u);
+        } else {
+            g.par_chunks_mut(CHUNK)
+                .zip(u.par_chunks(CHUNK))
+                .for_each(|(g, u)| (self.silu_mul)(g, u));
+        }
     }
 
     /// One query row's attention over `n` cached positions whose K and V rows (`q.len()`
