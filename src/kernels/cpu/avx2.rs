@@ -482,7 +482,7 @@ pub mod vnni {
 /// `vpdpbusd` forms the block sum in one instruction, and two accumulators split the chain
 /// of float adds. Same integer sums as the AVX2 kernels.
 macro_rules! dot1_vnni {
-    ($name:ident, $bytes:expr, |$w:ident, $o:ident| $unpack:expr, $off:expr) => {
+    ($name:ident, $bytes:expr, |$w:ident, $o:ident| $unpack:expr, |$dw:ident| $off:expr) => {
         /// # Safety
         /// The CPU must support AVX2, FMA, F16C and AVX-512 VNNI, BW and VL; `a` holds the
         /// blocks from `off` on for the whole row (as for the AVX2 kernel).
@@ -501,9 +501,10 @@ macro_rules! dot1_vnni {
                 let dw = f16c($w.as_ptr(), $o);
                 let d = _mm256_set1_ps(dw * *a.d.get_unchecked(ab0 + b));
                 acc[b & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[b & 1]);
-                offs += dw * *a.s.get_unchecked(ab0 + b);
+                let $dw = dw;
+                offs += $off * *a.s.get_unchecked(ab0 + b);
             }
-            hsum(_mm256_add_ps(acc[0], acc[1])) + $off * offs
+            hsum(_mm256_add_ps(acc[0], acc[1])) + offs
         }
     };
 }
@@ -516,7 +517,13 @@ pub mod vnni1 {
         dot_q4_0,
         size::Q4_0,
         |w, o| nibbles32(w.as_ptr().add(o + 2)),
-        -8.0
+        |dw| -8.0 * dw
+    );
+    dot1_vnni!(
+        dot_q4_1,
+        size::Q4_1,
+        |w, o| nibbles32(w.as_ptr().add(o + 4)),
+        |_dw| f16c(w.as_ptr(), o + 2)
     );
     dot1_vnni!(
         dot_q5_0,
@@ -526,7 +533,7 @@ pub mod vnni1 {
             let lo = nibbles32(w.as_ptr().add(o + 6));
             _mm256_mask_add_epi8(lo, qh, lo, _mm256_set1_epi8(16))
         },
-        -16.0
+        |dw| -16.0 * dw
     );
     dot1_vnni!(
         dot_q8_0,
@@ -535,7 +542,7 @@ pub mod vnni1 {
             _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i),
             _mm256_set1_epi8(-128)
         ),
-        -128.0
+        |dw| -128.0 * dw
     );
 }
 

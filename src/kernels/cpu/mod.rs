@@ -401,6 +401,7 @@ mod x86 {
             };
         }
         wrap1v!(dot_q4_0);
+        wrap1v!(dot_q4_1);
         wrap1v!(dot_q5_0);
         wrap1v!(dot_q8_0);
     }
@@ -590,7 +591,11 @@ impl Kernels {
                 } else {
                     x86::dot_q4_0
                 },
-                q4_1: x86::dot_q4_1,
+                q4_1: if vnni_bw {
+                    x86::vnni1::dot_q4_1
+                } else {
+                    x86::dot_q4_1
+                },
                 q5_0: if vnni_bw {
                     x86::vnni1::dot_q5_0
                 } else {
