@@ -316,7 +316,11 @@ pub fn render_table(r: &ValidateReport) -> String {
         BytesPerSec(r.bandwidth.best.0),
         c.decode.fixed_s * 1e3,
         c.decode.rms_rel_residual * 100.0,
-        if c.decode.intercept_clamped { ", intercept clamped to 0" } else { "" },
+        match (c.decode.intercept_clamped, c.decode.efficiency_clamped) {
+            (true, _) => ", intercept clamped to 0",
+            (_, true) => ", efficiency clamped to 1: decode is bound by compute, not memory",
+            _ => "",
+        },
         c.prefill_efficiency.map_or("not fitted (memory-bound)".into(), |e| format!("{e:.3}")),
     );
     match &c.saved_to {

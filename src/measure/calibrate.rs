@@ -7,7 +7,10 @@
 //! intercept = fixed cost, slope = 1 / (efficiency × bandwidth). Points are weighted by
 //! `1 / t²`, which minimizes *relative* residuals — the acceptance test is a percentage. A
 //! negative intercept (noise on a tiny fixed cost) is clamped to zero and the slope refitted
-//! through the origin.
+//! through the origin. A slope steeper than the bandwidth allows (efficiency above 1: a step
+//! cannot read faster than the probe measured; this happens when decode is bound by compute or
+//! per-token overheads and noise tilts the line) is clamped to efficiency 1 and the intercept
+//! refitted.
 //!
 //! Prefill has one measured point (`pp512`); its efficiency is solved directly from the sizing
 //! model's prefill formula when prefill is compute-bound.
@@ -36,6 +39,8 @@ pub struct DecodeFit {
     pub rms_rel_residual: f64,
     /// The intercept came out negative and was clamped to zero.
     pub intercept_clamped: bool,
+    /// The efficiency came out above 1 and was clamped to 1.
+    pub efficiency_clamped: bool,
 }
 
 /// Why a fit is impossible.
@@ -103,6 +108,11 @@ pub fn fit_decode(points: &[DecodePoint], bandwidth: f64) -> Result<DecodeFit, C
     if !(b.is_finite() && b > 0.0) {
         return Err(CalibrationError::NoSlope { slope: b });
     }
+    let eff_clamped = b * bandwidth < 1.0;
+    if eff_clamped {
+        b = 1.0 / bandwidth;
+        a = ((st - b * sx) / s).max(0.0);
+    }
     let rms = (points
         .iter()
         .map(|p| ((a + b * p.bytes_per_token) / p.secs_per_token - 1.0).powi(2))
@@ -114,6 +124,7 @@ pub fn fit_decode(points: &[DecodePoint], bandwidth: f64) -> Result<DecodeFit, C
         efficiency: 1.0 / (b * bandwidth),
         rms_rel_residual: rms,
         intercept_clamped: clamped,
+        efficiency_clamped: eff_clamped,
     })
 }
 

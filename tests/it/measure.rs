@@ -75,12 +75,35 @@ fn calibration_with_noise_stays_close_and_clamps_negative_intercepts() {
             secs_per_token: 3.0,
         },
     ];
-    let fit = fit_decode(&steep, 1.0).expect("fit");
-    assert!(fit.intercept_clamped && fit.fixed_s == 0.0);
+    let fit = fit_decode(&steep, 1000.0).expect("fit");
+    assert!(fit.intercept_clamped && fit.fixed_s == 0.0 && !fit.efficiency_clamped);
     // One point: the fit goes through the origin.
     let one = synthetic(0.0, 0.25, bw, &[1e8]);
     let fit: DecodeFit = fit_decode(&one, bw).expect("fit");
     assert!((fit.efficiency - 0.25).abs() < 1e-12);
+}
+
+/// A line steeper than the bandwidth allows (a step reading faster than the probe measured)
+/// is clamped to efficiency 1, and the fixed cost refitted under that slope.
+#[test]
+fn calibration_clamps_efficiency_above_one() {
+    let bw = 30e9;
+    let pts = synthetic(8e-3, 2.0, bw, &[100e6, 120e6, 190e6]);
+    let fit = fit_decode(&pts, bw).expect("fit");
+    assert!(fit.efficiency_clamped && !fit.intercept_clamped, "{fit:?}");
+    assert_eq!(fit.efficiency, 1.0);
+    // Weighted mean of t − bytes/bw, between the extremes of the three residuals.
+    let r: Vec<f64> = pts
+        .iter()
+        .map(|p| p.secs_per_token - p.bytes_per_token / bw)
+        .collect();
+    let (lo, hi) = (r[2], r[0]);
+    assert!(
+        lo < fit.fixed_s && fit.fixed_s < hi,
+        "{lo} {} {hi}",
+        fit.fixed_s
+    );
+    assert!(fit.rms_rel_residual > 0.0);
 }
 
 #[test]
@@ -334,6 +357,7 @@ fn sample_report() -> ValidateReport {
                 efficiency: 0.6,
                 rms_rel_residual: 0.01,
                 intercept_clamped: false,
+                efficiency_clamped: false,
             },
             prefill_efficiency: Some(0.3),
             profile,
