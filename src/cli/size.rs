@@ -69,9 +69,11 @@ pub struct Args {
 /// value once `boyd validate` has written a profile.
 pub const ASSUMED_HOST_BANDWIDTH: BytesPerSec = BytesPerSec(51.2e9);
 
-/// Assumed f32 FLOP/s per CPU core of an uncalibrated host: AVX2 with two FMA ports
-/// (2 × 8 lanes × 2 FLOP = 32 FLOP/cycle) at 2.5 GHz.
-pub const ASSUMED_FLOPS_PER_CORE: f64 = 32.0 * 2.5e9;
+/// Assumed matrix throughput per CPU core of an uncalibrated host, in multiply-add pairs
+/// counted as two operations: boyd's CPU matmuls multiply 8-bit codes (AVX2 `vpmaddubsw` or
+/// AVX-512 VNNI `vpdpbusd`: 32 multiply-adds per 256-bit instruction, two per cycle, so
+/// 128 operations/cycle) at 2.5 GHz. Calibration fits an efficiency on top.
+pub const ASSUMED_FLOPS_PER_CORE: f64 = 128.0 * 2.5e9;
 
 /// Run `boyd size`.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
@@ -405,7 +407,7 @@ fn this_machine(device: &str) -> anyhow::Result<Hardware> {
         ASSUMED_HOST_BANDWIDTH,
         cores as f64 * ASSUMED_FLOPS_PER_CORE,
         "RAM from /proc/meminfo (MemAvailable as free); bandwidth assumed 51.2 GB/s \
-         (dual-channel DDR4-3200) and 80 GFLOP/s per thread until `boyd validate` calibrates",
+         (dual-channel DDR4-3200) and 320 G int8 op/s per thread until `boyd validate` calibrates",
     )?
     .with_free(available.unwrap_or(total))
     .with_threads(cores);

@@ -211,7 +211,7 @@ pub fn device_hardware(device: &Device) -> Option<Hardware> {
         1.0,
         // Bandwidth and FLOP/s only matter for speed, not for the fit.
         BytesPerSec(51.2e9),
-        cores as f64 * 80e9,
+        cores as f64 * 320e9,
         "/proc/meminfo (MemAvailable as free)",
     )
     .ok()
