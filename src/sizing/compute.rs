@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::arch::ArchParams;
 use super::error::{add, mul, SizingError};
 use super::hardware::{Backend, Hardware};
+use crate::kernels::cpu;
 use crate::units::Bytes;
 
 /// Bytes of one activation value (both engines compute in f32).
@@ -36,15 +37,15 @@ pub const DEFAULT_UBATCH: u32 = 512;
 /// (a preset): each holds one attention score row and one packed-panel chunk.
 pub const ASSUMED_THREADS: u32 = 16;
 
-/// Weight codes one worker packs per chunk of a batched product (`kernels::cpu`,
-/// `matmul_panels`): 96 KiB, or one 8-row panel (`8 × cols` codes) when that is larger.
-const PANEL_CHUNK_BYTES: u64 = 96 * 1024;
+/// Weight codes one worker packs per chunk of a batched product, or one 8-row panel
+/// (`8 × cols` codes) when that is larger.
+const PANEL_CHUNK_BYTES: u64 = cpu::PANEL_CHUNK_BYTES as u64;
 
-/// The f32 output slab of a worker's panel chunk: 64 tokens × 8 rows.
-const PANEL_SLAB_BYTES: u64 = 64 * 8 * ACT_BYTES;
+/// The f32 output slab of a worker's panel chunk: a token slab × 8 rows.
+const PANEL_SLAB_BYTES: u64 = (cpu::PANEL_TOKEN_SLAB * cpu::PANEL_ROWS) as u64 * ACT_BYTES;
 
-/// Fewest tokens for which a product packs panels (`kernels::cpu::PANEL_MIN_TOKENS`).
-const PANEL_MIN_TOKENS: u32 = 4;
+/// Fewest tokens for which a product packs panels.
+const PANEL_MIN_TOKENS: u32 = cpu::PANEL_MIN_TOKENS as u32;
 
 /// How the engine that runs the model lays out its activations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -318,6 +318,12 @@ pub struct PanelKernels {
 /// Fewest tokens for which a batched product packs panels.
 pub const PANEL_MIN_TOKENS: usize = 4;
 
+/// Packed panel codes a worker holds per chunk of a batched product (at least one panel).
+pub const PANEL_CHUNK_BYTES: usize = 96 * 1024;
+
+/// Tokens multiplied with a chunk of panels at a time (an activation slab kept in cache).
+pub const PANEL_TOKEN_SLAB: usize = 64;
+
 /// A four-token dot product: one weight row against four tokens' activations.
 pub type Dot4 = fn(&[u8], &ActBlocks32, [usize; 4]) -> [f32; 4];
 
@@ -796,12 +802,10 @@ impl Kernels {
         out_ptr: SyncPtr,
         threads: usize,
     ) {
-        const TOKEN_SLAB: usize = 64;
-        const CHUNK_BYTES: usize = 96 * 1024;
         let (rows, t) = (w.rows, view.tokens());
         let groups = r_end / PANEL_ROWS;
         let panel_bytes = (w.cols / QK32) * panel::PANEL_BLOCK_BYTES;
-        let per_chunk = (CHUNK_BYTES / panel_bytes.max(1))
+        let per_chunk = (PANEL_CHUNK_BYTES / panel_bytes.max(1))
             .min(groups.div_ceil(threads * 4))
             .max(1);
         let n_chunks = groups.div_ceil(per_chunk);
@@ -813,9 +817,9 @@ impl Kernels {
             for (p, g) in panels.iter_mut().zip(g0..g1) {
                 p.pack(w.ty, w.cols, |r| w.row(r), g * PANEL_ROWS);
             }
-            tmp.resize(TOKEN_SLAB * PANEL_ROWS, 0.0);
-            for tok0 in (0..t).step_by(TOKEN_SLAB) {
-                let n = TOKEN_SLAB.min(t - tok0);
+            tmp.resize(PANEL_TOKEN_SLAB * PANEL_ROWS, 0.0);
+            for tok0 in (0..t).step_by(PANEL_TOKEN_SLAB) {
+                let n = PANEL_TOKEN_SLAB.min(t - tok0);
                 for (p, g) in panels.iter().zip(g0..g1) {
                     run(p, view, tok0, n, tmp);
                     for i in 0..n {
