@@ -70,35 +70,37 @@ fn kernels(c: &mut Criterion) {
     }
 }
 
-/// A prefill-sized product (Qwen2.5-0.5B's fused gate/up: 9728 × 896, 128 tokens) through the
+/// A prefill-sized product (Qwen2.5-0.5B's fused gate/up: 9728 × 896, 8 and 128 tokens) through the
 /// packed panels and through the one-row kernels, and the packing of one panel alone.
 fn prefill(c: &mut Criterion) {
     let Some(simd) = Kernels::avx2() else {
         return;
     };
-    let (rows, cols, t) = (9728, 896, 128);
+    let (rows, cols) = (9728, 896);
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-    let x: Vec<f32> = (0..t * cols).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let mut g = c.benchmark_group(format!("prefill_{rows}x{cols}_t{t}"));
-    g.throughput(Throughput::Elements((rows * cols * t) as u64));
-    for ty in [QType::Q5_0, QType::Q8_0, QType::Q4_K, QType::Q6_K] {
-        // The K formats need rows a multiple of 256: 9728 × 1024 for them.
-        let cols = if ty.block_elems() == 256 { 1024 } else { cols };
-        let w = matrix(ty, rows, cols);
-        let x: Vec<f32> = x.iter().copied().cycle().take(t * cols).collect();
-        for k in [simd, simd.without_panel()] {
-            let mut a = Acts::new();
-            let mut out = vec![0f32; rows * t];
-            g.bench_function(BenchmarkId::new(format!("{ty:?}"), k.name), |b| {
-                b.iter(|| {
-                    a.set(&x, cols);
-                    k.matmul(black_box(&w), &mut a, &mut out);
-                    black_box(&out);
-                })
-            });
+    for t in [8usize, 128] {
+        let x: Vec<f32> = (0..t * 1024).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mut g = c.benchmark_group(format!("prefill_{rows}x{cols}_t{t}"));
+        g.throughput(Throughput::Elements((rows * cols * t) as u64));
+        for ty in [QType::Q5_0, QType::Q8_0, QType::Q4_K, QType::Q6_K] {
+            // The K formats need rows a multiple of 256: 9728 × 1024 for them.
+            let cols = if ty.block_elems() == 256 { 1024 } else { cols };
+            let w = matrix(ty, rows, cols);
+            let x = &x[..t * cols];
+            for k in [simd, simd.without_panel()] {
+                let mut a = Acts::new();
+                let mut out = vec![0f32; rows * t];
+                g.bench_function(BenchmarkId::new(format!("{ty:?}"), k.name), |b| {
+                    b.iter(|| {
+                        a.set(x, cols);
+                        k.matmul(black_box(&w), &mut a, &mut out);
+                        black_box(&out);
+                    })
+                });
+            }
         }
+        g.finish();
     }
-    g.finish();
     let mut g = c.benchmark_group("pack_8x4864");
     g.throughput(Throughput::Elements(8 * 4864));
     for ty in [QType::Q5_0, QType::Q4_K, QType::Q6_K] {
@@ -109,9 +111,11 @@ fn prefill(c: &mut Criterion) {
         };
         let w = matrix(ty, 8, cols);
         let mut p = Panel::default();
-        g.bench_function(format!("{ty:?}"), |b| {
-            b.iter(|| black_box(p.pack(ty, cols, |r| w.row(r), 0)))
-        });
+        for (name, simd) in [("scalar", None), ("simd", simd.panel_packer())] {
+            g.bench_function(BenchmarkId::new(format!("{ty:?}"), name), |b| {
+                b.iter(|| black_box(p.pack(ty, cols, |r| w.row(r), 0, simd)))
+            });
+        }
     }
     g.finish();
 }

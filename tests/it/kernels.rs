@@ -211,7 +211,7 @@ fn panel_products_match_the_one_row_kernels() {
     let scalar = Kernels::scalar();
     for simd in sets {
         for (i, ty) in ALL.into_iter().enumerate() {
-            for (rows, cols, t) in [(64, 256, 4), (45, 512, 13), (256, 768, 70), (8, 256, 5)] {
+            for (rows, cols, t) in [(64, 256, 4), (45, 512, 17), (256, 768, 70), (8, 256, 5)] {
                 let w = random_matrix(ty, rows, cols, 400 + i as u64);
                 let x = random_acts(t, cols, 11);
                 let mut a = Acts::new();
@@ -229,6 +229,32 @@ fn panel_products_match_the_one_row_kernels() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// The SIMD panel packing writes the same codes, scales and offsets as the scalar packing, for
+/// every panel format (the `Q5_K` and `Q6_K` bit layouts included).
+#[test]
+fn simd_panel_packing_matches_the_scalar_packing() {
+    let Some(pack) = Kernels::avx2().and_then(|k| k.panel_packer()) else {
+        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
+        return;
+    };
+    for (i, ty) in ALL.into_iter().enumerate() {
+        let (rows, cols) = (16, 768);
+        let w = random_matrix(ty, rows, cols, 500 + i as u64);
+        let (mut a, mut b) = (panel::Panel::default(), panel::Panel::default());
+        for r0 in [0, 8] {
+            let sa = a.pack(ty, cols, |r| w.row(r), r0, None);
+            let sb = b.pack(ty, cols, |r| w.row(r), r0, Some(pack));
+            assert_eq!(sa, sb, "{ty:?}");
+            if !sa {
+                continue;
+            }
+            assert_eq!(a.codes, b.codes, "{ty:?} rows {r0}..");
+            assert_eq!(a.scale, b.scale, "{ty:?}");
+            assert_eq!(a.off, b.off, "{ty:?}");
         }
     }
 }

@@ -14,6 +14,7 @@ use std::arch::x86_64::*;
 
 use super::blocks::{scale_min_k4, size, ActBlocks32, ActBlocksK, QK32, QK_K};
 use super::panel::{Panel, PanelActs, PANEL_BLOCK_BYTES, PANEL_ROWS};
+use super::QType;
 
 /// The `f16` at byte `at` of `p` as `f32`, by the F16C instruction.
 #[inline(always)]
@@ -730,3 +731,98 @@ panel_kernel!(
     "avx2,fma,f16c,avx512vnni,avx512vl",
     acc_u8_i8_vnni
 );
+
+/// The 32 codes of 32-weight block `b` of a row of `ty` (see `super::panel::decode_row`).
+#[inline(always)]
+unsafe fn block_codes(ty: QType, w: *const u8, b: usize) -> __m256i {
+    let low4 = _mm256_set1_epi8(0x0F);
+    match ty {
+        QType::Q4_0 => nibbles32(w.add(b * size::Q4_0 + 2)),
+        QType::Q4_1 => nibbles32(w.add(b * size::Q4_1 + 4)),
+        QType::Q5_0 => {
+            let p = w.add(b * size::Q5_0);
+            let qh = (p.add(2) as *const u32).read_unaligned();
+            let hi = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16));
+            _mm256_or_si256(nibbles32(p.add(6)), hi)
+        }
+        QType::Q8_0 => _mm256_xor_si256(
+            _mm256_loadu_si256(w.add(b * size::Q8_0 + 2) as *const __m256i),
+            _mm256_set1_epi8(-128),
+        ),
+        QType::Q4_K | QType::Q5_K => {
+            let (bytes, qs_at) = if ty == QType::Q5_K {
+                (size::Q5_K, 48)
+            } else {
+                (size::Q4_K, 16)
+            };
+            let (sb, j) = (b / 8, (b % 8) as i32);
+            let blk = w.add(sb * bytes);
+            let x = _mm256_loadu_si256(blk.add(qs_at + (j as usize / 2) * 32) as *const __m256i);
+            let lo = _mm256_and_si256(_mm256_srl_epi16(x, _mm_cvtsi32_si128(4 * (j % 2))), low4);
+            if ty == QType::Q4_K {
+                return lo;
+            }
+            // Bit j of each qh byte to bit 4: 16-bit shifts keep each byte's bit in place
+            // after the mask.
+            let qh = _mm256_loadu_si256(blk.add(16) as *const __m256i);
+            let bit = _mm256_srl_epi16(qh, _mm_cvtsi32_si128(j));
+            let hi = _mm256_and_si256(_mm256_slli_epi16(bit, 4), _mm256_set1_epi8(0x10));
+            _mm256_or_si256(lo, hi)
+        }
+        QType::Q6_K => {
+            let (sb, j) = (b / 8, b % 8);
+            let (n, q) = (j / 4, j % 4);
+            let blk = w.add(sb * size::Q6_K);
+            let ql = _mm256_loadu_si256(blk.add(64 * n + (q & 1) * 32) as *const __m256i);
+            let shift = _mm_cvtsi32_si128(4 * (q as i32 >> 1));
+            let lo = _mm256_and_si256(_mm256_srl_epi16(ql, shift), low4);
+            let qh = _mm256_loadu_si256(blk.add(128 + 32 * n) as *const __m256i);
+            let two = _mm256_and_si256(
+                _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * q as i32)),
+                _mm256_set1_epi8(3),
+            );
+            _mm256_or_si256(lo, _mm256_slli_epi16(two, 4))
+        }
+        QType::F32 | QType::F16 => _mm256_setzero_si256(),
+    }
+}
+
+/// Write the interleaved panel codes of eight rows: per 32-weight block, the eight rows'
+/// codes are an 8 × 8 matrix of 4-byte groups, transposed so that vector `g` holds group `g`
+/// of every row.
+///
+/// # Safety
+/// The CPU must support AVX2; each row holds `nb` 32-weight blocks of `ty`, a panel format,
+/// and `out.len() ≥ nb · 256` (checked by the caller).
+#[target_feature(enable = "avx2")]
+pub unsafe fn pack_codes(ty: QType, rows: &[&[u8]; PANEL_ROWS], nb: usize, out: &mut [u8]) {
+    for b in 0..nb {
+        let v: [__m256i; 8] = std::array::from_fn(|r| block_codes(ty, rows[r].as_ptr(), b));
+        let t0 = _mm256_unpacklo_epi32(v[0], v[1]);
+        let t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+        let t2 = _mm256_unpacklo_epi32(v[2], v[3]);
+        let t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+        let t4 = _mm256_unpacklo_epi32(v[4], v[5]);
+        let t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+        let t6 = _mm256_unpacklo_epi32(v[6], v[7]);
+        let t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+        // u_k holds groups k and k + 4 of four rows.
+        let u = [
+            _mm256_unpacklo_epi64(t0, t2),
+            _mm256_unpackhi_epi64(t0, t2),
+            _mm256_unpacklo_epi64(t1, t3),
+            _mm256_unpackhi_epi64(t1, t3),
+        ];
+        let w = [
+            _mm256_unpacklo_epi64(t4, t6),
+            _mm256_unpackhi_epi64(t4, t6),
+            _mm256_unpacklo_epi64(t5, t7),
+            _mm256_unpackhi_epi64(t5, t7),
+        ];
+        let dst = out.as_mut_ptr().add(b * PANEL_BLOCK_BYTES) as *mut __m256i;
+        for k in 0..4 {
+            _mm256_storeu_si256(dst.add(k), _mm256_permute2x128_si256(u[k], w[k], 0x20));
+            _mm256_storeu_si256(dst.add(k + 4), _mm256_permute2x128_si256(u[k], w[k], 0x31));
+        }
+    }
+}

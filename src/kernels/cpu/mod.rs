@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 
 pub use blocks::{ActBlocks32, ActBlocksK, QK32, QK_K};
-pub use panel::{Panel, PanelActs, PANEL_ROWS};
+pub use panel::{PackFn, Panel, PanelActs, PANEL_ROWS};
 
 /// The storage formats the kernels compute with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -311,12 +311,25 @@ pub type PanelFn = fn(&Panel, &PanelActs, usize, usize, &mut [f32]);
 #[derive(Debug, Clone, Copy)]
 pub struct PanelKernels {
     run: PanelFn,
+    pack: PackFn,
     /// `Q8_0`'s shifted codes reach 255, which only the non-saturating VNNI sum takes.
     q8_0: bool,
 }
 
-/// Fewest tokens for which a batched product packs panels.
+/// Fewest tokens for which a batched product of any format packs panels.
 pub const PANEL_MIN_TOKENS: usize = 4;
+
+/// Fewest tokens for which packing `ty` repays itself. Measured with
+/// `cargo bench --bench kernels -- prefill` (9728 × 896, 8 tokens, panel against one-row
+/// kernels, AMD EPYC with VNNI): `Q5_0` 2.8×, `Q4_K` 1.6×, `Q8_0` 1.16× faster, `Q6_K`
+/// 1.05× slower (its one-row kernel is the cheapest per weight).
+fn panel_min_tokens(ty: QType) -> usize {
+    match ty {
+        QType::Q6_K => 16,
+        QType::Q8_0 => 8,
+        _ => PANEL_MIN_TOKENS,
+    }
+}
 
 /// Packed panel codes a worker holds per chunk of a batched product (at least one panel).
 pub const PANEL_CHUNK_BYTES: usize = 96 * 1024;
@@ -472,6 +485,30 @@ mod x86 {
     wrap_panel!(panel_vnni, 8);
     wrap_panel!(panel_avx2, 4);
 
+    /// Panics unless `ty` is a panel format, every row holds `nb` 32-weight blocks and `out`
+    /// the `nb × 256` codes.
+    pub fn pack_codes(
+        ty: super::QType,
+        rows: &[&[u8]; super::PANEL_ROWS],
+        nb: usize,
+        out: &mut [u8],
+    ) {
+        assert!(
+            super::panel::halves(ty).is_some(),
+            "{ty:?} has no panel form"
+        );
+        let per = ty.block_elems() / super::QK32;
+        assert!(nb % per == 0, "{nb} blocks are not whole {ty:?} blocks");
+        let need = nb / per * ty.block_bytes();
+        assert!(
+            rows.iter().all(|r| r.len() >= need),
+            "a row is shorter than {need} bytes"
+        );
+        assert!(out.len() >= nb * super::panel::PANEL_BLOCK_BYTES);
+        // SAFETY: handed out only after detecting AVX2; the lengths are asserted above.
+        unsafe { avx2::pack_codes(ty, rows, nb, out) }
+    }
+
     pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
         // SAFETY: as above.
         unsafe { avx2::dot_f32(x, y) }
@@ -527,6 +564,12 @@ impl Kernels {
             attend_simd: false,
             panel: None,
         }
+    }
+
+    /// The SIMD writer of panel codes, where the CPU has one (to test it against the scalar
+    /// packing).
+    pub fn panel_packer(&self) -> Option<PackFn> {
+        self.panel.map(|p| p.pack)
     }
 
     /// These kernels without the packed-panel prefill path (to test and measure it).
@@ -623,11 +666,13 @@ impl Kernels {
                 panel: Some(if vnni {
                     PanelKernels {
                         run: x86::panel_vnni,
+                        pack: x86::pack_codes,
                         q8_0: true,
                     }
                 } else {
                     PanelKernels {
                         run: x86::panel_avx2,
+                        pack: x86::pack_codes,
                         q8_0: false,
                     }
                 }),
@@ -755,10 +800,10 @@ impl Kernels {
         let out_ptr = SyncPtr(out.as_mut_ptr());
         let threads = rayon::current_num_threads().max(1);
         let mut r_done = 0;
-        if let Some(run) = self.panel_kernel(w.ty, t, rows) {
+        if let Some(pk) = self.panel_kernel(w.ty, t, rows) {
             let view = a.panel_view(w.ty);
             r_done = rows - rows % PANEL_ROWS;
-            self.matmul_panels(run, w, &view, r_done, out_ptr, threads);
+            self.matmul_panels(pk, w, &view, r_done, out_ptr, threads);
             if r_done == rows {
                 return;
             }
@@ -781,13 +826,13 @@ impl Kernels {
 
     /// The panel kernel for a product of `t` tokens with a `rows`-row matrix of `ty`, when
     /// this CPU has one and the batch is large enough to repay the packing.
-    fn panel_kernel(&self, ty: QType, t: usize, rows: usize) -> Option<PanelFn> {
+    fn panel_kernel(&self, ty: QType, t: usize, rows: usize) -> Option<PanelKernels> {
         let pk = self.panel?;
-        let ok = t >= PANEL_MIN_TOKENS
+        let ok = t >= panel_min_tokens(ty)
             && rows >= PANEL_ROWS
             && panel::halves(ty).is_some()
             && (ty != QType::Q8_0 || pk.q8_0);
-        ok.then_some(pk.run)
+        ok.then_some(pk)
     }
 
     /// Rows `0 .. r_end` (a multiple of eight) of the product through packed panels: chunks
@@ -795,7 +840,7 @@ impl Kernels {
     /// time so that a slab of activations stays in cache across the chunk.
     fn matmul_panels(
         &self,
-        run: PanelFn,
+        pk: PanelKernels,
         w: &QMatrix,
         view: &PanelActs,
         r_end: usize,
@@ -815,13 +860,13 @@ impl Kernels {
             let g1 = (g0 + per_chunk).min(groups);
             panels.resize_with(g1 - g0, Panel::default);
             for (p, g) in panels.iter_mut().zip(g0..g1) {
-                p.pack(w.ty, w.cols, |r| w.row(r), g * PANEL_ROWS);
+                p.pack(w.ty, w.cols, |r| w.row(r), g * PANEL_ROWS, Some(pk.pack));
             }
             tmp.resize(PANEL_TOKEN_SLAB * PANEL_ROWS, 0.0);
             for tok0 in (0..t).step_by(PANEL_TOKEN_SLAB) {
                 let n = PANEL_TOKEN_SLAB.min(t - tok0);
                 for (p, g) in panels.iter().zip(g0..g1) {
-                    run(p, view, tok0, n, tmp);
+                    (pk.run)(p, view, tok0, n, tmp);
                     for i in 0..n {
                         for r in 0..PANEL_ROWS {
                             // SAFETY: each (token, row) is written by exactly one chunk, and

@@ -47,36 +47,30 @@ pub fn decode_row(
     scale: &mut [f32],
     off: &mut [f32],
 ) -> bool {
+    if !block_scales(ty, w, codes.len(), scale, off) {
+        return false;
+    }
     let n = codes.len();
     match ty {
         QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 => {
-            let bb = ty.block_bytes();
-            for (b, blk) in w.chunks_exact(bb).take(n / QK32).enumerate() {
-                let c = &mut codes[b * QK32..(b + 1) * QK32];
-                let d = f16_at(blk, 0);
-                scale[b] = d;
+            for (blk, c) in w
+                .chunks_exact(ty.block_bytes())
+                .zip(codes.chunks_exact_mut(QK32))
+            {
                 match ty {
-                    QType::Q4_0 => {
-                        nibbles(&blk[2..18], c);
-                        off[b] = -8.0 * d;
-                    }
-                    QType::Q4_1 => {
-                        nibbles(&blk[4..20], c);
-                        off[b] = f16_at(blk, 2);
-                    }
+                    QType::Q4_0 => nibbles(&blk[2..18], c),
+                    QType::Q4_1 => nibbles(&blk[4..20], c),
                     QType::Q5_0 => {
                         let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
                         nibbles(&blk[6..22], c);
                         for (j, v) in c.iter_mut().enumerate() {
                             *v |= (((qh >> j) & 1) as u8) << 4;
                         }
-                        off[b] = -16.0 * d;
                     }
                     _ => {
                         for (v, &q) in c.iter_mut().zip(&blk[2..34]) {
                             *v = q ^ 0x80;
                         }
-                        off[b] = -128.0 * d;
                     }
                 }
             }
@@ -88,13 +82,9 @@ pub fn decode_row(
                 (size::Q4_K, 16)
             };
             for (sb, blk) in w.chunks_exact(bb).take(n / QK_K).enumerate() {
-                let (d, dmin) = (f16_at(blk, 0), f16_at(blk, 2));
                 let qs = &blk[qs_at..qs_at + 128];
                 for j in 0..8 {
-                    let (sc, m) = scale_min_k4(j, &blk[4..16]);
                     let b = sb * 8 + j;
-                    scale[b] = d * sc as f32;
-                    off[b] = -(dmin * m as f32);
                     let chunk = &qs[(j / 2) * 32..(j / 2) * 32 + 32];
                     let shift = 4 * (j % 2);
                     for (l, v) in codes[b * QK32..(b + 1) * QK32].iter_mut().enumerate() {
@@ -108,7 +98,6 @@ pub fn decode_row(
         }
         QType::Q6_K => {
             for (sb, blk) in w.chunks_exact(size::Q6_K).take(n / QK_K).enumerate() {
-                let d = f16_at(blk, 208);
                 let c = &mut codes[sb * QK_K..(sb + 1) * QK_K];
                 let (ql, qh) = (&blk[0..128], &blk[128..192]);
                 for half in 0..2 {
@@ -121,6 +110,42 @@ pub fn decode_row(
                         o[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
                     }
                 }
+            }
+        }
+        QType::F32 | QType::F16 => return false,
+    }
+    true
+}
+
+/// The scale and offset of each block (or half block) of the first `n` weights of a row of
+/// `ty`, as [`decode_row`] gives them; `false` for formats without codes.
+pub fn block_scales(ty: QType, w: &[u8], n: usize, scale: &mut [f32], off: &mut [f32]) -> bool {
+    match ty {
+        QType::Q4_0 | QType::Q4_1 | QType::Q5_0 | QType::Q8_0 => {
+            for (b, blk) in w.chunks_exact(ty.block_bytes()).take(n / QK32).enumerate() {
+                let d = f16_at(blk, 0);
+                scale[b] = d;
+                off[b] = match ty {
+                    QType::Q4_0 => -8.0 * d,
+                    QType::Q4_1 => f16_at(blk, 2),
+                    QType::Q5_0 => -16.0 * d,
+                    _ => -128.0 * d,
+                };
+            }
+        }
+        QType::Q4_K | QType::Q5_K => {
+            for (sb, blk) in w.chunks_exact(ty.block_bytes()).take(n / QK_K).enumerate() {
+                let (d, dmin) = (f16_at(blk, 0), f16_at(blk, 2));
+                for j in 0..8 {
+                    let (sc, m) = scale_min_k4(j, &blk[4..16]);
+                    scale[sb * 8 + j] = d * sc as f32;
+                    off[sb * 8 + j] = -(dmin * m as f32);
+                }
+            }
+        }
+        QType::Q6_K => {
+            for (sb, blk) in w.chunks_exact(size::Q6_K).take(n / QK_K).enumerate() {
+                let d = f16_at(blk, 208);
                 for g in 0..16 {
                     let s = d * (blk[192 + g] as i8) as f32;
                     scale[sb * 16 + g] = s;
@@ -162,13 +187,15 @@ pub struct Panel {
 
 impl Panel {
     /// Pack rows `r0 .. r0 + 8` of `w` (of format `ty`, `cols` weights, `row(r)` its bytes),
-    /// reusing this panel's buffers. Returns `false` when the format has no panel form.
+    /// reusing this panel's buffers; `simd`, when given, writes the interleaved codes instead
+    /// of the scalar decoder. Returns `false` when the format has no panel form.
     pub fn pack<'a>(
         &mut self,
         ty: QType,
         cols: usize,
         row: impl Fn(usize) -> &'a [u8],
         r0: usize,
+        simd: Option<PackFn>,
     ) -> bool {
         let Some(h) = halves(ty) else {
             return false;
@@ -179,32 +206,44 @@ impl Panel {
         self.codes.resize(nb * PANEL_BLOCK_BYTES, 0);
         self.scale.resize(nb * h * PANEL_ROWS, 0.0);
         self.off.resize(nb * h * PANEL_ROWS, 0.0);
-        self.row_codes.resize(cols, 0);
         self.row_scale.resize(nb * h, 0.0);
         self.row_off.resize(nb * h, 0.0);
-        for r in 0..PANEL_ROWS {
-            decode_row(
-                ty,
-                row(r0 + r),
-                &mut self.row_codes,
-                &mut self.row_scale,
-                &mut self.row_off,
-            );
-            for b in 0..nb {
-                for g in 0..8 {
-                    let src = &self.row_codes[b * QK32 + 4 * g..b * QK32 + 4 * g + 4];
-                    let at = b * PANEL_BLOCK_BYTES + g * 32 + r * 4;
-                    self.codes[at..at + 4].copy_from_slice(src);
+        let rows: [&[u8]; PANEL_ROWS] = std::array::from_fn(|r| row(r0 + r));
+        if let Some(pack) = simd {
+            pack(ty, &rows, nb, &mut self.codes);
+        }
+        for (r, w) in rows.iter().enumerate() {
+            if simd.is_some() {
+                block_scales(ty, w, cols, &mut self.row_scale, &mut self.row_off);
+            } else {
+                self.row_codes.resize(cols, 0);
+                decode_row(
+                    ty,
+                    w,
+                    &mut self.row_codes,
+                    &mut self.row_scale,
+                    &mut self.row_off,
+                );
+                for b in 0..nb {
+                    for g in 0..8 {
+                        let src = &self.row_codes[b * QK32 + 4 * g..b * QK32 + 4 * g + 4];
+                        let at = b * PANEL_BLOCK_BYTES + g * 32 + r * 4;
+                        self.codes[at..at + 4].copy_from_slice(src);
+                    }
                 }
-                for j in 0..h {
-                    self.scale[(b * h + j) * PANEL_ROWS + r] = self.row_scale[b * h + j];
-                    self.off[(b * h + j) * PANEL_ROWS + r] = self.row_off[b * h + j];
-                }
+            }
+            for i in 0..nb * h {
+                self.scale[i * PANEL_ROWS + r] = self.row_scale[i];
+                self.off[i * PANEL_ROWS + r] = self.row_off[i];
             }
         }
         true
     }
 }
+
+/// A SIMD writer of a panel's interleaved codes: format, the eight rows' bytes, 32-weight
+/// blocks per row, and the `nb × 256`-byte destination. Panics when the lengths do not fit.
+pub type PackFn = fn(QType, &[&[u8]; PANEL_ROWS], usize, &mut [u8]);
 
 /// The activations a panel kernel reads: `tokens × cols` quantized values, a scale per
 /// 32-value block (or per super-block, `dshift = 3`), and the scaled sum `d · Σ q` per
