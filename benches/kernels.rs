@@ -45,9 +45,9 @@ fn kernels(c: &mut Criterion) {
     let (rows, cols) = (1536, 768);
     let mut rng = rand::rngs::StdRng::seed_from_u64(2);
     let mut sets = vec![Kernels::scalar()];
-    if let Some(k) = Kernels::avx2() {
-        sets.push(k);
-    }
+    // With and without the AVX-512 VNNI kernels (the same on a CPU without them).
+    sets.extend(Kernels::avx2());
+    sets.extend(Kernels::avx2_no_vnni());
     for t in [1usize, 16] {
         let mut g = c.benchmark_group(format!("matmul_{rows}x{cols}_t{t}"));
         g.throughput(Throughput::Elements((rows * cols * t) as u64));

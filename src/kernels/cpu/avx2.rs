@@ -16,11 +16,21 @@ use super::blocks::{scale_min_k4, size, ActBlocks32, ActBlocksK, QK32, QK_K};
 use super::panel::{Panel, PanelActs, PANEL_BLOCK_BYTES, PANEL_ROWS};
 use super::QType;
 
-/// The `f16` at byte `at` of `p` as `f32`, by the F16C instruction.
+/// The `f16` at byte `at` of `p` as `f32`, by the F16C instruction. Written as assembly:
+/// from the intrinsics the compiler emits `vpinsrw` into whatever register is free, which in
+/// the one-row loops was the running offset sum, so every block waited for the previous one
+/// (a 2x slowdown measured on `Q8_0`). `vpbroadcastw` writes the whole register.
 #[inline(always)]
 unsafe fn f16c(p: *const u8, at: usize) -> f32 {
-    let bits = (p.add(at) as *const u16).read_unaligned();
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    let x: __m128;
+    std::arch::asm!(
+        "vpbroadcastw {x}, word ptr [{p}]",
+        "vcvtph2ps {x}, {x}",
+        p = in(reg) p.add(at),
+        x = out(xmm_reg) x,
+        options(pure, readonly, nostack, preserves_flags),
+    );
+    _mm_cvtss_f32(x)
 }
 
 #[inline(always)]
@@ -481,7 +491,8 @@ pub mod vnni {
 /// One-row (decode) kernels of the 32-weight formats with AVX-512 VNNI, BW and VL: the fifth
 /// bit of `Q5_0` is added under a byte mask (`k` register) instead of being spread to bytes,
 /// `vpdpbusd` forms the block sum in one instruction, and two accumulators split the chain
-/// of float adds. Same integer sums as the AVX2 kernels.
+/// of float adds. Same integer sums as the AVX2 kernels. Only `Q5_0` uses it: for the other
+/// formats the AVX2 kernels decoded faster.
 macro_rules! dot1_vnni {
     ($name:ident, $bytes:expr, |$w:ident, $o:ident| $unpack:expr, |$dw:ident| $off:expr) => {
         /// # Safety
@@ -515,18 +526,6 @@ pub mod vnni1 {
     use super::*;
 
     dot1_vnni!(
-        dot_q4_0,
-        size::Q4_0,
-        |w, o| nibbles32(w.as_ptr().add(o + 2)),
-        |dw| -8.0 * dw
-    );
-    dot1_vnni!(
-        dot_q4_1,
-        size::Q4_1,
-        |w, o| nibbles32(w.as_ptr().add(o + 4)),
-        |_dw| f16c(w.as_ptr(), o + 2)
-    );
-    dot1_vnni!(
         dot_q5_0,
         size::Q5_0,
         |w, o| {
@@ -535,15 +534,6 @@ pub mod vnni1 {
             _mm256_mask_add_epi8(lo, qh, lo, _mm256_set1_epi8(16))
         },
         |dw| -16.0 * dw
-    );
-    dot1_vnni!(
-        dot_q8_0,
-        size::Q8_0,
-        |w, o| _mm256_xor_si256(
-            _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i),
-            _mm256_set1_epi8(-128)
-        ),
-        |dw| -128.0 * dw
     );
 }
 

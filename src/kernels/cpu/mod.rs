@@ -419,10 +419,7 @@ mod x86 {
                 }
             };
         }
-        wrap1v!(dot_q4_0);
-        wrap1v!(dot_q4_1);
         wrap1v!(dot_q5_0);
-        wrap1v!(dot_q8_0);
     }
 
     pub mod vnni {
@@ -616,7 +613,9 @@ impl Kernels {
             let vnni = allow_vnni
                 && is_x86_feature_detected!("avx512vnni")
                 && is_x86_feature_detected!("avx512vl");
-            // The one-row kernels also use AVX-512 BW's byte masks.
+            // The one-row Q5_0 kernel also uses AVX-512 BW's byte masks. The other one-row
+            // kernels stay AVX2: their VNNI forms measured slower in decode (SmolLM2's Q4_1
+            // and Q8_0: 128-134 against 133-154 tok/s, interleaved runs).
             let vnni_bw = vnni && is_x86_feature_detected!("avx512bw");
             let x4: [Dot4; 4] = if vnni {
                 [
@@ -635,26 +634,14 @@ impl Kernels {
             };
             return Some(Self {
                 name: if vnni { "avx2+vnni" } else { "avx2" },
-                q4_0: if vnni_bw {
-                    x86::vnni1::dot_q4_0
-                } else {
-                    x86::dot_q4_0
-                },
-                q4_1: if vnni_bw {
-                    x86::vnni1::dot_q4_1
-                } else {
-                    x86::dot_q4_1
-                },
+                q4_0: x86::dot_q4_0,
+                q4_1: x86::dot_q4_1,
                 q5_0: if vnni_bw {
                     x86::vnni1::dot_q5_0
                 } else {
                     x86::dot_q5_0
                 },
-                q8_0: if vnni_bw {
-                    x86::vnni1::dot_q8_0
-                } else {
-                    x86::dot_q8_0
-                },
+                q8_0: x86::dot_q8_0,
                 q4_k: x86::dot_q4_k,
                 q5_k: x86::dot_q5_k,
                 q6_k: x86::dot_q6_k,
