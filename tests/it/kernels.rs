@@ -56,6 +56,19 @@ fn random_acts(t: usize, n: usize, seed: u64) -> Vec<f32> {
     (0..t * n).map(|_| rng.random_range(-2.0..2.0)).collect()
 }
 
+/// The SIMD kernel sets of this CPU, with and without VNNI; `None` (and a note) without AVX2.
+fn simd_sets() -> Option<Vec<Kernels>> {
+    let sets: Vec<Kernels> = [Kernels::avx2(), Kernels::avx2_no_vnni()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if sets.is_empty() {
+        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
+        return None;
+    }
+    Some(sets)
+}
+
 fn max_rel(a: &[f32], b: &[f32]) -> f32 {
     let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
     a.iter().zip(b).fold(0f32, |m, (x, y)| m.max((x - y).abs())) / scale
@@ -108,14 +121,9 @@ fn dequantization_matches_candle_bit_for_bit() {
 
 #[test]
 fn simd_kernels_match_the_scalar_reference() {
-    let sets: Vec<Kernels> = [Kernels::avx2(), Kernels::avx2_no_vnni()]
-        .into_iter()
-        .flatten()
-        .collect();
-    if sets.is_empty() {
-        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
+    let Some(sets) = simd_sets() else {
         return;
-    }
+    };
     let scalar = Kernels::scalar();
     for simd in sets {
         eprintln!("checking {}", simd.name);
@@ -200,14 +208,9 @@ fn panel_codes_reproduce_the_dequantized_weights() {
 /// activation slab, and products split into several chunks.
 #[test]
 fn panel_products_match_the_one_row_kernels() {
-    let sets: Vec<Kernels> = [Kernels::avx2(), Kernels::avx2_no_vnni()]
-        .into_iter()
-        .flatten()
-        .collect();
-    if sets.is_empty() {
-        eprintln!("skipped: this CPU has no AVX2 + FMA + F16C");
+    let Some(sets) = simd_sets() else {
         return;
-    }
+    };
     let scalar = Kernels::scalar();
     for simd in sets {
         for (i, ty) in ALL.into_iter().enumerate() {
