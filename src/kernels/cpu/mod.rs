@@ -495,7 +495,10 @@ mod x86 {
             "{ty:?} has no panel form"
         );
         let per = ty.block_elems() / super::QK32;
-        assert!(nb % per == 0, "{nb} blocks are not whole {ty:?} blocks");
+        assert!(
+            nb.is_multiple_of(per),
+            "{nb} blocks are not whole {ty:?} blocks"
+        );
         let need = nb / per * ty.block_bytes();
         assert!(
             rows.iter().all(|r| r.len() >= need),
