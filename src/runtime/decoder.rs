@@ -226,7 +226,11 @@ impl EngineKind {
         match std::env::var("BOYD_ENGINE").as_deref() {
             Ok("candle") => EngineKind::Candle,
             Ok("native") => EngineKind::Native,
-            _ => EngineKind::Auto,
+            Ok("auto") | Err(_) => EngineKind::Auto,
+            Ok(other) => {
+                tracing::warn!("BOYD_ENGINE={other:?} is not candle, native or auto; using auto");
+                EngineKind::Auto
+            }
         }
     }
 

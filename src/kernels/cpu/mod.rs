@@ -679,7 +679,14 @@ impl Kernels {
             Ok("scalar") => Self::scalar(),
             Ok("no-panel") => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
             Ok("no-vnni") => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
-            _ => Self::avx2().unwrap_or_else(Self::scalar),
+            Ok("auto") | Err(_) => Self::avx2().unwrap_or_else(Self::scalar),
+            Ok(other) => {
+                tracing::warn!(
+                    "BOYD_KERNELS={other:?} is not scalar, no-panel, no-vnni or auto; \
+                     using the detected kernels"
+                );
+                Self::avx2().unwrap_or_else(Self::scalar)
+            }
         }
     }
 
