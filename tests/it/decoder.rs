@@ -357,3 +357,43 @@ fn native_engine_tracks_candle_engine_on_quantized_weights() {
         toks.len()
     );
 }
+
+/// On the real files the native engine (packed-panel prefill, one-row decode kernels) tracks
+/// the candle engine, which matches candle-transformers: SmolLM2 covers `Q4_1`/`Q8_0`, the
+/// Qwen coder file `Q5_0`, `Q8_0`, `Q4_K` and `Q6_K`. Teacher-forced over one sequence, the
+/// logits stay within 10 % of their largest magnitude and the greedy choice agrees at ≥ 85 %
+/// of the positions, stepwise and batched.
+#[test]
+fn native_engine_tracks_candle_engine_on_the_real_models() {
+    for path in [crate::common::smollm2(), crate::common::qwen_coder()]
+        .into_iter()
+        .flatten()
+    {
+        let toks: Vec<u32> = prompt(32_000, 40, 17);
+        let (c_step, _, _) = engine_logits(&path, EngineKind::Candle, &toks);
+        let (n_step, n_batch, name) = engine_logits(&path, EngineKind::Native, &toks);
+        let name = format!("{} ({name})", path.display());
+        for (what, n) in [("stepwise", &n_step), ("batched", &n_batch)] {
+            let e = worst_relative(n, &c_step);
+            let agree = n
+                .iter()
+                .zip(&c_step)
+                .filter(|(a, b)| argmax(a) == argmax(b))
+                .count();
+            eprintln!(
+                "{name} {what}: worst relative {e:.2e}, argmax {agree}/{}",
+                toks.len()
+            );
+            // The native engine's scalar reference kernels land as far from candle (4.0e-2 to
+            // 4.1e-2, argmax 37-38/40 on this sequence): both engines quantize activations to
+            // 8 bits, with different scales (f32 against candle's f16), and the differences
+            // compound over the layers. Random tokens make many near-ties for the argmax.
+            assert!(e < 0.1, "{name} {what}: {e}");
+            assert!(
+                agree * 20 >= toks.len() * 17,
+                "{name} {what}: {agree}/{}",
+                toks.len()
+            );
+        }
+    }
+}
