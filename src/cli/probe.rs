@@ -157,6 +157,11 @@ pub fn render(o: &ProbeOutput) -> String {
             b.features.join(" ")
         }
     );
+    let _ = writeln!(
+        s,
+        "kernels    {} (native CPU engine, picked at run time; BOYD_KERNELS=scalar|no-panel|no-vnni), engine {}",
+        b.kernels, b.engine
+    );
     for w in b.warnings() {
         let _ = writeln!(s, "warning    {w}");
     }
