@@ -488,53 +488,35 @@ pub mod vnni {
         |w, o| _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i), None);
 }
 
-/// One-row (decode) kernels of the 32-weight formats with AVX-512 VNNI, BW and VL: the fifth
-/// bit of `Q5_0` is added under a byte mask (`k` register) instead of being spread to bytes,
-/// `vpdpbusd` forms the block sum in one instruction, and two accumulators split the chain
-/// of float adds. Same integer sums as the AVX2 kernels. Only `Q5_0` uses it: for the other
+/// `Q5_0 · A32` for one row (decode) with AVX-512 VNNI, BW and VL: the fifth bit is added
+/// under a byte mask (`k` register) instead of being spread to bytes, `vpdpbusd` forms the
+/// block sum in one instruction, and two accumulators split the chain of float adds. Same
+/// integer sums as the AVX2 kernel. Only `Q5_0` has such a kernel: for the other 32-weight
 /// formats the AVX2 kernels decoded faster.
-macro_rules! dot1_vnni {
-    ($name:ident, $bytes:expr, |$w:ident, $o:ident| $unpack:expr, |$dw:ident| $off:expr) => {
-        /// # Safety
-        /// The CPU must support AVX2, FMA, F16C and AVX-512 VNNI, BW and VL; `a` holds the
-        /// blocks from `off` on for the whole row (as for the AVX2 kernel).
-        #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl,avx512bw")]
-        pub unsafe fn $name($w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
-            let nb = $w.len() / $bytes;
-            let ab0 = off / QK32;
-            debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
-            let mut acc = [_mm256_setzero_ps(); 2];
-            let mut offs = 0f32;
-            for b in 0..nb {
-                let $o = b * $bytes;
-                let q: __m256i = $unpack;
-                let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
-                let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, y);
-                let dw = f16c($w.as_ptr(), $o);
-                let d = _mm256_set1_ps(dw * *a.d.get_unchecked(ab0 + b));
-                acc[b & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[b & 1]);
-                let $dw = dw;
-                offs += $off * *a.s.get_unchecked(ab0 + b);
-            }
-            hsum(_mm256_add_ps(acc[0], acc[1])) + offs
-        }
-    };
-}
-
-pub mod vnni1 {
-    //! See `dot1_vnni`.
-    use super::*;
-
-    dot1_vnni!(
-        dot_q5_0,
-        size::Q5_0,
-        |w, o| {
-            let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
-            let lo = nibbles32(w.as_ptr().add(o + 6));
-            _mm256_mask_add_epi8(lo, qh, lo, _mm256_set1_epi8(16))
-        },
-        |dw| -16.0 * dw
-    );
+///
+/// # Safety
+/// The CPU must support AVX2, FMA, F16C and AVX-512 VNNI, BW and VL; `a` holds the blocks
+/// from `off` on for the whole row (as for the AVX2 kernel).
+#[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl,avx512bw")]
+pub unsafe fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+    let nb = w.len() / size::Q5_0;
+    let ab0 = off / QK32;
+    debug_assert!(a.qs.len() >= (ab0 + nb) * QK32);
+    let mut acc = [_mm256_setzero_ps(); 2];
+    let mut offs = 0f32;
+    for b in 0..nb {
+        let o = b * size::Q5_0;
+        let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
+        let lo = nibbles32(w.as_ptr().add(o + 6));
+        let q = _mm256_mask_add_epi8(lo, qh, lo, _mm256_set1_epi8(16));
+        let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
+        let p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, y);
+        let dw = f16c(w.as_ptr(), o);
+        let d = _mm256_set1_ps(dw * *a.d.get_unchecked(ab0 + b));
+        acc[b & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[b & 1]);
+        offs -= 16.0 * dw * *a.s.get_unchecked(ab0 + b);
+    }
+    hsum(_mm256_add_ps(acc[0], acc[1])) + offs
 }
 
 /// `e^x` for eight lanes with `x ≤ 0` (softmax after subtracting the maximum): `2^n · e^f`

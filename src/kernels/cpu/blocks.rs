@@ -160,7 +160,7 @@ pub fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
 
 /// Unpack one 32-weight block to its integer codes (before offset and scale).
 #[inline(always)]
-fn nibbles(qs: &[u8], out: &mut [i32; 32]) {
+pub(super) fn nibbles(qs: &[u8], out: &mut [i32; 32]) {
     for j in 0..16 {
         out[j] = (qs[j] & 0x0F) as i32;
         out[j + 16] = (qs[j] >> 4) as i32;
@@ -282,7 +282,7 @@ pub fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 
 /// The 6-bit codes (0..64) of one `Q6_K` block in weight order.
 #[inline(always)]
-fn q6_codes(blk: &[u8], out: &mut [i32; 256]) {
+pub(super) fn q6_codes(blk: &[u8], out: &mut [i32; 256]) {
     let (ql, qh) = (&blk[0..128], &blk[128..192]);
     for n in 0..2 {
         let (ql, qh) = (&ql[64 * n..], &qh[32 * n..]);

@@ -406,20 +406,9 @@ mod x86 {
     wrap4!(dot4_q5_0);
     wrap4!(dot4_q8_0);
 
-    pub mod vnni1 {
-        //! Only reachable through `Kernels::avx2`, which checks AVX-512 VNNI, BW and VL.
-        use super::super::avx2::vnni1 as k;
-        use super::ActBlocks32;
-
-        macro_rules! wrap1v {
-            ($name:ident) => {
-                pub fn $name(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
-                    // SAFETY: handed out only after detecting AVX-512 VNNI, BW and VL.
-                    unsafe { k::$name(w, a, off) }
-                }
-            };
-        }
-        wrap1v!(dot_q5_0);
+    pub fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
+        // SAFETY: handed out only after detecting AVX-512 VNNI, BW and VL.
+        unsafe { avx2::dot_q5_0_vnni(w, a, off) }
     }
 
     pub mod vnni {
@@ -640,7 +629,7 @@ impl Kernels {
                 q4_0: x86::dot_q4_0,
                 q4_1: x86::dot_q4_1,
                 q5_0: if vnni_bw {
-                    x86::vnni1::dot_q5_0
+                    x86::dot_q5_0_vnni
                 } else {
                     x86::dot_q5_0
                 },

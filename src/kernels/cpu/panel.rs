@@ -16,7 +16,7 @@
 //! `Σ w·a = scale · d_a · Σ code·q_a + off · (d_a · Σ q_a)`: the integer sum is the same as
 //! the one-row kernels form, and the second term uses the activations' block sums.
 
-use super::blocks::{f16_at, scale_min_k4, size, QK32, QK_K};
+use super::blocks::{f16_at, nibbles, q6_codes, scale_min_k4, size, QK32, QK_K};
 use super::QType;
 
 /// Rows per panel: the eight `i32` lanes of a 256-bit vector.
@@ -57,22 +57,24 @@ pub fn decode_row(
                 .chunks_exact(ty.block_bytes())
                 .zip(codes.chunks_exact_mut(QK32))
             {
+                let mut q = [0i32; QK32];
                 match ty {
-                    QType::Q4_0 => nibbles(&blk[2..18], c),
-                    QType::Q4_1 => nibbles(&blk[4..20], c),
+                    QType::Q4_0 => nibbles(&blk[2..18], &mut q),
+                    QType::Q4_1 => nibbles(&blk[4..20], &mut q),
                     QType::Q5_0 => {
                         let qh = u32::from_le_bytes([blk[2], blk[3], blk[4], blk[5]]);
-                        nibbles(&blk[6..22], c);
-                        for (j, v) in c.iter_mut().enumerate() {
-                            *v |= (((qh >> j) & 1) as u8) << 4;
+                        nibbles(&blk[6..22], &mut q);
+                        for (j, v) in q.iter_mut().enumerate() {
+                            *v |= (((qh >> j) & 1) as i32) << 4;
                         }
                     }
                     _ => {
-                        for (v, &q) in c.iter_mut().zip(&blk[2..34]) {
-                            *v = q ^ 0x80;
+                        for (v, &b) in q.iter_mut().zip(&blk[2..34]) {
+                            *v = (b ^ 0x80) as i32;
                         }
                     }
                 }
+                c.iter_mut().zip(q).for_each(|(c, q)| *c = q as u8);
             }
         }
         QType::Q4_K | QType::Q5_K => {
@@ -97,19 +99,10 @@ pub fn decode_row(
             }
         }
         QType::Q6_K => {
-            for (sb, blk) in w.chunks_exact(size::Q6_K).take(n / QK_K).enumerate() {
-                let c = &mut codes[sb * QK_K..(sb + 1) * QK_K];
-                let (ql, qh) = (&blk[0..128], &blk[128..192]);
-                for half in 0..2 {
-                    let (ql, qh) = (&ql[64 * half..], &qh[32 * half..]);
-                    let o = &mut c[128 * half..];
-                    for l in 0..32 {
-                        o[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
-                        o[l + 32] = (ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
-                        o[l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
-                        o[l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
-                    }
-                }
+            let mut q = [0i32; QK_K];
+            for (blk, c) in w.chunks_exact(size::Q6_K).zip(codes.chunks_exact_mut(QK_K)) {
+                q6_codes(blk, &mut q);
+                c.iter_mut().zip(q).for_each(|(c, q)| *c = q as u8);
             }
         }
         QType::F32 | QType::F16 => return false,
@@ -156,14 +149,6 @@ pub fn block_scales(ty: QType, w: &[u8], n: usize, scale: &mut [f32], off: &mut 
         QType::F32 | QType::F16 => return false,
     }
     true
-}
-
-/// Weight `j` is the low nibble of byte `j`, weight `j + 16` the high nibble.
-fn nibbles(qs: &[u8], out: &mut [u8]) {
-    for j in 0..16 {
-        out[j] = qs[j] & 0x0F;
-        out[j + 16] = qs[j] >> 4;
-    }
 }
 
 /// Eight rows of a matrix, packed for the panel kernels.
