@@ -85,10 +85,12 @@ pub struct PipPart {
     pub path: String,
 }
 
-/// Catalog name of boyd's default model (`boyd generate`, `boyd chat`, `boyd bench`).
+/// Catalog name of boyd's tiny model (`boyd bench`, `boyd validate`, tests): fast, but too weak
+/// for answers a person judges.
 pub const DEFAULT_MODEL: &str = "smollm2-135m-instruct";
 
-/// Catalog name of the default planner for the agent loops (`boyd run`).
+/// Catalog name of the default model for answers: the agent loops' planner (`boyd run`,
+/// `boyd eval`) and `boyd generate`, `boyd chat`, `boyd serve`.
 pub const AGENT_DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
 mod shipped {

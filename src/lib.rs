@@ -21,6 +21,7 @@ pub mod measure;
 pub mod remote;
 pub mod runtime;
 pub mod serve;
+pub mod sizer;
 pub mod sizing;
 pub mod store;
 pub mod units;

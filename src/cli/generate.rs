@@ -134,7 +134,7 @@ pub fn summary(u: &Usage) -> String {
 
 /// Run `boyd generate`.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode> {
-    let (mut model, resolved) = load_model(g, catalog::DEFAULT_MODEL, args.sampling.ctx)?;
+    let (mut model, resolved) = load_model(g, catalog::AGENT_DEFAULT_MODEL, args.sampling.ctx)?;
     let mut messages = Vec::new();
     if let Some(s) = &args.system {
         messages.push(ChatMessage::new(Role::System, s.clone()));

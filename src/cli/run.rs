@@ -242,7 +242,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         }
         None
     };
-    let tools = Toolset::builtin(shell);
+    let tools = Toolset::builtin(shell).for_workspace(workspace.is_some());
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;
     let cancel = CancelToken::new();
