@@ -208,13 +208,15 @@ fn check_headers(sh: &Shared, req: &Request) -> Result<(), ApiError> {
     let max = sh.limits().max_body_bytes;
     if let Some(len) = text(header::CONTENT_LENGTH) {
         match len.trim().parse::<u64>() {
-            Ok(n) if n > max as u64 => return Err(error(
-                413,
-                "request_too_large",
-                format!(
+            Ok(n) if n > max as u64 => {
+                return Err(error(
+                    413,
+                    "request_too_large",
+                    format!(
                     "the body of {n} bytes is over this server's limit of {max} bytes (--max-body)"
                 ),
-            )),
+                ))
+            }
             Ok(_) => {}
             Err(_) => {
                 return Err(error(

@@ -266,10 +266,9 @@ fn an_unauthenticated_oversized_body_is_refused_before_it_is_read() {
     assert_eq!(r.status, 413, "{}", r.body);
     assert!(r.body.contains("1048576 bytes"), "{}", r.body);
     drop(s);
+    // The client's 4 MiB went into socket buffers; the server read at most the 1 MiB limit.
     let sent = writer.join().expect("writer");
-    eprintln!(
-        "chunked upload over the 1 MiB limit: refused after the client had sent {sent} bytes"
-    );
+    assert!(sent <= 4 << 20);
     refused += 1;
     let st = srv.stats();
     assert_eq!(st.generations, 0, "the model ran nothing: {st:?}");
@@ -510,6 +509,140 @@ fn a_generation_past_its_deadline_stops_with_504() {
     let n = pieces.load(Ordering::SeqCst);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(pieces.load(Ordering::SeqCst), n, "stopped");
+}
+
+/// A model that writes big pieces fast, for clients that do not read.
+struct Firehose {
+    pieces: Arc<AtomicUsize>,
+}
+
+impl LanguageModel for Firehose {
+    fn generate(
+        &mut self,
+        _req: &GenRequest,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<GenOutput, LmError> {
+        let piece = "x".repeat(4096);
+        let mut n = 0;
+        while n < 20_000 && !cancel.is_cancelled() {
+            on_text(&piece);
+            n += 1;
+            self.pieces.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(GenOutput {
+            text: String::new(),
+            finish: if cancel.is_cancelled() {
+                boyd::lm::FinishReason::Cancelled
+            } else {
+                boyd::lm::FinishReason::Length
+            },
+            usage: Default::default(),
+        })
+    }
+    fn context_length(&self) -> usize {
+        512
+    }
+    fn name(&self) -> String {
+        "firehose".into()
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_a_stream_is_cut_off_and_its_generation_stopped() {
+    let pieces = Arc::new(AtomicUsize::new(0));
+    let opts = ServeOptions {
+        api_key: Some(KEY.into()),
+        limits: ServeLimits {
+            write_stall_timeout: Duration::from_secs(1),
+            ..ServeLimits::default()
+        },
+        ..ServeOptions::new("firehose")
+    };
+    let model = Firehose {
+        pieces: Arc::clone(&pieces),
+    };
+    let srv = Server::bind(("127.0.0.1", 0), Box::new(model), opts)
+        .expect("bind")
+        .spawn()
+        .expect("spawn");
+    let addr = srv.addr();
+    let s = connect(addr);
+    (&s).write_all(post(addr, "", &chat_body(8, true)).as_bytes())
+        .expect("send");
+    // Never read: the socket buffers fill, the server's write stalls, and after a second of
+    // stall it drops the connection, which cancels the generation.
+    assert!(
+        wait_for(Duration::from_secs(20), || srv
+            .stats()
+            .generations_cancelled
+            == 1),
+        "not cancelled: {:?}, {} pieces",
+        srv.stats(),
+        pieces.load(Ordering::SeqCst)
+    );
+    let n = pieces.load(Ordering::SeqCst);
+    assert!(n < 20_000, "{n} pieces");
+    assert!(wait_for(Duration::from_secs(2), || srv
+        .stats()
+        .connections_open
+        == 0));
+    eprintln!("stalled reader: cut off after {n} pieces of 4 KiB");
+    drop(s);
+}
+
+#[test]
+fn connection_and_in_flight_caps_refuse_the_excess() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let limits = ServeLimits {
+        max_connections: 4,
+        max_in_flight: 2,
+        ..ServeLimits::default()
+    };
+    let srv = server(dir.path(), limits);
+    let addr = srv.addr();
+    // Two requests whose bodies never finish hold both in-flight slots.
+    let holders: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let s = connect(addr);
+            (&s).write_all(
+                format!("POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAuthorization: Bearer {KEY}\r\nContent-Length: 100\r\n\r\n{{").as_bytes(),
+            )
+            .expect("send");
+            s
+        })
+        .collect();
+    assert!(wait_for(Duration::from_secs(5), || srv.stats().requests == 2));
+    let r = exchange(addr, &post(addr, "", &chat_body(2, false)), b"");
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.code(), "server_busy");
+    assert!(r
+        .headers
+        .iter()
+        .any(|(k, v)| k == "retry-after" && v == "1"));
+    // Four connections open (two holders, two idle): the fifth is closed at once.
+    let idle: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
+    assert!(wait_for(Duration::from_secs(5), || srv
+        .stats()
+        .connections_open
+        == 4));
+    let mut fifth = connect(addr);
+    let mut buf = Vec::new();
+    let t0 = Instant::now();
+    let _ = fifth.read_to_end(&mut buf);
+    assert!(buf.is_empty() && t0.elapsed() < Duration::from_secs(2));
+    assert_eq!(srv.stats().connections_refused, 1);
+    // Once the holders leave, the same request is served.
+    drop(holders);
+    drop(idle);
+    assert!(wait_for(Duration::from_secs(5), || srv
+        .stats()
+        .connections_open
+        == 0));
+    let r = exchange(addr, &post(addr, "", &chat_body(2, false)), b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(srv.stats().busy, 1);
 }
 
 /// `VmRSS` and `VmHWM` of a process, in KiB.
