@@ -400,7 +400,7 @@ fn only_the_exact_key_is_accepted() {
         format!("Authorization: {KEY}\r\n"),
         "Authorization: Bearer \r\n".into(),
         format!("X-Api-Key: {KEY}\r\n"),
-        format!("Authorization: Bearer k-attack-124\r\n"),
+        "Authorization: Bearer k-attack-124\r\n".to_string(),
     ];
     for auth in &wrong {
         let head = format!(
