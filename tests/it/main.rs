@@ -2,6 +2,7 @@
 
 mod agent;
 mod alloc;
+mod attacks_serve;
 mod audit;
 mod catalog;
 mod common;
