@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::lm::{
-    CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest, LanguageModel,
-    LmError, Role, Usage,
+    BackendError, CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest,
+    LanguageModel, LmError, Role, Usage,
 };
 
 /// Which structured-output dialect requests carry.
@@ -192,7 +192,8 @@ impl From<RemoteError> for LmError {
                 max_new: max_new.unwrap_or(0),
                 context: context.unwrap_or(0),
             },
-            other => LmError::Backend(other.to_string()),
+            other if other.is_transient() => LmError::Backend(BackendError::transient(other)),
+            other => LmError::Backend(BackendError::new(other)),
         }
     }
 }
@@ -925,5 +926,36 @@ mod tests {
         let e = OpenAiModel::connect(cfg).expect_err("nothing listens");
         assert!(matches!(e, RemoteError::Unreachable { .. }), "{e:?}");
         assert!(e.to_string().contains("--base-url"), "{e}");
+    }
+
+    #[test]
+    fn a_backend_error_keeps_the_remote_error_and_whether_it_is_transient() {
+        let down = LmError::from(RemoteError::Unreachable {
+            url: "http://127.0.0.1:9".into(),
+            detail: "connection refused".into(),
+        });
+        assert!(down.is_transient(), "{down:?}");
+        let LmError::Backend(b) = &down else {
+            panic!("expected a backend error, got {down:?}");
+        };
+        assert!(
+            matches!(
+                b.downcast_ref::<RemoteError>(),
+                Some(RemoteError::Unreachable { .. })
+            ),
+            "{b:?}"
+        );
+        assert!(down.to_string().contains("--base-url"), "{down}");
+
+        let refused = LmError::from(RemoteError::BadUrl {
+            url: "ftp://x".into(),
+        });
+        assert!(!refused.is_transient(), "{refused:?}");
+        let busy = LmError::from(RemoteError::Http {
+            url: "u".into(),
+            status: 503,
+            message: "overloaded".into(),
+        });
+        assert!(busy.is_transient(), "{busy:?}");
     }
 }
