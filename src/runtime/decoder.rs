@@ -19,10 +19,10 @@ use std::sync::Arc;
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 
-use crate::kernels::cpu::QType;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
 use crate::runtime::native::{self, NativeModel};
+use crate::runtime::options::RuntimeOptions;
 use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType, RopeScaling};
 
 /// Errors building or running the decoder.
@@ -221,16 +221,22 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// `BOYD_ENGINE=candle|native|auto`, default auto.
-    pub fn from_env() -> Self {
-        match std::env::var("BOYD_ENGINE").as_deref() {
-            Ok("candle") => EngineKind::Candle,
-            Ok("native") => EngineKind::Native,
-            Ok("auto") | Err(_) => EngineKind::Auto,
-            Ok(other) => {
-                tracing::warn!("BOYD_ENGINE={other:?} is not candle, native or auto; using auto");
-                EngineKind::Auto
-            }
+    /// `candle`, `native` or `auto`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "candle" => EngineKind::Candle,
+            "native" => EngineKind::Native,
+            "auto" => EngineKind::Auto,
+            _ => return None,
+        })
+    }
+
+    /// The name [`EngineKind::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Auto => "auto",
+            EngineKind::Native => "native",
+            EngineKind::Candle => "candle",
         }
     }
 
@@ -245,7 +251,9 @@ impl EngineKind {
         let native = match self {
             EngineKind::Candle => false,
             EngineKind::Native => on_cpu,
-            EngineKind::Auto => on_cpu && types.into_iter().all(|t| QType::from_ggml(t).is_some()),
+            EngineKind::Auto => {
+                on_cpu && types.into_iter().all(|t| native::kernel_type(t).is_some())
+            }
         };
         if native {
             ComputeLayout::Native
@@ -290,7 +298,7 @@ impl std::fmt::Debug for Decoder {
 
 impl Decoder {
     /// Load every tensor from an open, validated GGUF file, with RoPE tables for the model's
-    /// whole training context.
+    /// whole training context and the default [`RuntimeOptions`].
     pub fn load(file: &mut GgufFile, device: &Device) -> Result<Self> {
         Self::load_with_positions(file, device, usize::MAX)
     }
@@ -302,7 +310,7 @@ impl Decoder {
         device: &Device,
         max_positions: usize,
     ) -> Result<Self> {
-        Self::load_with(file, device, max_positions, EngineKind::from_env())
+        Self::load_with(file, device, max_positions, EngineKind::Auto)
     }
 
     /// Like [`Decoder::load_with_positions`] with an explicit engine choice.
@@ -312,6 +320,23 @@ impl Decoder {
         max_positions: usize,
         engine: EngineKind,
     ) -> Result<Self> {
+        Self::load_with_options(
+            file,
+            device,
+            max_positions,
+            &RuntimeOptions::with_engine(engine),
+        )
+    }
+
+    /// Like [`Decoder::load_with_positions`] with explicit options (engine, kernel set,
+    /// profiling).
+    pub fn load_with_options(
+        file: &mut GgufFile,
+        device: &Device,
+        max_positions: usize,
+        opts: &RuntimeOptions,
+    ) -> Result<Self> {
+        let engine = opts.engine;
         let params = file.header.arch_params()?;
         if !params.architecture.runnable() {
             return Err(DecoderError::NotRunnable(params.architecture));
@@ -339,7 +364,7 @@ impl Decoder {
         };
         if native {
             let mut loaded = 0u64;
-            let model = NativeModel::load(file, &params, positions, &mut loaded)?;
+            let model = NativeModel::load(file, &params, positions, &mut loaded, opts)?;
             return Ok(Self {
                 params,
                 device: device.clone(),

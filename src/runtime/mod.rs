@@ -9,6 +9,7 @@ pub mod gguf;
 pub mod kv_cache;
 pub mod local;
 pub mod native;
+pub mod options;
 pub mod reference;
 pub mod sampling;
 pub mod session;

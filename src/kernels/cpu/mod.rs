@@ -4,7 +4,7 @@
 //! product to 8-bit blocks (`Acts`), and each output element is one quantized dot product,
 //! computed by the kernel that `Kernels::detect` picked for this CPU at run time: AVX2 + FMA on
 //! x86-64 when present, the scalar reference everywhere else. The build does not need
-//! `target-cpu=native` for the fast path; `BOYD_KERNELS=scalar` forces the reference (for
+//! `target-cpu=native` for the fast path; [`KernelChoice::Scalar`] forces the reference (for
 //! measuring what the SIMD code buys).
 //!
 //! Rows are split across the rayon pool in chunks large enough that the hand-off costs less
@@ -72,23 +72,6 @@ impl QType {
             QType::Q5_K => size::Q5_K,
             QType::Q6_K => size::Q6_K,
         }
-    }
-
-    /// The format of a GGML type, when these kernels handle it.
-    pub fn from_ggml(t: crate::sizing::GgmlType) -> Option<Self> {
-        use crate::sizing::GgmlType as G;
-        Some(match t {
-            G::F32 => QType::F32,
-            G::F16 => QType::F16,
-            G::Q4_0 => QType::Q4_0,
-            G::Q4_1 => QType::Q4_1,
-            G::Q5_0 => QType::Q5_0,
-            G::Q8_0 => QType::Q8_0,
-            G::Q4_K => QType::Q4_K,
-            G::Q5_K => QType::Q5_K,
-            G::Q6_K => QType::Q6_K,
-            _ => return None,
-        })
     }
 
     /// Which activation quantization the format's dot product reads.
@@ -277,6 +260,34 @@ impl Acts {
             }
             _ => {}
         }
+    }
+}
+
+/// Which kernel set to run: the fastest this CPU has, or a slower one to measure what each
+/// SIMD path buys (`BOYD_KERNELS`, read by the CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelChoice {
+    /// The fastest kernels this CPU runs.
+    #[default]
+    Auto,
+    /// The scalar reference.
+    Scalar,
+    /// The SIMD kernels without the packed-panel prefill path.
+    NoPanel,
+    /// AVX2 without the AVX-512 VNNI kernels.
+    NoVnni,
+}
+
+impl KernelChoice {
+    /// `auto`, `scalar`, `no-panel` or `no-vnni`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => Self::Auto,
+            "scalar" => Self::Scalar,
+            "no-panel" => Self::NoPanel,
+            "no-vnni" => Self::NoVnni,
+            _ => return None,
+        })
     }
 }
 
@@ -660,29 +671,37 @@ impl Kernels {
         None
     }
 
-    /// The fastest kernels this CPU runs. `BOYD_KERNELS=scalar` forces the reference;
-    /// `BOYD_KERNELS=no-panel` keeps the SIMD kernels but turns the packed-panel prefill
-    /// path off, `no-vnni` keeps AVX2 without the AVX-512 kernels (to measure what each buys).
+    /// The fastest kernels this CPU runs.
     pub fn detect() -> Self {
-        match std::env::var("BOYD_KERNELS").as_deref() {
-            Ok("scalar") => Self::scalar(),
-            Ok("no-panel") => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
-            Ok("no-vnni") => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
-            Ok("auto") | Err(_) => Self::avx2().unwrap_or_else(Self::scalar),
-            Ok(other) => {
-                tracing::warn!(
-                    "BOYD_KERNELS={other:?} is not scalar, no-panel, no-vnni or auto; \
-                     using the detected kernels"
-                );
-                Self::avx2().unwrap_or_else(Self::scalar)
-            }
+        Self::select(KernelChoice::Auto)
+    }
+
+    /// The kernels `choice` asks for on this CPU (the scalar reference where it lacks the
+    /// SIMD features).
+    pub fn select(choice: KernelChoice) -> Self {
+        match choice {
+            KernelChoice::Scalar => Self::scalar(),
+            KernelChoice::NoPanel => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
+            KernelChoice::NoVnni => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
+            KernelChoice::Auto => Self::avx2().unwrap_or_else(Self::scalar),
         }
     }
 
-    /// The kernels picked once for this process.
+    /// The kernels `choice` picks, detected once per process and choice.
+    pub fn get_for(choice: KernelChoice) -> &'static Self {
+        static K: [OnceLock<Kernels>; 4] = [const { OnceLock::new() }; 4];
+        let slot = match choice {
+            KernelChoice::Auto => 0,
+            KernelChoice::Scalar => 1,
+            KernelChoice::NoPanel => 2,
+            KernelChoice::NoVnni => 3,
+        };
+        K[slot].get_or_init(|| Self::select(choice))
+    }
+
+    /// The fastest kernels this CPU runs, detected once per process.
     pub fn get() -> &'static Self {
-        static K: OnceLock<Kernels> = OnceLock::new();
-        K.get_or_init(Self::detect)
+        Self::get_for(KernelChoice::Auto)
     }
 
     /// `Σ x·y`.
