@@ -2,6 +2,7 @@
 
 mod agent;
 mod alloc;
+mod architecture;
 mod audit;
 mod catalog;
 mod common;
