@@ -109,9 +109,7 @@ fn lex(src: &str) -> Lexed {
                 let close: Vec<u8> = std::iter::once(b'"')
                     .chain(std::iter::repeat_n(b'#', hashes))
                     .collect();
-                for _ in i..=j {
-                    code.push(b' ');
-                }
+                code.resize(code.len() + (j + 1 - i), b' ');
                 i = j + 1;
                 let start = i;
                 while i < b.len() && !b[i..].starts_with(&close) {
@@ -119,9 +117,7 @@ fn lex(src: &str) -> Lexed {
                     i += 1;
                 }
                 literals.push((start, String::from_utf8_lossy(&b[start..i]).into_owned()));
-                for _ in 0..close.len().min(b.len() - i) {
-                    code.push(b' ');
-                }
+                code.resize(code.len() + close.len().min(b.len() - i), b' ');
                 i += close.len();
                 continue;
             }
