@@ -1,4 +1,4 @@
-//! The one llama-family decoder.
+//! The one llama-family decoder, on one of two engines.
 //!
 //! Llama, Mistral, Qwen2 and Qwen3 share one block: RMS norm → attention with RoPE and grouped
 //! KV heads → residual → RMS norm → SwiGLU feed-forward → residual. Their differences are
@@ -7,8 +7,12 @@
 //! qwen for split halves), tied output embeddings, and a sliding window. There is one
 //! implementation and one KV cache (`kv_cache::KvCache`), not a copied file per model.
 //!
-//! Weights stay quantized and go through candle's quantized matmul; the token embedding is
-//! looked up row by row from its quantized form, so no dequantized copy is kept.
+//! The engine is chosen at load ([`EngineKind`], from `RuntimeOptions`): the native CPU engine
+//! (`runtime::native`, boyd's own kernels in `kernels::cpu`) on the CPU when it handles every
+//! tensor format, else candle (CUDA, Metal, or the CPU on request). This file holds the candle
+//! engine and the dispatch. On the candle path weights stay quantized and go through candle's
+//! quantized matmul; the token embedding is looked up row by row from its quantized form, so
+//! no dequantized copy is kept.
 //!
 //! Grouped-query attention never repeats K/V: the query heads of one KV head are folded into
 //! the row dimension, `(1, kv_heads, group × t, d) × (1, kv_heads, d, T)`, so attention at depth
