@@ -83,7 +83,8 @@ pub fn load_model(
     let t0 = Instant::now();
     let opts = LoadOptions {
         force: g.force,
-        ..LoadOptions::default()
+        hardware: None,
+        runtime: super::runtime_options(),
     };
     let model = LocalModel::load_with(&resolved.path, &device, ctx.unwrap_or(4096), &opts)?;
     tracing::info!(

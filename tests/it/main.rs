@@ -2,6 +2,7 @@
 
 mod agent;
 mod alloc;
+mod architecture;
 mod attacks_serve;
 mod audit;
 mod catalog;
