@@ -2,6 +2,7 @@
 
 mod agent;
 mod alloc;
+mod attacks_shell;
 mod audit;
 mod catalog;
 mod common;

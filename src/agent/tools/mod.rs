@@ -17,12 +17,14 @@ use crate::lm::CancelToken;
 pub mod blob;
 pub mod calculator;
 pub mod files;
+pub mod jail;
 pub mod sandbox;
 pub mod shell;
 
 pub use blob::ReadBlob;
 pub use calculator::Calculator;
 pub use files::{ListDir, ReadFile, SearchText};
+pub use jail::{Jail, JailError};
 pub use sandbox::{Sandbox, SandboxError};
 pub use shell::{Shell, ShellPolicy};
 
