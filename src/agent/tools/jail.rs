@@ -99,6 +99,15 @@ pub enum JailError {
         /// The resolved path.
         path: PathBuf,
     },
+    /// The program is not an installed system program (e.g. a file in the workspace).
+    #[error(
+        "{path} is not an installed program under /usr, /bin or /sbin; the sandbox executes \
+         nothing else (never a file from the workspace)"
+    )]
+    NotSystemProgram {
+        /// The path given.
+        path: PathBuf,
+    },
     /// A directory to hide is a symlink or not a directory.
     #[error(
         "{path} is not a plain directory (a symlink or a file?); the sandbox must hide it from \
@@ -138,7 +147,9 @@ impl From<JailError> for ToolError {
     fn from(e: JailError) -> Self {
         match e {
             JailError::ProgramNotFound { .. } => ToolError::not_found(format!("{e}.")),
-            JailError::NotElf { .. } => ToolError::denied(format!("{e}.")),
+            JailError::NotElf { .. } | JailError::NotSystemProgram { .. } => {
+                ToolError::denied(format!("{e}."))
+            }
             _ => ToolError::failed(format!("{e}.")),
         }
     }
@@ -263,6 +274,25 @@ pub fn elf_interpreter(path: &Path) -> Result<Option<PathBuf>, JailError> {
         return Ok(Some(PathBuf::from(OsString::from_vec(name))));
     }
     Ok(None)
+}
+
+/// The only places programs are executed from.
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin"];
+
+/// `path` resolved, when it is a regular file under [`SYSTEM_DIRS`] and not inside `root`.
+pub fn system_program(path: &Path, root: &Path) -> Result<PathBuf, JailError> {
+    let refuse = || JailError::NotSystemProgram {
+        path: path.to_path_buf(),
+    };
+    let canon = path.canonicalize().map_err(|_| refuse())?;
+    let ok = canon.is_file()
+        && !canon.starts_with(root)
+        && SYSTEM_DIRS.iter().any(|d| canon.starts_with(d));
+    if ok {
+        Ok(canon)
+    } else {
+        Err(refuse())
+    }
 }
 
 /// Find the launcher: `$BOYD_SANDBOX_LAUNCHER`, else the running executable when it is `boyd`,
@@ -415,7 +445,9 @@ impl Jail {
         } else {
             resolve_program(program)?
         };
-        // Refuse scripts here already, with the typed error (the launcher checks again).
+        // Refuse workspace files and scripts here already, with typed errors (the launcher
+        // checks again).
+        let path = system_program(&path, &self.root)?;
         elf_interpreter(&path)?;
         let cmd = self.command(&path, args)?;
         let out = run_capped(cmd, timeout, cap, cancel)?;
@@ -576,8 +608,9 @@ mod imp {
         }
         let (program, interp) = match &spec.program {
             Some(p) => {
-                let interp = elf_interpreter(p).map_err(fail)?;
-                (Some(p.clone()), interp)
+                let p = super::system_program(p, &spec.root).map_err(fail)?;
+                let interp = elf_interpreter(&p).map_err(fail)?;
+                (Some(p), interp)
             }
             None => (None, None),
         };
