@@ -4,6 +4,7 @@ mod agent;
 mod alloc;
 mod architecture;
 mod attacks_serve;
+mod attacks_shell;
 mod audit;
 mod catalog;
 mod common;
