@@ -560,8 +560,9 @@ impl BackendFit {
             prefill_s_per_pflop: p[2],
             prefill_attention_s_per_pflop: p[3],
             source: format!(
-                "fit to {} decode and {} prefill rows published for {} ({}); \
-                 `boyd size --check-published` shows each row and the error",
+                "fit to {} decode and {} prefill llama.cpp rows published for {} ({}); \
+                 `boyd size --check-published` shows each row and the error; boyd's own GPU \
+                 path (candle) is slower until `boyd validate` calibrates it",
                 self.decode_rows,
                 self.prefill_rows,
                 self.backend,
