@@ -60,12 +60,20 @@ pub struct Args {
     /// Pipeline-parallel stages (with a multi-GPU --hw).
     #[arg(long)]
     pub pp: Option<u32>,
+    /// Check the speed model against the published measurements in models/published/: every
+    /// row predicted (by a fit that never saw its device) against the published value, the
+    /// median and worst error, the depth sweeps and the memory terms. No model needed.
+    #[arg(long)]
+    pub check_published: bool,
 }
 
 /// Run `boyd size`.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     if args.list_hw {
         return list_hw(g.json);
+    }
+    if args.check_published {
+        return check_published(g.json);
     }
     if args.tp.is_some()
         || args.pp.is_some()
@@ -106,6 +114,172 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             .unwrap_or_default()
     };
     emit(&text)
+}
+
+/// `boyd size --check-published`.
+fn check_published(json: bool) -> anyhow::Result<ExitCode> {
+    let ds = crate::sizing::published::Dataset::shipped()?;
+    let check = crate::sizing::published::check(&ds)?;
+    let text = if json {
+        serde_json::to_string_pretty(&check)? + "\n"
+    } else {
+        render_check(&check)
+    };
+    emit(&text)
+}
+
+/// The check as a table: every row, then the summaries.
+pub fn render_check(c: &crate::sizing::published::Check) -> String {
+    use crate::sizing::published::Test;
+    let mut s = String::new();
+    let sm = &c.summary;
+    let _ = writeln!(
+        s,
+        "published rows: {} speed ({} kept out as outliers) from {} sources, {} memory",
+        sm.speed_rows, sm.outliers, sm.sources, sm.memory_rows
+    );
+    for (class, tests) in &sm.per_class {
+        let parts: Vec<String> = tests.iter().map(|(t, n)| format!("{n} {t}")).collect();
+        let _ = writeln!(s, "  {class:<18} {}", parts.join(", "));
+    }
+    let _ = writeln!(
+        s,
+        "  devices: {}; models: {}; quants: {}",
+        sm.devices.join(", "),
+        sm.models.join(", "),
+        sm.quants.join(", ")
+    );
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<10} {:<12} {:<7} {:<7} {:>8} {:>10} {:>10} {:>10} {:>8}",
+        "device", "model", "quant", "test", "tokens", "published", "fit", "held-out", "error"
+    );
+    for r in &c.rows {
+        let test = match r.row.test {
+            Test::Tg => "tg",
+            Test::Pp => "pp",
+        };
+        let _ = writeln!(
+            s,
+            "{:<10} {:<12} {:<7} {:<7} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>+7.1}%{}",
+            r.row.device,
+            r.row.model,
+            r.row.quant,
+            test,
+            r.row.n_tokens,
+            r.row.tok_s,
+            r.fitted,
+            r.held_out,
+            r.held_out_error * 100.0,
+            if r.row.outlier.is_some() {
+                "  (outlier: not fitted or scored)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "error, leave-one-device-out (each device predicted by a fit that never saw it):"
+    );
+    let line = |s: &mut String, name: &str, e: &crate::sizing::published::ErrorSummary| {
+        let _ = writeln!(
+            s,
+            "  {name:<22} {:>4} rows  median |error| {:>5.1}%  worst {:>5.1}%  mean {:>+6.1}%",
+            e.rows,
+            e.median_abs * 100.0,
+            e.worst_abs * 100.0,
+            e.mean * 100.0
+        );
+    };
+    for (name, e) in &c.errors {
+        line(&mut s, name, e);
+    }
+    for (class, e) in &c.decode_by_class {
+        line(&mut s, &format!("tg {class}"), e);
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "depth: decode slowdown from the shortest to the longest tg run"
+    );
+    for d in &c.depth {
+        let _ = writeln!(
+            s,
+            "  {:<10} {:<12} {:<7} tg{}->tg{}  published {:>5.1}%  predicted {:>5.1}%  ({:+.1} points)",
+            d.device,
+            d.model,
+            d.quant,
+            d.from_tokens,
+            d.to_tokens,
+            d.published * 100.0,
+            d.predicted * 100.0,
+            (d.predicted - d.published) * 100.0
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "memory: boyd's terms against llama.cpp's load reports");
+    for m in &c.memory {
+        let _ = writeln!(
+            s,
+            "  {:<10} {:<26} {:<21} published {:>9.2}  boyd {:>9.2} {:<9} {:>+6.1}%",
+            m.device,
+            m.what,
+            m.term,
+            m.published,
+            m.predicted,
+            m.unit,
+            m.error * 100.0
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "fitted terms (the presets' defaults; seconds per token = sum of coefficient x term):"
+    );
+    const DECODE: [&str; 8] = [
+        "bytes/BW",
+        "bytes/matrix",
+        "quantized weights/matrix",
+        "bytes x 1e-12",
+        "1 (fixed s)",
+        "layers (s)",
+        "attention FLOPs/matrix",
+        "attention FLOPs x 1e-15",
+    ];
+    const PREFILL: [&str; 4] = [
+        "matmul FLOPs/matrix",
+        "attention FLOPs/matrix",
+        "matmul FLOPs x 1e-15",
+        "attention FLOPs x 1e-15",
+    ];
+    for f in &c.fits {
+        let terms = |names: &[&str], coef: &[f64]| {
+            names
+                .iter()
+                .zip(coef)
+                .map(|(n, c)| format!("{c:.4e} {n}"))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        };
+        let _ = writeln!(
+            s,
+            "  {} decode  ({} rows): {}",
+            f.backend.name(),
+            f.decode_rows,
+            terms(&DECODE, &f.decode)
+        );
+        let _ = writeln!(
+            s,
+            "  {} prefill ({} rows): {}",
+            f.backend.name(),
+            f.prefill_rows,
+            terms(&PREFILL, &f.prefill)
+        );
+    }
+    s
 }
 
 /// Write `text` to stdout; a closed pipe (`boyd size … | head`) ends quietly.
