@@ -499,6 +499,8 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
         "INFO start\nERROR write failed: No space left on device\nINFO done\n",
     )
     .expect("write");
+    let big: String = (1..=300).map(|i| format!("row {i}\n")).collect();
+    std::fs::write(ws.join("big.txt"), big).expect("write");
     std::os::unix::fs::symlink("/etc/hostname", ws.join("link.txt")).expect("symlink");
     let fifo = ws.join("pipe");
     let made = std::process::Command::new("mkfifo")
@@ -536,7 +538,9 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
         "{}",
         s[0].observation.text
     );
-    assert!(s[0].observation.text.contains("deep/ (1 file)"));
+    // Paths are shown from the workspace root, ready for read_file.
+    assert!(s[0].observation.text.contains("data/deep/ (1 file)"));
+    assert!(s[0].observation.text.contains("data/a.csv (2 bytes)"));
     assert!(
         s[1].observation
             .text
@@ -574,7 +578,13 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
     }
     assert_eq!(
         s[7].observation.text,
-        "log.txt lines 2-3 of 3:\n2: ERROR write failed: No space left on device\n3: INFO done\n"
+        "big.txt lines 250-251 of 300:\n250: row 250\n251: row 251\n"
+    );
+    // A missing path names the files with that name elsewhere in the workspace.
+    assert!(
+        s[8].observation.text.contains("data/deep/c.csv"),
+        "{}",
+        s[8].observation.text
     );
 }
 

@@ -42,10 +42,40 @@ fn check_regular(ctx: &ToolContext, path: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// A not-found error with the workspace files of the same name, so `east.ini` finds
+/// `regions/east.ini`.
+fn not_found_hint(ctx: &ToolContext, path: &str, err: ToolError) -> ToolError {
+    if err.kind != super::ToolErrorKind::NotFound {
+        return err;
+    }
+    let Ok(ws) = ctx.workspace() else { return err };
+    let Some(name) = Path::new(path).file_name() else {
+        return err;
+    };
+    let mut files = Vec::new();
+    collect_files(ws.root(), &mut files, 0);
+    let mut same: Vec<String> = files
+        .iter()
+        .filter(|f| f.file_name() == Some(name))
+        .map(|f| rel_display(ws.root(), f))
+        .collect();
+    same.sort();
+    same.truncate(5);
+    if same.is_empty() {
+        return err;
+    }
+    ToolError::not_found(format!(
+        "{path} does not exist; files with that name: {}.",
+        same.join(", ")
+    ))
+}
+
 fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     check_regular(ctx, path)?;
     let ws = ctx.workspace()?;
-    let (real, file) = ws.open_file(path)?;
+    let (real, file) = ws
+        .open_file(path)
+        .map_err(|e| not_found_hint(ctx, path, e.into()))?;
     let meta = file
         .metadata()
         .map_err(|e| ToolError::failed(format!("cannot stat {path}: {e}.")))?;
@@ -77,6 +107,9 @@ fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
+
+/// Files up to this many lines are always shown whole.
+const SHORT_FILE_LINES: usize = 200;
 
 /// Longest path argument the schemas accept.
 pub(crate) const PATH_MAX_CHARS: usize = 160;
@@ -126,14 +159,21 @@ impl Tool for ReadFile {
         if total == 0 {
             return Ok(format!("({} is empty)", a.path));
         }
-        let start = a.start_line.unwrap_or(1).max(1);
+        // A short file is shown whole whatever range was asked: a small model fills optional
+        // arguments and would otherwise read one line of a file whose answer is on line 5.
+        let (start_line, end_line, max_lines) = if total <= SHORT_FILE_LINES {
+            (None, None, None)
+        } else {
+            (a.start_line, a.end_line, a.max_lines)
+        };
+        let start = start_line.unwrap_or(1).max(1);
         if start > total {
             return Err(ToolError::invalid(format!(
                 "start_line {start} is past the end; {} has {total} lines.",
                 a.path
             )));
         }
-        let end = match (a.end_line, a.max_lines) {
+        let end = match (end_line, max_lines) {
             (Some(e), _) if e < start => {
                 return Err(ToolError::invalid(format!(
                     "end_line {e} is before start_line {start}."
@@ -272,7 +312,14 @@ impl Tool for ListDir {
         }
         let shown = rel_display(ws.root(), &dir);
         let mut listing = Listing::default();
-        list_into(&dir, "", a.recursive, 0, &mut listing);
+        // Entries are shown with their path from the workspace root, so the model can pass
+        // them to read_file as they are.
+        let prefix = if shown == "." {
+            String::new()
+        } else {
+            format!("{}/", shown.trim_end_matches('/'))
+        };
+        list_into(&dir, &prefix, a.recursive, 0, &mut listing);
         if listing.lines.is_empty() {
             return Ok(format!("{shown} is empty: 0 files"));
         }

@@ -369,9 +369,6 @@ impl Toolset {
     pub fn for_workspace(mut self, has_workspace: bool) -> Self {
         if !has_workspace {
             self.tools.retain(|t| !t.needs_workspace());
-            if self.get("size_model").is_some() {
-                self.add(Arc::new(SizeModel::catalog_only()));
-            }
         }
         self
     }

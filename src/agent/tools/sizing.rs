@@ -107,25 +107,28 @@ pub fn render_estimate(model: &str, e: &Estimate) -> String {
 pub struct SizeModel {
     models: Vec<String>,
     presets: Vec<String>,
-    configs: bool,
+    extended: bool,
 }
 
 impl Default for SizeModel {
+    /// The arguments a small model gets: model, hw, quant, ctx. A greedy small model fills
+    /// every optional argument it is offered (measured on the dev split: it set `kv_type` to
+    /// `q4_0` and `config` to a file that did not exist), so the rarer ones are not offered.
     fn default() -> Self {
         Self {
             models: catalog_names(),
             presets: preset_names(),
-            configs: true,
+            extended: false,
         }
     }
 }
 
 impl SizeModel {
-    /// Catalog models only: no `config` argument (a run without a workspace has no files, and
-    /// a free-text argument there only invites a small model to invent paths).
-    pub fn catalog_only() -> Self {
+    /// Also offer `kv_type` and `config` (a Hugging Face config.json in the workspace), for
+    /// planners that leave optional arguments alone.
+    pub fn extended() -> Self {
         Self {
-            configs: false,
+            extended: true,
             ..Self::default()
         }
     }
@@ -152,7 +155,7 @@ impl Tool for SizeModel {
         "size_model"
     }
     fn description(&self) -> &str {
-        "Memory and speed of a model on a GPU, Apple chip or this machine, before loading it: total memory, whether it fits (and by how much it is short), the largest context that fits, decode tokens/s. Use it for every question about the memory, fit or speed of a model, then answer with its lines. Args: model and hw from the lists boyd knows (hw \"this\" = this computer); quant exactly as the task writes it (Q4_K_M, Q8_0, F16, …), left out when the task names none; ctx in tokens (8k = 8192); kv_type only when the task names a KV cache type; config only to size a config.json file in the workspace."
+        "Memory and speed of a model on a GPU, Apple chip or this machine, before loading it: total memory, whether it fits (and by how much it is short), the largest context that fits, decode tokens/s. Use it for every question about the memory, fit or speed of a model, then answer with its lines. Args: model and hw from the lists boyd knows (hw \"this\" = this computer); quant exactly as the task writes it (Q4_K_M, Q8_0, F16, …), left out when the task names none; ctx in tokens (8k = 8192)."
     }
     fn args_schema(&self) -> serde_json::Value {
         let mut schema = serde_json::json!({
@@ -168,9 +171,10 @@ impl Tool for SizeModel {
             "required": ["model", "hw"],
             "additionalProperties": false
         });
-        if !self.configs {
+        if !self.extended {
             if let Some(p) = schema["properties"].as_object_mut() {
                 p.remove("config");
+                p.remove("kv_type");
             }
         }
         schema
