@@ -2,6 +2,7 @@
 
 mod agent;
 mod alloc;
+mod attacks_trust;
 mod audit;
 mod catalog;
 mod common;
