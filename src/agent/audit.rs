@@ -326,8 +326,22 @@ impl ChainLog {
 
     /// Reopen the log of a run to continue it: verify it, cut a torn last line, and append a
     /// `Recovered` record when anything was recovered. Damage elsewhere is refused.
+    ///
+    /// The log continues as it was written: a signed manifest must verify under the key of the
+    /// default config directory, an unsigned log stays unsigned.
     pub fn reopen(run_dir: &Path) -> Result<(Self, VerifyReport), AuditError> {
-        Self::reopen_with_key(run_dir, default_key())
+        let signed = std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Manifest>(&t).ok())
+            .is_some_and(|m| m.mac.is_some());
+        let key = if signed { default_key() } else { None };
+        if signed && key.is_none() {
+            return Err(AuditError::NotThisKey {
+                path: run_dir.join(AUDIT_FILE),
+                check: SignatureCheck::NotChecked,
+            });
+        }
+        Self::reopen_with_key(run_dir, key)
     }
 
     /// [`ChainLog::reopen`] with a key: the manifest must be signed by it (a log written

@@ -56,6 +56,8 @@ impl Lab {
         std::fs::create_dir_all(outside.join("dir")).expect("outside dir");
         std::fs::write(outside.join("dir").join("secret.txt"), "deep secret\n").expect("deep");
         let ws = ws.canonicalize().expect("canon");
+        // The user's approval key exists before anything runs (as after the first `boyd run`).
+        ApprovalKey::load_or_create(&cfg).expect("key");
         Self {
             _tmp: tmp,
             ws,
@@ -1035,7 +1037,9 @@ fn a_forged_or_cut_audit_chain_is_not_written_by_this_key() {
                 }
                 drop(log);
                 let old: Value = serde_json::from_str(&mac).expect("json");
-                rewrite_manifest(d, |m| m["mac"] = old["mac"].clone());
+                rewrite_manifest(d, |m| {
+                    m.insert("mac".into(), old["mac"].clone());
+                });
             }),
             3,
         ),
