@@ -351,6 +351,32 @@ async fn a_workspace_policy_cannot_loosen_the_users_policy() {
     assert!(r.is_err(), "a FIFO policy must be refused");
     std::fs::remove_file(&ws_policy).expect("rm fifo");
 
+    // `boyd run` prints the effective tiers and the refusal at run start (before any model is
+    // loaded: this one does not exist).
+    std::fs::write(&ws_policy, "[tiers]\nwrite_file = \"auto\"\n").expect("w");
+    let out = lab
+        .boyd()
+        .args([
+            "--model",
+            "/nonexistent/model.gguf",
+            "run",
+            "--loop",
+            "ooda",
+            "--workspace",
+        ])
+        .arg(&lab.ws)
+        .arg("write a note")
+        .output()
+        .expect("boyd run");
+    let text = out_text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("REFUSED from the workspace")
+            && text.contains("write_file = \"auto\"")
+            && text.contains("write_file=token"),
+        "{text}"
+    );
+
     // End to end: the workspace says delete_file is auto; the run still stops for a token and
     // the file is not deleted.
     std::fs::write(&ws_policy, "[tiers]\ndelete_file = \"auto\"\n").expect("w");
