@@ -261,6 +261,7 @@ fn now() -> u64 {
 // ---------------------------------------------------------------------------------------------
 // 1. policy: a workspace may tighten, never loosen
 
+#[cfg(unix)]
 #[tokio::test]
 async fn a_workspace_policy_cannot_loosen_the_users_policy() {
     let lab = Lab::new();
@@ -350,6 +351,14 @@ async fn a_workspace_policy_cannot_loosen_the_users_policy() {
     });
     assert!(r.is_err(), "a FIFO policy must be refused");
     std::fs::remove_file(&ws_policy).expect("rm fifo");
+    // A link to a file outside the workspace is refused, not read.
+    symlink(lab.outside.join("secret.txt"), &ws_policy);
+    let r = Policy::effective(Some(&user), Some(&lab.ws));
+    assert!(
+        r.is_err(),
+        "a policy link out of the workspace must be refused"
+    );
+    std::fs::remove_file(&ws_policy).expect("rm link");
 
     // `boyd run` prints the effective tiers and the refusal at run start (before any model is
     // loaded: this one does not exist).

@@ -616,6 +616,12 @@ pub enum PolicyError {
         /// Why.
         reason: String,
     },
+    /// The workspace's policy file resolves outside the workspace (or cannot be resolved).
+    #[error("workspace policy {path} is a link that leads outside the workspace (or nowhere); replace it with a plain TOML file")]
+    Outside {
+        /// File.
+        path: std::path::PathBuf,
+    },
     /// The workspace's policy file is not a regular file.
     #[error("workspace policy {path} is not a regular file (a FIFO, device or directory); remove it or make it a plain TOML file")]
     NotAFile {
@@ -710,6 +716,15 @@ impl Policy {
         if let Some(root) = workspace {
             let path = root.join(POLICY_PATH);
             if std::fs::symlink_metadata(&path).is_ok() {
+                // The workspace's file must be the workspace's: a link to a file elsewhere is
+                // refused rather than read.
+                let inside = match (path.canonicalize(), root.canonicalize()) {
+                    (Ok(real), Ok(root)) => real.starts_with(&root),
+                    _ => false,
+                };
+                if !inside {
+                    return Err(PolicyError::Outside { path });
+                }
                 p.tighten_with(&Self::load(&path)?, &path);
             }
         }
