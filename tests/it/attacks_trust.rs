@@ -725,19 +725,16 @@ fn edit_snapshot(run: &Path, f: impl FnOnce(&mut serde_json::Map<String, Value>)
 }
 
 fn resign(run: &Path, key: &ApprovalKey) {
-    // The snapshot's HMAC as the writer computes it: over the canonical JSON without `mac`.
+    // What a holder of the key can do: sign the writer's form of the edited snapshot (its
+    // pretty JSON, the signature added as a last field).
     let p = run.join(SNAPSHOT_FILE);
     let mut v: Value =
         serde_json::from_str(&std::fs::read_to_string(&p).expect("read")).expect("json");
-    let o = v.as_object_mut().expect("object");
-    o.remove("mac");
-    let body = boyd::agent::guard::canonical_json(&Value::Object(o.clone()));
-    o.insert(
-        "mac".into(),
-        key.sign_bytes("boyd-ooda-snapshot-v1", body.as_bytes())
-            .into(),
-    );
-    std::fs::write(&p, serde_json::to_string_pretty(&v).expect("ser")).expect("write");
+    v.as_object_mut().expect("object").remove("mac");
+    let body = serde_json::to_string_pretty(&v).expect("ser");
+    let mac = key.sign_bytes("boyd-ooda-snapshot-v1", body.as_bytes());
+    let open = body.strip_suffix("\n}").expect("object");
+    std::fs::write(&p, format!("{open},\n  \"mac\": \"{mac}\"\n}}")).expect("write");
 }
 
 #[tokio::test]

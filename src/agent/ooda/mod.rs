@@ -454,6 +454,27 @@ pub fn load_snapshot(run_dir: &Path) -> Result<Snapshot, OodaError> {
     serde_json::from_value(v).map_err(|e| bad_snapshot(&path, e.to_string()))
 }
 
+/// The signed form of a snapshot: the writer's pretty JSON with a last field `"mac"` added
+/// textually, so the signature covers the exact bytes written (no re-serialization, whose float
+/// formatting need not round-trip).
+fn join_signed(body: &str, mac: &str) -> Option<String> {
+    let open = body.strip_suffix("\n}")?;
+    Some(format!(
+        "{open},\n  \"{SNAPSHOT_MAC_FIELD}\": \"{mac}\"\n}}"
+    ))
+}
+
+/// Split a signed snapshot into the body that was signed and the signature.
+fn split_signed(text: &str) -> Option<(String, &str)> {
+    let rest = text.strip_suffix("\"\n}")?;
+    let cut = rest.len().checked_sub(64)?;
+    let mac = rest.get(cut..)?;
+    let open = rest
+        .get(..cut)?
+        .strip_suffix(&format!(",\n  \"{SNAPSHOT_MAC_FIELD}\": \""))?;
+    Some((format!("{open}\n}}"), mac))
+}
+
 /// The workspace root the run's transcript recorded when it started.
 fn recorded_workspace(run_dir: &Path) -> Result<Option<PathBuf>, OodaError> {
     let recs = super::rundir::read_transcript(&run_dir.join("transcript.jsonl"))?;
@@ -474,23 +495,37 @@ pub fn load_verified_snapshot(
     run_dir: &Path,
     key: Option<&ApprovalKey>,
 ) -> Result<Snapshot, OodaError> {
-    let (path, mut v) = read_snapshot_value(run_dir)?;
-    let mac = v.as_object_mut().and_then(|o| o.remove(SNAPSHOT_MAC_FIELD));
-    if let Some(key) = key {
-        let Some(serde_json::Value::String(mac)) = mac else {
-            return Err(bad_snapshot(
-                &path,
-                "it carries no signature (written without the approval key, or the signature was removed); start a new run",
-            ));
-        };
-        let body = super::guard::canonical_json(&v);
-        if !key.verify_bytes(SNAPSHOT_MAC_DOMAIN, body.as_bytes(), &mac) {
-            return Err(bad_snapshot(
-                &path,
-                "its signature does not verify under this approval key (edited, or written with another key); start a new run",
-            ));
+    let path = run_dir.join(SNAPSHOT_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| OodaError::Io {
+        action: "read",
+        path: path.clone(),
+        source,
+    })?;
+    let v: serde_json::Value = match key {
+        Some(key) => {
+            let Some((body, mac)) = split_signed(&text) else {
+                return Err(bad_snapshot(
+                    &path,
+                    "it carries no signature (written without the approval key, or the signature was removed); start a new run",
+                ));
+            };
+            if !key.verify_bytes(SNAPSHOT_MAC_DOMAIN, body.as_bytes(), mac) {
+                return Err(bad_snapshot(
+                    &path,
+                    "its signature does not verify under this approval key (edited, or written with another key); start a new run",
+                ));
+            }
+            serde_json::from_str(&body).map_err(|e| bad_snapshot(&path, e.to_string()))?
         }
-    }
+        None => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+            if let Some(o) = v.as_object_mut() {
+                o.remove(SNAPSHOT_MAC_FIELD);
+            }
+            v
+        }
+    };
     let snap: Snapshot =
         serde_json::from_value(v).map_err(|e| bad_snapshot(&path, e.to_string()))?;
     if let Some(name) = run_dir.file_name().and_then(|n| n.to_str()) {
@@ -539,15 +574,15 @@ fn write_snapshot(
 ) -> Result<(), OodaError> {
     let path = run_dir.join(SNAPSHOT_FILE);
     let tmp = run_dir.join(".ooda.json.tmp");
-    let mut v = serde_json::to_value(snap).map_err(|e| bad_snapshot(&path, e.to_string()))?;
-    if let (Some(key), Some(o)) = (key, v.as_object_mut()) {
-        let body = super::guard::canonical_json(&serde_json::Value::Object(o.clone()));
-        o.insert(
-            SNAPSHOT_MAC_FIELD.into(),
-            key.sign_bytes(SNAPSHOT_MAC_DOMAIN, body.as_bytes()).into(),
-        );
-    }
-    let text = serde_json::to_string_pretty(&v).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+    let body =
+        serde_json::to_string_pretty(snap).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+    let text = match key {
+        Some(key) => {
+            let mac = key.sign_bytes(SNAPSHOT_MAC_DOMAIN, body.as_bytes());
+            join_signed(&body, &mac).ok_or_else(|| bad_snapshot(&path, "not a JSON object"))?
+        }
+        None => body,
+    };
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|source| OodaError::Io {
