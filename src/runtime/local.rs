@@ -102,12 +102,11 @@ impl LocalModel {
                 source,
             },
         })?;
-        let mut tokenizer =
+        let tokenizer =
             GgufTokenizer::from_header(&file.header).map_err(|source| LoadError::Tokenizer {
                 path: p.clone(),
                 source,
             })?;
-        tokenizer.set_model_file(&p);
         // Token ids past the embedding's rows would fail mid-generation: refuse at load.
         let vocab = file
             .header

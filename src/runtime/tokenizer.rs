@@ -470,16 +470,7 @@ impl GgufTokenizer {
     /// Read the GGUF header at `path` and build its tokenizer.
     pub fn from_path(path: &Path) -> Result<Self> {
         let header = GgufHeader::read_path(path)?;
-        let mut t = Self::from_header(&header)?;
-        t.set_model_file(&path.display().to_string());
-        Ok(t)
-    }
-
-    /// Name the model file in the chat template's limit errors.
-    pub fn set_model_file(&mut self, name: &str) {
-        if let Ok(t) = self.chat.as_mut() {
-            t.set_origin(name);
-        }
+        Self::from_header(&header)
     }
 
     /// Build the tokenizer from a parsed header's `tokenizer.*` metadata.
