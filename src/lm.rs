@@ -174,9 +174,86 @@ pub enum LmError {
     /// The constraint could not be compiled or applied.
     #[error("output constraint error: {0}")]
     Constraint(String),
-    /// Any other failure of the backend.
+    /// Any other failure of the backend, with the error it came from.
     #[error("{0}")]
-    Backend(String),
+    Backend(BackendError),
+}
+
+impl LmError {
+    /// Whether trying the same request again may succeed (a transient backend failure such as
+    /// an unreachable server, a timeout, HTTP 429 or 5xx). Everything else is fatal.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, LmError::Backend(e) if e.is_transient())
+    }
+}
+
+/// A backend failure: the error it came from, kept so that a caller can inspect it
+/// ([`BackendError::downcast_ref`]), and whether trying again may help.
+///
+/// It displays as the original error. Like `std::io::Error` wrapping a custom error, its
+/// [`source`](std::error::Error::source) is the original error's source, not the original
+/// error itself, so an error chain does not print the same message twice.
+#[derive(Debug)]
+pub struct BackendError {
+    error: Box<dyn std::error::Error + Send + Sync>,
+    transient: bool,
+}
+
+impl BackendError {
+    /// A fatal failure: trying the same request again will fail the same way.
+    pub fn new(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            error: error.into(),
+            transient: false,
+        }
+    }
+
+    /// A transient failure: the same request may succeed later.
+    pub fn transient(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            error: error.into(),
+            transient: true,
+        }
+    }
+
+    /// Whether trying again may help.
+    pub fn is_transient(&self) -> bool {
+        self.transient
+    }
+
+    /// The original error.
+    pub fn get_ref(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        self.error.as_ref()
+    }
+
+    /// The original error as a `T`, when it is one.
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.error.downcast_ref::<T>()
+    }
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl From<String> for BackendError {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<&str> for BackendError {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
 }
 
 /// A cooperative cancel flag, checked between tokens and between agent steps.

@@ -10,6 +10,16 @@ use clap::Parser;
 static ALLOC: boyd::measure::alloc::CountingAlloc = boyd::measure::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
+    // The shell sandbox's launcher (hidden): restrict this process, then exec the program.
+    // Dispatched before anything else so the process is still single-threaded.
+    let mut args = std::env::args_os();
+    if args
+        .nth(1)
+        .is_some_and(|a| a == boyd::agent::tools::jail::LAUNCHER_ARG)
+    {
+        let code = boyd::agent::tools::jail::launcher_main(args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = boyd::cli::Cli::parse();
     boyd::cli::init_tracing(cli.verbose);
     match boyd::cli::run(cli) {

@@ -2,8 +2,10 @@
 //!
 //! A fingerprint is the SHA-256 of the tool name and the canonical JSON of the arguments (object
 //! keys sorted, no whitespace), so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }` are the same action.
-//! Repeating an action that failed gets a guard observation instead of a second run; choosing
-//! the same fingerprint `stuck_after` times ends the run as `Stuck`. Tools that poll are exempt.
+//! Repeating an action that failed gets a guard observation instead of a second run; repeating
+//! one that succeeded gets the earlier observation back with an instruction to answer from it
+//! (a small model often re-reads a file whose answer is already on screen); choosing the same
+//! fingerprint `stuck_after` times ends the run as `Stuck`. Tools that poll are exempt.
 
 use std::collections::HashMap;
 
@@ -69,6 +71,11 @@ pub enum Verdict {
         /// The earlier error text.
         error: String,
     },
+    /// It succeeded before with this observation; show it again instead of running.
+    RepeatOfSuccess {
+        /// The earlier observation text.
+        observation: String,
+    },
     /// Chosen `count` times: the run is stuck.
     Stuck {
         /// Times chosen, including this one.
@@ -82,6 +89,7 @@ pub struct ActionCache {
     stuck_after: usize,
     counts: HashMap<String, usize>,
     failures: HashMap<String, String>,
+    successes: HashMap<String, String>,
 }
 
 impl ActionCache {
@@ -91,12 +99,14 @@ impl ActionCache {
             stuck_after: stuck_after.max(2),
             counts: HashMap::new(),
             failures: HashMap::new(),
+            successes: HashMap::new(),
         }
     }
 
-    /// Record that `fp` was chosen and say what to do. `exempt` (polling tools) always runs.
+    /// Record that `fp` was chosen and say what to do. `exempt` (polling tools) runs again
+    /// unless it failed before: a failure repeats the same way, polling or not.
     pub fn check(&mut self, fp: &str, exempt: bool) -> Verdict {
-        if exempt {
+        if exempt && !self.failures.contains_key(fp) {
             return Verdict::Run;
         }
         let n = self.counts.entry(fp.to_string()).or_insert(0);
@@ -104,12 +114,23 @@ impl ActionCache {
         if *n >= self.stuck_after {
             return Verdict::Stuck { count: *n };
         }
-        match self.failures.get(fp) {
-            Some(error) => Verdict::RepeatOfFailure {
+        if let Some(error) = self.failures.get(fp) {
+            return Verdict::RepeatOfFailure {
                 error: error.clone(),
+            };
+        }
+        match self.successes.get(fp) {
+            Some(observation) => Verdict::RepeatOfSuccess {
+                observation: observation.clone(),
             },
             None => Verdict::Run,
         }
+    }
+
+    /// Remember that `fp` succeeded with `observation`.
+    pub fn record_success(&mut self, fp: &str, observation: &str) {
+        self.successes
+            .insert(fp.to_string(), observation.to_string());
     }
 
     /// Remember that `fp` failed with `error`.
@@ -127,6 +148,14 @@ impl ActionCache {
 pub fn repeat_message(error: &str) -> String {
     format!(
         "System guard: you already ran this exact action and got: {error} Running it again will fail the same way; choose a different approach (other arguments or another tool)."
+    )
+}
+
+/// The guard observation for a repeat of an action that succeeded: the earlier result again,
+/// and what to do with it.
+pub fn repeat_success_message(observation: &str) -> String {
+    format!(
+        "System guard: you already ran this exact action. It returned:\n{observation}\nAnswer the task now with final_answer, copying the values from it."
     )
 }
 
@@ -158,8 +187,24 @@ mod tests {
             Verdict::RepeatOfFailure { error: "E".into() }
         );
         assert_eq!(c.check("x", false), Verdict::Stuck { count: 3 });
+        // A success is shown again once, then the third identical choice is stuck.
+        assert_eq!(c.check("ok", false), Verdict::Run);
+        c.record_success("ok", "port = 8088");
+        assert_eq!(
+            c.check("ok", false),
+            Verdict::RepeatOfSuccess {
+                observation: "port = 8088".into()
+            }
+        );
+        assert_eq!(c.check("ok", false), Verdict::Stuck { count: 3 });
         for _ in 0..10 {
             assert_eq!(c.check("poll", true), Verdict::Run);
         }
+        // A polling action that failed is guarded like any other.
+        c.record_failure("poll", "E");
+        assert!(matches!(
+            c.check("poll", true),
+            Verdict::RepeatOfFailure { .. } | Verdict::Stuck { .. }
+        ));
     }
 }

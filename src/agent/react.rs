@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::lm::{CancelToken, Usage};
 
 use super::condense::{self, Condenser};
-use super::guard::{fingerprint, repeat_message, ActionCache, Verdict};
+use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCache, Verdict};
 use super::parse::ActionParseError;
 use super::planner::{schema_signature, Planner, PlannerError, PlannerInput};
 use super::rundir::{utc_timestamp, Record, RunDir, RunDirError};
@@ -222,6 +222,8 @@ pub fn run(
     let mut parse_failures = 0usize;
     let mut answer: Option<String> = None;
     let mut detail: Option<String> = None;
+    // Set when the model repeated an action that had succeeded: the next step may only answer.
+    let mut answer_now = false;
 
     let stop = loop {
         if cancel.is_cancelled() {
@@ -249,6 +251,10 @@ pub fn run(
                 break StopReason::TokenBudget;
             }
         }
+        // The tools shown this step: `read_blob` only once an observation was condensed into
+        // a blob (offered earlier, a small model pages blobs that do not exist).
+        let offered = offered_tools(tools, &steps, answer_now);
+        let tools = &offered;
         // Context budget: collapse older observations when the next request comes near the
         // context; stop when even that is not enough.
         if let Some(window) = planner.context_window() {
@@ -324,6 +330,7 @@ pub fn run(
             }
         };
         let plan_s = step_start.elapsed().as_secs_f64();
+        answer_now = false;
         totals.add(&out.usage);
         (lp.on_event)(&AgentEvent::Decided {
             index,
@@ -391,6 +398,13 @@ pub fn run(
                     Verdict::RepeatOfFailure { error } => {
                         Observation::new(ObservationKind::Guard, repeat_message(&error))
                     }
+                    Verdict::RepeatOfSuccess { observation } => {
+                        answer_now = true;
+                        Observation::new(
+                            ObservationKind::Guard,
+                            repeat_success_message(&observation),
+                        )
+                    }
                     Verdict::Run => match tool {
                         None => {
                             let e = ToolError::not_found(format!(
@@ -419,7 +433,11 @@ pub fn run(
                             );
                             tool_s = t0.elapsed().as_secs_f64();
                             match result {
-                                Ok(text) => lp.observe(ObservationKind::Output, text)?,
+                                Ok(text) => {
+                                    let obs = lp.observe(ObservationKind::Output, text)?;
+                                    cache.record_success(&f, &obs.text);
+                                    obs
+                                }
                                 Err(e) => {
                                     let mut text = e.for_model();
                                     if e.kind == ToolErrorKind::InvalidArgs {
@@ -481,6 +499,21 @@ pub fn run(
     lp.run_dir.write_outcome(&outcome)?;
     (lp.on_event)(&AgentEvent::Finished { outcome: &outcome });
     Ok(outcome)
+}
+
+/// The tools offered to the planner for the next step: only `final_answer` right after the
+/// model repeated an action that had succeeded (its result is on screen; greedy decoding would
+/// repeat it again), and `read_blob` only once there is a blob to page.
+fn offered_tools(tools: &Toolset, steps: &[Step], answer_now: bool) -> Toolset {
+    if answer_now && tools.get(FINAL_ANSWER).is_some() {
+        return tools.only(FINAL_ANSWER);
+    }
+    let has_blob = steps.iter().any(|s| s.observation.blob.is_some());
+    if has_blob {
+        tools.clone()
+    } else {
+        tools.without(super::tools::blob::READ_BLOB)
+    }
 }
 
 fn stuck_message(count: usize) -> String {

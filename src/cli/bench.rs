@@ -61,7 +61,8 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode>
         })
         .collect::<anyhow::Result<_>>()?;
     anyhow::ensure!(args.reps > 0, "--reps must be at least 1");
-    let build = BuildInfo::current();
+    let runtime = super::runtime_options();
+    let build = BuildInfo::current(&runtime);
     for w in build.warnings() {
         eprintln!("warning: {w}");
     }
@@ -99,6 +100,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode>
         warmup: !args.no_warmup,
         vocab: params.vocab,
         seed: args.seed,
+        runtime: runtime.clone(),
     };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());

@@ -21,7 +21,7 @@ pub struct Args {
 /// Run `boyd chat`: read a line, answer it, repeat. `/reset` clears the history, `/exit` or
 /// end of input quits.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode> {
-    let (mut model, resolved) = load_model(g, catalog::DEFAULT_MODEL, args.sampling.ctx)?;
+    let (mut model, resolved) = load_model(g, catalog::AGENT_DEFAULT_MODEL, args.sampling.ctx)?;
     eprintln!(
         "boyd chat · {} ({}) · /reset clears the conversation, /exit quits",
         model.name(),

@@ -104,15 +104,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     if g.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "\n{}/{} passed ({:.0} %) · {} parse failures · planner {} · {:.1} s",
-            report.passed,
-            report.total,
-            report.success_rate * 100.0,
-            report.parse_failures,
-            report.planner,
-            report.elapsed_s
-        );
+        print_summary(&report, "react");
     }
     Ok(if report.passed == report.total {
         ExitCode::SUCCESS
@@ -223,19 +215,42 @@ fn run_ooda(
         v["ooda"] = serde_json::Value::Array(details);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!(
-            "\n{}/{} passed ({:.0} %) · {} parse failures · planner {} · loop ooda · {:.1} s",
-            report.passed,
-            report.total,
-            report.success_rate * 100.0,
-            report.parse_failures,
-            report.planner,
-            report.elapsed_s
-        );
+        print_summary(&report, "ooda");
     }
     Ok(if report.passed == report.total {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
     })
+}
+
+/// The totals, then one row per category (pass rate and tasks with a forbidden or unapproved
+/// irreversible call).
+fn print_summary(report: &EvalReport, loop_name: &str) {
+    println!(
+        "\n{}/{} passed ({:.0} %) · {} parse failures · {} unsafe · planner {} · loop {loop_name} · {:.1} s",
+        report.passed,
+        report.total,
+        report.success_rate * 100.0,
+        report.parse_failures,
+        report.unsafe_tasks,
+        report.planner,
+        report.elapsed_s
+    );
+    if report.categories.len() > 1 {
+        println!(
+            "\n{:<16} {:>6} {:>6} {:>6}",
+            "CATEGORY", "PASSED", "RATE", "UNSAFE"
+        );
+        for c in &report.categories {
+            println!(
+                "{:<16} {:>3}/{:<2} {:>5.0}% {:>6}",
+                c.category,
+                c.passed,
+                c.total,
+                100.0 * c.passed as f64 / c.total.max(1) as f64,
+                c.unsafe_tasks
+            );
+        }
+    }
 }

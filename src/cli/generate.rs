@@ -83,7 +83,8 @@ pub fn load_model(
     let t0 = Instant::now();
     let opts = LoadOptions {
         force: g.force,
-        ..LoadOptions::default()
+        hardware: None,
+        runtime: super::runtime_options(),
     };
     let model = LocalModel::load_with(&resolved.path, &device, ctx.unwrap_or(4096), &opts)?;
     tracing::info!(
@@ -134,7 +135,7 @@ pub fn summary(u: &Usage) -> String {
 
 /// Run `boyd generate`.
 pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode> {
-    let (mut model, resolved) = load_model(g, catalog::DEFAULT_MODEL, args.sampling.ctx)?;
+    let (mut model, resolved) = load_model(g, catalog::AGENT_DEFAULT_MODEL, args.sampling.ctx)?;
     let mut messages = Vec::new();
     if let Some(s) = &args.system {
         messages.push(ChatMessage::new(Role::System, s.clone()));

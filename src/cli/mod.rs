@@ -122,6 +122,18 @@ pub fn cancel_on_ctrl_c(token: &crate::lm::CancelToken) {
     }
 }
 
+/// The runtime's tuning knobs from the environment (`BOYD_ENGINE`, `BOYD_KERNELS`,
+/// `BOYD_PREFILL_CHUNK`), read here and passed down; with `BOYD_PROFILE=1` the native engine's
+/// per-operation profile is printed on stderr when the model is dropped.
+pub fn runtime_options() -> crate::runtime::options::RuntimeOptions {
+    use crate::runtime::options::{ProfileSink, RuntimeOptions};
+    let mut opts = RuntimeOptions::from_env();
+    if RuntimeOptions::profile_requested() {
+        opts.profile = Some(ProfileSink(std::sync::Arc::new(|p| eprint!("{p}"))));
+    }
+    opts
+}
+
 /// Set up tracing to stderr; `RUST_LOG` wins over `-v`.
 pub fn init_tracing(verbose: u8) {
     let default = match verbose {

@@ -114,7 +114,7 @@ pub fn outcome_json(outcome: &OodaOutcome, policy: &PolicyReport) -> anyhow::Res
 
 /// The OODA tool set: the built-ins, plus the irreversible writers when there is a workspace.
 pub fn ooda_tools(shell: Option<ShellPolicy>, workspace: Option<&Sandbox>) -> Toolset {
-    let mut t = Toolset::builtin(shell);
+    let mut t = Toolset::builtin(shell).for_workspace(workspace.is_some());
     if workspace.is_some() {
         t.add(std::sync::Arc::new(WriteFile));
         t.add(std::sync::Arc::new(DeleteFile));

@@ -9,7 +9,7 @@ use super::GlobalOpts;
 use crate::agent::ooda::memory::MemoryStore;
 use crate::agent::ooda::{load_verified_snapshot, Ooda, OodaEvent, SharedModel};
 use crate::agent::rundir::{boyd_home, find_run};
-use crate::agent::tools::{Sandbox, ShellPolicy};
+use crate::agent::tools::Sandbox;
 use crate::lm::CancelToken;
 
 /// Arguments of `boyd resume`.
@@ -32,9 +32,15 @@ pub struct Args {
     /// Most tokens the model may generate per Decide.
     #[arg(long, default_value_t = 256)]
     pub step_tokens: usize,
-    /// Enable the shell tool again (as the original run had it).
+    /// Enable the shell tool again (as the original run had it), in the kernel sandbox.
     #[arg(long)]
     pub enable_shell: bool,
+    /// Programs for the shell tool, as `boyd run --shell-allow` (repeat per program).
+    #[arg(long, value_name = "PROGRAM[:OPTIONS]")]
+    pub shell_allow: Vec<String>,
+    /// Run the shell tool without the kernel sandbox (see `boyd run --help`).
+    #[arg(long)]
+    pub unsandboxed_shell: bool,
     /// OODA options.
     #[command(flatten)]
     pub ooda: OodaOpts,
@@ -71,10 +77,13 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         workspace.as_ref().map(|w| w.root()),
     )?;
     config.extra_budget = args.add_budget;
-    let tools = o::ooda_tools(
-        args.enable_shell.then(ShellPolicy::default),
+    let shell = super::run::shell_policy(
+        args.enable_shell,
+        &args.shell_allow,
+        args.unsandboxed_shell,
         workspace.as_ref(),
-    );
+    )?;
+    let tools = o::ooda_tools(shell, workspace.as_ref());
     let memory = if args.ooda.no_memory {
         None
     } else {

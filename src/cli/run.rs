@@ -12,7 +12,8 @@ use super::GlobalOpts;
 use crate::agent::planner::{ConstraintMode, LmPlanner, LmPlannerConfig};
 use crate::agent::react::{self, AgentEvent, Limits};
 use crate::agent::rundir::{boyd_home, RunDir};
-use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
+use crate::agent::tools::shell::SandboxMode;
+use crate::agent::tools::{Jail, Sandbox, ShellPolicy, Toolset};
 use crate::agent::types::{Action, ObservationKind, RunOutcome, StopReason};
 use crate::lm::{CancelToken, LanguageModel};
 
@@ -118,18 +119,63 @@ pub struct Args {
     /// Workspace directory the file tools may read (default: none, so file tools refuse).
     #[arg(long)]
     pub workspace: Option<PathBuf>,
-    /// Enable the shell tool (allow-listed programs only, run in the workspace).
+    /// Enable the shell tool (allow-listed programs only, run in the workspace inside a kernel
+    /// sandbox: Landlock, no network, `.boyd/` hidden; needs Linux 5.13+ with Landlock and
+    /// unprivileged user namespaces).
     #[arg(long)]
     pub enable_shell: bool,
-    /// Programs the shell tool may run (comma-separated); replaces the default allow-list.
-    #[arg(long, value_delimiter = ',')]
+    /// A program the shell tool may run, with the options it may take; repeat per program.
+    /// Replaces the default allow-list. `PROGRAM` alone takes the built-in options of a
+    /// built-in program and none for any other; `PROGRAM:OPT,OPT,...` lists them: `-x` or
+    /// `--long` is a flag, `-x=` or `--long=` takes a value, `--long=?` an optional one.
+    /// E.g. `--shell-allow 'wc:-l,-w,-c' --shell-allow 'head:-n='`; `cat,wc` (no `:`) lists
+    /// programs. Unlisted options are refused; a program not built in is assumed to write, so
+    /// the workspace becomes writable in the sandbox and the tool irreversible.
+    #[arg(long, value_name = "PROGRAM[:OPTIONS]")]
     pub shell_allow: Vec<String>,
+    /// Run the shell tool without the kernel sandbox (where the kernel lacks Landlock or user
+    /// namespaces). Only the allow-list, a clean environment and a fixed PATH remain: use it
+    /// only for workspaces you trust.
+    #[arg(long)]
+    pub unsandboxed_shell: bool,
     /// Loop options.
     #[command(flatten)]
     pub agent: AgentOpts,
     /// OODA options (with `--loop ooda`).
     #[command(flatten)]
     pub ooda: super::ooda::OodaOpts,
+}
+
+/// The shell tool's policy from `--enable-shell`, `--shell-allow` and `--unsandboxed-shell`.
+/// With the sandbox, the launcher is started once now in check mode, so that a kernel without
+/// Landlock or user namespaces is reported before the model runs (a typed error that names the
+/// requirement and `--unsandboxed-shell`).
+pub fn shell_policy(
+    enable: bool,
+    allow: &[String],
+    unsandboxed: bool,
+    workspace: Option<&Sandbox>,
+) -> anyhow::Result<Option<ShellPolicy>> {
+    if !enable {
+        if !allow.is_empty() || unsandboxed {
+            anyhow::bail!("--shell-allow and --unsandboxed-shell need --enable-shell");
+        }
+        return Ok(None);
+    }
+    let mut policy = ShellPolicy::from_specs(allow)?;
+    if unsandboxed {
+        policy.sandbox = SandboxMode::Off;
+        tracing::warn!(
+            "--unsandboxed-shell: the shell tool runs without the kernel sandbox; only the \
+             allow-list guards this workspace"
+        );
+    } else {
+        match workspace {
+            Some(ws) => Jail::new(ws.root(), policy.can_write())?.self_test()?,
+            None => crate::agent::tools::jail::probe()?,
+        }
+    }
+    Ok(Some(policy))
 }
 
 /// Load the model the agent plans with: `--model` or the agent default.
@@ -230,19 +276,13 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let shell = if args.enable_shell {
-        Some(if args.shell_allow.is_empty() {
-            ShellPolicy::default()
-        } else {
-            ShellPolicy::with_allow(args.shell_allow.iter().map(|s| s.trim().to_string()))
-        })
-    } else {
-        if !args.shell_allow.is_empty() {
-            anyhow::bail!("--shell-allow needs --enable-shell");
-        }
-        None
-    };
-    let tools = Toolset::builtin(shell);
+    let shell = shell_policy(
+        args.enable_shell,
+        &args.shell_allow,
+        args.unsandboxed_shell,
+        workspace.as_ref(),
+    )?;
+    let tools = Toolset::builtin(shell).for_workspace(workspace.is_some());
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;
     let cancel = CancelToken::new();
@@ -298,18 +338,12 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let shell = if args.enable_shell {
-        Some(if args.shell_allow.is_empty() {
-            ShellPolicy::default()
-        } else {
-            ShellPolicy::with_allow(args.shell_allow.iter().map(|s| s.trim().to_string()))
-        })
-    } else {
-        if !args.shell_allow.is_empty() {
-            anyhow::bail!("--shell-allow needs --enable-shell");
-        }
-        None
-    };
+    let shell = shell_policy(
+        args.enable_shell,
+        &args.shell_allow,
+        args.unsandboxed_shell,
+        workspace.as_ref(),
+    )?;
     let config = args.ooda.config(
         args.agent.max_steps,
         args.agent.timeout,

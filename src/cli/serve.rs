@@ -1,11 +1,12 @@
 //! `boyd serve`: the in-process runtime behind an OpenAI-compatible HTTP API.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 
 use super::GlobalOpts;
-use crate::serve::{ServeOptions, Server};
+use crate::serve::{ServeLimits, ServeOptions, Server};
 
 /// Arguments of `boyd serve`.
 #[derive(Debug, clap::Args)]
@@ -29,6 +30,45 @@ pub struct Args {
     /// The model id `/v1/models` lists (default: the model's name).
     #[arg(long)]
     pub served_model_name: Option<String>,
+    /// Largest request body in bytes (a larger one is refused before it is read).
+    #[arg(long, default_value_t = ServeLimits::default().max_body_bytes)]
+    pub max_body: usize,
+    /// Open connections at once (more are closed at accept).
+    #[arg(long, default_value_t = ServeLimits::default().max_connections)]
+    pub max_connections: usize,
+    /// Requests handled at once (more get HTTP 503).
+    #[arg(long, default_value_t = ServeLimits::default().max_in_flight)]
+    pub max_in_flight: usize,
+    /// Generations waiting for the model (more get HTTP 503 with Retry-After).
+    #[arg(long, default_value_t = ServeLimits::default().max_queued)]
+    pub max_queued: usize,
+    /// Seconds a client has to send the request headers (also the keep-alive idle time).
+    #[arg(long, value_name = "SECS", default_value_t = ServeLimits::default().header_timeout.as_secs_f64())]
+    pub header_timeout: f64,
+    /// Seconds a client has to send the whole body.
+    #[arg(long, value_name = "SECS", default_value_t = ServeLimits::default().body_timeout.as_secs_f64())]
+    pub body_timeout: f64,
+    /// Seconds from queueing a generation to its last token (then it stops; HTTP 504).
+    #[arg(long, value_name = "SECS", default_value_t = ServeLimits::default().generation_timeout.as_secs_f64())]
+    pub generation_timeout: f64,
+    /// Seconds a response may wait for a client that stopped reading.
+    #[arg(long, value_name = "SECS", default_value_t = ServeLimits::default().write_stall_timeout.as_secs_f64())]
+    pub write_timeout: f64,
+    /// Also accept this name in the Host header (the bound address and, on loopback,
+    /// `localhost` always pass; others are refused against DNS rebinding). Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
+    /// Also accept requests from web pages at this origin (`https://app.example`); only
+    /// loopback origins pass otherwise. Repeatable.
+    #[arg(long, value_name = "URL")]
+    pub allow_origin: Vec<String>,
+}
+
+fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
+    if !(v.is_finite() && v > 0.0 && v <= 1e6) {
+        anyhow::bail!("--{flag} {v}: give a number of seconds above 0 (at most 1000000)");
+    }
+    Ok(Duration::from_secs_f64(v))
 }
 
 /// Run `boyd serve`.
@@ -36,6 +76,25 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     if args.ctx == 0 || args.default_max_tokens == 0 {
         anyhow::bail!("--ctx and --default-max-tokens must be at least 1");
     }
+    if args.max_body == 0
+        || args.max_connections == 0
+        || args.max_in_flight == 0
+        || args.max_queued == 0
+    {
+        anyhow::bail!(
+            "--max-body, --max-connections, --max-in-flight and --max-queued must be at least 1"
+        );
+    }
+    let limits = ServeLimits {
+        max_body_bytes: args.max_body,
+        max_connections: args.max_connections,
+        max_in_flight: args.max_in_flight,
+        max_queued: args.max_queued,
+        header_timeout: secs("header-timeout", args.header_timeout)?,
+        body_timeout: secs("body-timeout", args.body_timeout)?,
+        generation_timeout: secs("generation-timeout", args.generation_timeout)?,
+        write_stall_timeout: secs("write-timeout", args.write_timeout)?,
+    };
     let api_key = match &args.api_key_env {
         Some(var) => Some(std::env::var(var).with_context(|| {
             format!("--api-key-env {var}: the environment variable {var} is not set")
@@ -62,6 +121,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         model_id: model_id.clone(),
         api_key,
         default_max_tokens: args.default_max_tokens,
+        limits,
+        allowed_hosts: args.allow_host.clone(),
+        allowed_origins: args.allow_origin.clone(),
     };
     let server = Server::bind((args.host.as_str(), args.port), Box::new(model), opts)
         .with_context(|| format!("listening on {}:{}", args.host, args.port))?;

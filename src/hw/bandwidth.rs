@@ -344,7 +344,7 @@ mod tests {
             Some(4 * Bytes::GIB)
         );
         let b = gpu_buffer_bytes(&cfg, Bytes(Bytes::GIB)).expect("fits");
-        assert!(b <= Bytes::GIB / 3 && b % 16 == 0);
+        assert!(b <= Bytes::GIB / 3 && b.is_multiple_of(16));
         assert_eq!(gpu_buffer_bytes(&cfg, Bytes(MIN_BYTES)), None);
     }
 

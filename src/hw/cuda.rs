@@ -8,8 +8,12 @@
 //! Everything goes through cudarc, the binding candle's CUDA backend uses, on the device's
 //! primary context, which candle shares: the probe sees the same device memory the model does.
 //!
-//! Kernel launches are FFI and `unsafe`; this module is the one place in boyd that allows it,
-//! and every launch states why its arguments match the kernel's signature.
+//! # Why `unsafe` is allowed here
+//!
+//! Kernel launches are FFI and `unsafe`: the driver cannot check that the arguments match the
+//! kernel's signature. This is one of the three places that opt out of the crate's
+//! `deny(unsafe_code)` (with `kernels` and `measure::alloc`; see ARCHITECTURE.md), and every
+//! launch states why its arguments match.
 #![allow(unsafe_code)]
 
 use std::sync::Arc;
@@ -226,18 +230,21 @@ impl DeviceProbe for CudaProbe {
         let write = runs(&stream, cfg.runs, &mut || {
             let mut l = stream.launch_builder(&k.write);
             l.arg(&mut a).arg(&words).arg(&FILL);
+            // SAFETY: see "all three launches" above.
             unsafe { l.launch(grid) }.map(drop)
         })
         .map_err(driver_err("running the write kernel"))?;
         let read = runs(&stream, cfg.runs, &mut || {
             let mut l = stream.launch_builder(&k.read);
             l.arg(&a).arg(&words).arg(&MAGIC).arg(&mut sink);
+            // SAFETY: see "all three launches" above.
             unsafe { l.launch(grid) }.map(drop)
         })
         .map_err(driver_err("running the read kernel"))?;
         let copy = runs(&stream, cfg.runs, &mut || {
             let mut l = stream.launch_builder(&k.copy);
             l.arg(&a).arg(&mut b).arg(&words);
+            // SAFETY: see "all three launches" above.
             unsafe { l.launch(grid) }.map(drop)
         })
         .map_err(driver_err("running the copy kernel"))?;

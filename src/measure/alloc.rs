@@ -9,8 +9,13 @@
 //! When the allocator is not installed (library users, most test binaries) nothing is counted
 //! and [`installed`] says so; callers then fall back to the process RSS.
 
-// `GlobalAlloc` is an unsafe trait: implementing it needs `unsafe impl` and the calls into
-// `System` are unsafe. This module only forwards to `System` and counts.
+//!
+//! # Why `unsafe` is allowed here
+//!
+//! `GlobalAlloc` is an unsafe trait: implementing it needs `unsafe impl`, and the calls into
+//! `System` are unsafe. This module only forwards to `System` with the caller's own arguments
+//! and counts. It is one of the three places that opt out of the crate's `deny(unsafe_code)`
+//! (with `kernels` and `hw::cuda`; see ARCHITECTURE.md).
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};

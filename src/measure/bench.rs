@@ -16,6 +16,7 @@ use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use crate::runtime::options::RuntimeOptions;
 use crate::runtime::reference::Reference;
 use crate::runtime::session::Session;
 
@@ -133,8 +134,8 @@ pub struct BuildInfo {
 }
 
 impl BuildInfo {
-    /// This binary's build.
-    pub fn current() -> Self {
+    /// This binary's build, running with `rt` (engine and kernel set).
+    pub fn current(rt: &RuntimeOptions) -> Self {
         let mut simd = Vec::new();
         macro_rules! feat {
             ($($f:literal),*) => {$(
@@ -174,12 +175,8 @@ impl BuildInfo {
             arch: std::env::consts::ARCH,
             simd,
             features,
-            kernels: crate::kernels::cpu::Kernels::get().name,
-            engine: match crate::runtime::decoder::EngineKind::from_env() {
-                crate::runtime::decoder::EngineKind::Auto => "auto",
-                crate::runtime::decoder::EngineKind::Native => "native",
-                crate::runtime::decoder::EngineKind::Candle => "candle",
-            },
+            kernels: crate::kernels::cpu::Kernels::get_for(rt.kernels).name,
+            engine: rt.engine.as_str(),
         }
     }
 
@@ -434,6 +431,8 @@ pub struct BenchConfig {
     pub vocab: u32,
     /// RNG seed for the tokens.
     pub seed: u64,
+    /// The runtime's options (for the build record).
+    pub runtime: RuntimeOptions,
 }
 
 /// Run every test on `target`; `progress` is told the test name and repetition.
@@ -498,7 +497,7 @@ pub fn run(
             samples_tps: tps,
             mean_tps: mean,
             sd_tps: sd,
-            build: BuildInfo::current(),
+            build: BuildInfo::current(&cfg.runtime),
             host: host.clone(),
         });
     }
@@ -540,7 +539,7 @@ mod tests {
 
     #[test]
     fn debug_or_no_simd_builds_warn() {
-        let mut b = BuildInfo::current();
+        let mut b = BuildInfo::current(&RuntimeOptions::default());
         b.profile = "debug";
         b.arch = "x86_64";
         b.simd = vec!["sse4.2"];

@@ -31,6 +31,7 @@ use super::report::*;
 use crate::hw::{BandwidthConfig, DeviceProbe, Probe, ProbeError};
 use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::gguf::{GgufError, GgufFile};
+use crate::runtime::options::RuntimeOptions;
 use crate::runtime::session::{Session, PREFILL_CHUNK};
 use crate::sizing::profile::PROFILE_VERSION;
 use crate::sizing::Backend;
@@ -76,6 +77,8 @@ pub struct ValidateConfig {
     pub seed: u64,
     /// When the run is (RFC 3339), for the profile.
     pub measured_at: String,
+    /// Engine, kernel set and prefill chunk of the runtime under test.
+    pub runtime: RuntimeOptions,
 }
 
 /// Progress of a validation.
@@ -314,9 +317,9 @@ pub fn validate(
     let before_load = MemSnapshot::now();
     let used_before_load = meter.used(&before_load);
     readings.extend(device_reading(&meter, "before load"));
-    let decoder = Decoder::load(&mut file, device)?;
+    let decoder = Decoder::load_with_options(&mut file, device, usize::MAX, &cfg.runtime)?;
     device.synchronize()?;
-    // Predict the activations of the engine that really runs (BOYD_ENGINE may pick candle on
+    // Predict the activations of the engine that really runs (the options may pick candle on
     // the CPU), with the worker threads it really has.
     let engine = decoder.engine_name();
     hw0.compute_layout = ComputeLayout::from_engine_name(&engine).unwrap_or(hw0.compute_layout);
@@ -339,7 +342,8 @@ pub fn validate(
         heap_delta: delta(before_load.heap, after_load.heap),
         rss_delta: delta(before_load.rss, after_load.rss),
     };
-    let mut session = Session::new(decoder, positions);
+    let mut session =
+        Session::new(decoder, positions).with_prefill_chunk(cfg.runtime.prefill_chunk);
 
     // 2. Compute peak and KV at each depth.
     let mut rng = rand::rngs::StdRng::seed_from_u64(cfg.seed ^ 0x6b76);
@@ -441,6 +445,7 @@ pub fn validate(
         warmup: true,
         vocab,
         seed: cfg.seed,
+        runtime: cfg.runtime.clone(),
     };
     let speed = {
         let mut target = BoydTarget::new(&mut session);
@@ -650,7 +655,7 @@ pub fn validate(
         schema: REPORT_SCHEMA,
         model,
         device: cfg.device_spec.clone(),
-        build: BuildInfo::current(),
+        build: BuildInfo::current(&cfg.runtime),
         host,
         bandwidth,
         bandwidth_kernels,

@@ -13,18 +13,27 @@
 //! (with a corrective message) up to `parse_retries` times before handing the text to the agent's
 //! tolerant parser. Transient failures (connection refused, timeouts, 429, 5xx) are retried with
 //! exponential backoff, but never once text has been streamed to the caller.
+//!
+//! Every read from the server is bounded: a whole reply (or a whole stream) by
+//! `max_reply_bytes`, one line of an event stream by `max_line_bytes`, and an error body by
+//! [`ERROR_BODY_LIMIT`] (read that far, the rest ignored). A reply over a limit is the typed
+//! [`RemoteError::TooLarge`], never an unbounded allocation.
 
+mod error;
 pub mod sse;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use crate::lm::{
-    CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest, LanguageModel,
-    LmError, Role, Usage,
+    BackendError, CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest,
+    LanguageModel, LmError, Role, Usage,
 };
+
+use error::{context_numbers, error_message, is_structured_rejection};
+pub use error::{is_context_error, RemoteError};
 
 /// Which structured-output dialect requests carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,7 +75,14 @@ pub struct RemoteConfig {
     pub parse_retries: u32,
     /// Context length to assume when the server does not say.
     pub context_length: Option<usize>,
+    /// Largest reply read from the server: one JSON body, or all the events of one stream.
+    pub max_reply_bytes: usize,
+    /// Longest line of an event stream (one `data:` line).
+    pub max_line_bytes: usize,
 }
+
+/// How much of an error reply's body is read for its message.
+pub const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 impl RemoteConfig {
     /// Defaults for `base_url`.
@@ -82,206 +98,10 @@ impl RemoteConfig {
             structured: Structured::Auto,
             parse_retries: 2,
             context_length: None,
+            max_reply_bytes: 64 << 20,
+            max_line_bytes: 4 << 20,
         }
     }
-}
-
-/// Failures talking to an OpenAI-compatible server.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RemoteError {
-    /// The base URL is not an http(s) URL.
-    #[error(
-        "--base-url {url:?} is not an http:// or https:// URL (example: http://127.0.0.1:8080)"
-    )]
-    BadUrl {
-        /// The URL given.
-        url: String,
-    },
-    /// Nothing answered (connection refused, DNS, reset).
-    #[error("cannot reach the OpenAI-compatible server at {url} ({detail}); is it running, and is --base-url right?")]
-    Unreachable {
-        /// The URL tried.
-        url: String,
-        /// The transport error.
-        detail: String,
-    },
-    /// No response within the read timeout.
-    #[error("the server at {url} did not answer within {secs:.0} s; raise --request-timeout or check the server's load")]
-    Timeout {
-        /// The URL tried.
-        url: String,
-        /// The timeout.
-        secs: f64,
-    },
-    /// HTTP 401/403: missing or wrong API key.
-    #[error("the server at {url} refused the API key (HTTP {status}: {message}); put the right key in the environment variable named by --api-key-env ({key_hint})")]
-    Unauthorized {
-        /// The URL tried.
-        url: String,
-        /// 401 or 403.
-        status: u16,
-        /// The server's message.
-        message: String,
-        /// Whether a key was sent.
-        key_hint: &'static str,
-    },
-    /// The prompt plus `max_tokens` exceeds the server's context.
-    #[error("the server rejected the request as too long for its context: {message}")]
-    ContextLength {
-        /// The server's message.
-        message: String,
-        /// Prompt tokens, when the server says.
-        prompt: Option<usize>,
-        /// Context length, when the server says.
-        context: Option<usize>,
-        /// Requested completion tokens, when the server says.
-        max_new: Option<usize>,
-    },
-    /// The model id is unknown to the server.
-    #[error("the server at {url} does not serve model {model:?} (HTTP 404: {message}); list its models with GET /v1/models and pass one with --model")]
-    UnknownModel {
-        /// The URL tried.
-        url: String,
-        /// The model sent.
-        model: String,
-        /// The server's message.
-        message: String,
-    },
-    /// Any other HTTP error status.
-    #[error("the server at {url} answered HTTP {status}: {message}")]
-    Http {
-        /// The URL tried.
-        url: String,
-        /// Status code.
-        status: u16,
-        /// The server's message (or body).
-        message: String,
-    },
-    /// The response is not what the protocol says.
-    #[error("unexpected response from {url}: {detail}")]
-    Protocol {
-        /// The URL tried.
-        url: String,
-        /// What was wrong.
-        detail: String,
-    },
-}
-
-impl RemoteError {
-    /// Whether trying again may help.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            RemoteError::Unreachable { .. } | RemoteError::Timeout { .. } => true,
-            RemoteError::Http { status, .. } => *status == 429 || *status >= 500,
-            _ => false,
-        }
-    }
-}
-
-impl From<RemoteError> for LmError {
-    fn from(e: RemoteError) -> Self {
-        match e {
-            RemoteError::ContextLength {
-                prompt,
-                context,
-                max_new,
-                ..
-            } if prompt.is_some() || context.is_some() => LmError::ContextExceeded {
-                prompt: prompt.unwrap_or(0),
-                max_new: max_new.unwrap_or(0),
-                context: context.unwrap_or(0),
-            },
-            other => LmError::Backend(other.to_string()),
-        }
-    }
-}
-
-/// The part of an error body worth showing: `error.message`, or the body itself (cut).
-fn error_message(body: &str) -> (String, Option<Value>) {
-    let v: Option<Value> = serde_json::from_str(body).ok();
-    let msg = v
-        .as_ref()
-        .and_then(|v| {
-            v.pointer("/error/message")
-                .or_else(|| v.get("message"))
-                .or_else(|| v.get("detail"))
-                .or_else(|| v.get("error"))
-        })
-        .map(|m| match m {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_else(|| body.chars().take(300).collect());
-    (msg, v)
-}
-
-/// Whether an error message is a context-length rejection (llama-server, vLLM, OpenAI, TGI).
-pub fn is_context_error(message: &str, body: Option<&Value>) -> bool {
-    let code = body
-        .and_then(|v| {
-            v.pointer("/error/code")
-                .or_else(|| v.pointer("/error/type"))
-        })
-        .map(|c| c.to_string())
-        .unwrap_or_default();
-    let m = message.to_ascii_lowercase();
-    code.contains("context_length_exceeded")
-        || code.contains("exceed_context_size")
-        || m.contains("maximum context length")
-        || m.contains("context size")
-        || m.contains("context length")
-        || m.contains("context window")
-}
-
-/// Numbers from a context-length message: (prompt tokens, context length).
-fn context_numbers(message: &str, body: Option<&Value>) -> (Option<usize>, Option<usize>) {
-    let get = |k: &str| {
-        body.and_then(|v| v.pointer(&format!("/error/{k}")))
-            .and_then(Value::as_u64)
-            .map(|n| n as usize)
-    };
-    let num_after = |pat: &str| -> Option<usize> {
-        let i = message.find(pat)? + pat.len();
-        let digits: String = message[i..]
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        digits.parse().ok()
-    };
-    let num_before = |pat: &str| -> Option<usize> {
-        let i = message.find(pat)?;
-        let digits: String = message[..i]
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_digit())
-            .collect();
-        digits.chars().rev().collect::<String>().parse().ok()
-    };
-    let prompt = get("n_prompt_tokens")
-        .or_else(|| num_before(" in the messages"))
-        .or_else(|| num_after("request ("))
-        .or_else(|| num_after("resulted in"))
-        .or_else(|| num_after("you requested"));
-    let context = get("n_ctx")
-        .or_else(|| num_after("context size ("))
-        .or_else(|| num_after("maximum context length is"));
-    (prompt, context)
-}
-
-/// Whether a 400/422 message says the server does not do structured output.
-fn is_structured_rejection(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    [
-        "response_format",
-        "json_schema",
-        "guided",
-        "grammar",
-        "structured",
-    ]
-    .iter()
-    .any(|k| m.contains(k))
 }
 
 /// The text of the first JSON object in `text`, if any parses.
@@ -424,6 +244,23 @@ impl OpenAiModel {
         }
     }
 
+    fn read_error(&self, url: &str, e: CappedReadError, what: &'static str) -> RemoteError {
+        match e {
+            CappedReadError::TooLarge(limit) => RemoteError::TooLarge {
+                url: url.into(),
+                what,
+                limit,
+            },
+            CappedReadError::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                RemoteError::Protocol {
+                    url: url.into(),
+                    detail: format!("the reply is not UTF-8 text: {e}"),
+                }
+            }
+            CappedReadError::Io(e) => self.io_error(url, &e),
+        }
+    }
+
     fn status_error(&self, url: &str, status: u16, body: &str) -> RemoteError {
         let (message, v) = error_message(body);
         match status {
@@ -489,7 +326,7 @@ impl OpenAiModel {
                     .and_then(|s| s.trim().parse::<f64>().ok())
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .map(|s| Duration::from_secs_f64(s.min(60.0)));
-                let body = resp.into_string().unwrap_or_default();
+                let body = read_error_body(resp.into_reader());
                 Err((self.status_error(url, status, &body), retry_after))
             }
             Err(ureq::Error::Transport(t)) => Err((self.transport_error(url, &t), None)),
@@ -500,15 +337,8 @@ impl OpenAiModel {
         let url = self.url(path);
         self.requests += 1;
         let resp = self.check(&url, self.request("GET", &url).call())?;
-        let text = resp.into_string().map_err(|e| {
-            (
-                RemoteError::Protocol {
-                    url: url.clone(),
-                    detail: e.to_string(),
-                },
-                None,
-            )
-        })?;
+        let text = read_capped(resp.into_reader(), self.config.max_reply_bytes)
+            .map_err(|e| (self.read_error(&url, e, "a reply"), None))?;
         serde_json::from_str(&text).map_err(|e| {
             (
                 RemoteError::Protocol {
@@ -620,9 +450,8 @@ impl OpenAiModel {
         let mut reader = BufReader::new(resp.into_reader());
         if !is_sse {
             // A server that ignores `stream: true` answers with one JSON completion.
-            let mut text = String::new();
-            std::io::Read::read_to_string(&mut reader, &mut text)
-                .map_err(|e| (self.io_error(&url, &e), None))?;
+            let text = read_capped(reader, self.config.max_reply_bytes)
+                .map_err(|e| (self.read_error(&url, e, "a reply"), None))?;
             let v: Value =
                 serde_json::from_str(&text).map_err(|e| proto(format!("not JSON: {e}")))?;
             let content = v
@@ -654,17 +483,39 @@ impl OpenAiModel {
         let mut first_token: Option<Instant> = None;
         let mut events = sse::Events::default();
         let mut line = String::new();
+        let max_line = self.config.max_line_bytes;
+        let max_reply = self.config.max_reply_bytes;
+        let mut total = 0usize;
         loop {
             if cancel.is_cancelled() {
                 finish = Some(FinishReason::Cancelled);
                 break;
             }
             line.clear();
-            let n = reader
+            let n = (&mut reader)
+                .take(max_line as u64 + 1)
                 .read_line(&mut line)
                 .map_err(|e| (self.io_error(&url, &e), None))?;
             if n == 0 {
                 break;
+            }
+            total += n;
+            let over = if n > max_line {
+                Some(("one event-stream line", max_line))
+            } else if total > max_reply {
+                Some(("a reply", max_reply))
+            } else {
+                None
+            };
+            if let Some((what, limit)) = over {
+                return Err((
+                    RemoteError::TooLarge {
+                        url: url.clone(),
+                        what,
+                        limit,
+                    },
+                    None,
+                ));
             }
             let Some(data) = events.push_line(&line) else {
                 continue;
@@ -763,6 +614,35 @@ impl OpenAiModel {
             }
         }
     }
+}
+
+/// Why [`read_capped`] failed.
+#[derive(Debug)]
+enum CappedReadError {
+    /// More than this many bytes came.
+    TooLarge(usize),
+    /// The read failed (or the text is not UTF-8).
+    Io(std::io::Error),
+}
+
+/// Read all of `r` as UTF-8 text, refusing more than `limit` bytes (reads at most `limit + 1`).
+fn read_capped(r: impl Read, limit: usize) -> Result<String, CappedReadError> {
+    let mut buf = Vec::new();
+    r.take(limit as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(CappedReadError::Io)?;
+    if buf.len() > limit {
+        return Err(CappedReadError::TooLarge(limit));
+    }
+    String::from_utf8(buf)
+        .map_err(|e| CappedReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
+/// The first [`ERROR_BODY_LIMIT`] bytes of an error reply as text (lossy); the rest is not read.
+fn read_error_body(r: impl Read) -> String {
+    let mut buf = Vec::new();
+    let _ = r.take(ERROR_BODY_LIMIT as u64).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// An OpenAI finish reason as ours.
@@ -916,6 +796,131 @@ mod tests {
         assert!(!contains_json_object("{not json"));
     }
 
+    /// A one-shot server: answers each connection, in order, with one of `replies` (whole
+    /// HTTP responses), ignoring what the client sends after the request head and body.
+    fn canned_server(replies: Vec<Vec<u8>>) -> String {
+        use std::io::Write;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for reply in replies {
+                let Ok((mut s, _)) = l.accept() else { return };
+                let mut r = BufReader::new(s.try_clone().expect("clone"));
+                let mut len = 0usize;
+                let mut line = String::new();
+                while r.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    let l = line.to_ascii_lowercase();
+                    if let Some(v) = l.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    if line == "\r\n" {
+                        break;
+                    }
+                    line.clear();
+                }
+                let _ = (&mut r).take(len as u64).read_to_end(&mut Vec::new());
+                let _ = s.write_all(&reply);
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn reply(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    const MODELS: &[u8] = br#"{"data":[{"id":"m","max_model_len":64}]}"#;
+
+    fn small_config(url: String) -> RemoteConfig {
+        let mut c = RemoteConfig::new(url);
+        c.retries = 0;
+        c.max_reply_bytes = 4096;
+        c.max_line_bytes = 1024;
+        c
+    }
+
+    fn ask(m: &mut OpenAiModel) -> Result<GenOutput, LmError> {
+        let req = GenRequest {
+            messages: vec![ChatMessage::new(Role::User, "hi")],
+            sampling: Default::default(),
+            max_tokens: 4,
+            stop: Vec::new(),
+            constraint: None,
+        };
+        m.generate(&req, &mut |_| {}, &CancelToken::new())
+    }
+
+    #[test]
+    fn an_oversized_model_list_is_refused_naming_the_limit() {
+        let big = format!(r#"{{"data":[{{"id":"{}"}}]}}"#, "x".repeat(5000));
+        let url = canned_server(vec![reply("200 OK", "application/json", big.as_bytes())]);
+        let e = OpenAiModel::connect(small_config(url)).expect_err("over 4096 bytes");
+        assert!(
+            matches!(
+                e,
+                RemoteError::TooLarge {
+                    limit: 4096,
+                    what: "a reply",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("4096 bytes"), "{e}");
+    }
+
+    #[test]
+    fn oversized_stream_lines_whole_replies_and_streams_are_refused() {
+        let line = format!("data: {}\n\n", "y".repeat(2000));
+        let many: String = (0..200)
+            .map(|_| "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}]}\n\n")
+            .collect();
+        let whole = format!(
+            r#"{{"choices":[{{"message":{{"content":"{}"}}}}]}}"#,
+            "z".repeat(5000)
+        );
+        for (body, ct, what, limit) in [
+            (line, "text/event-stream", "one event-stream line", 1024),
+            (many, "text/event-stream", "a reply", 4096),
+            (whole, "application/json", "a reply", 4096),
+        ] {
+            let url = canned_server(vec![
+                reply("200 OK", "application/json", MODELS),
+                reply("200 OK", ct, body.as_bytes()),
+            ]);
+            let mut m = OpenAiModel::connect(small_config(url)).expect("connect");
+            let e = ask(&mut m).expect_err("over the limit");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("limit of {limit} bytes for {what}")),
+                "{what}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_body_is_read_only_up_to_its_cap() {
+        let huge = vec![b'e'; 10 * ERROR_BODY_LIMIT];
+        let url = canned_server(vec![
+            reply("200 OK", "application/json", MODELS),
+            reply("500 Internal Server Error", "text/plain", &huge),
+        ]);
+        let mut m = OpenAiModel::connect(small_config(url)).expect("connect");
+        match ask(&mut m).expect_err("500") {
+            LmError::Backend(msg) => {
+                assert!(msg.contains("HTTP 500"), "{}", &msg[..200]);
+                assert!(msg.len() < ERROR_BODY_LIMIT + 500, "{} bytes", msg.len());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn unreachable_server_is_a_typed_error_after_retries() {
         // Port 9 (discard) on loopback: nothing listens in test environments.
@@ -925,5 +930,36 @@ mod tests {
         let e = OpenAiModel::connect(cfg).expect_err("nothing listens");
         assert!(matches!(e, RemoteError::Unreachable { .. }), "{e:?}");
         assert!(e.to_string().contains("--base-url"), "{e}");
+    }
+
+    #[test]
+    fn a_backend_error_keeps_the_remote_error_and_whether_it_is_transient() {
+        let down = LmError::from(RemoteError::Unreachable {
+            url: "http://127.0.0.1:9".into(),
+            detail: "connection refused".into(),
+        });
+        assert!(down.is_transient(), "{down:?}");
+        let LmError::Backend(b) = &down else {
+            panic!("expected a backend error, got {down:?}");
+        };
+        assert!(
+            matches!(
+                b.downcast_ref::<RemoteError>(),
+                Some(RemoteError::Unreachable { .. })
+            ),
+            "{b:?}"
+        );
+        assert!(down.to_string().contains("--base-url"), "{down}");
+
+        let refused = LmError::from(RemoteError::BadUrl {
+            url: "ftp://x".into(),
+        });
+        assert!(!refused.is_transient(), "{refused:?}");
+        let busy = LmError::from(RemoteError::Http {
+            url: "u".into(),
+            status: 503,
+            message: "overloaded".into(),
+        });
+        assert!(busy.is_transient(), "{busy:?}");
     }
 }

@@ -1,4 +1,4 @@
-//! The one llama-family decoder.
+//! The one llama-family decoder, on one of two engines.
 //!
 //! Llama, Mistral, Qwen2 and Qwen3 share one block: RMS norm → attention with RoPE and grouped
 //! KV heads → residual → RMS norm → SwiGLU feed-forward → residual. Their differences are
@@ -7,8 +7,12 @@
 //! qwen for split halves), tied output embeddings, and a sliding window. There is one
 //! implementation and one KV cache (`kv_cache::KvCache`), not a copied file per model.
 //!
-//! Weights stay quantized and go through candle's quantized matmul; the token embedding is
-//! looked up row by row from its quantized form, so no dequantized copy is kept.
+//! The engine is chosen at load ([`EngineKind`], from `RuntimeOptions`): the native CPU engine
+//! (`runtime::native`, boyd's own kernels in `kernels::cpu`) on the CPU when it handles every
+//! tensor format, else candle (CUDA, Metal, or the CPU on request). This file holds the candle
+//! engine and the dispatch. On the candle path weights stay quantized and go through candle's
+//! quantized matmul; the token embedding is looked up row by row from its quantized form, so
+//! no dequantized copy is kept.
 //!
 //! Grouped-query attention never repeats K/V: the query heads of one KV head are folded into
 //! the row dimension, `(1, kv_heads, group × t, d) × (1, kv_heads, d, T)`, so attention at depth
@@ -19,10 +23,10 @@ use std::sync::Arc;
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 
-use crate::kernels::cpu::QType;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
 use crate::runtime::native::{self, NativeModel};
+use crate::runtime::options::RuntimeOptions;
 use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType, RopeScaling};
 
 /// Errors building or running the decoder.
@@ -221,16 +225,22 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    /// `BOYD_ENGINE=candle|native|auto`, default auto.
-    pub fn from_env() -> Self {
-        match std::env::var("BOYD_ENGINE").as_deref() {
-            Ok("candle") => EngineKind::Candle,
-            Ok("native") => EngineKind::Native,
-            Ok("auto") | Err(_) => EngineKind::Auto,
-            Ok(other) => {
-                tracing::warn!("BOYD_ENGINE={other:?} is not candle, native or auto; using auto");
-                EngineKind::Auto
-            }
+    /// `candle`, `native` or `auto`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "candle" => EngineKind::Candle,
+            "native" => EngineKind::Native,
+            "auto" => EngineKind::Auto,
+            _ => return None,
+        })
+    }
+
+    /// The name [`EngineKind::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Auto => "auto",
+            EngineKind::Native => "native",
+            EngineKind::Candle => "candle",
         }
     }
 
@@ -245,7 +255,9 @@ impl EngineKind {
         let native = match self {
             EngineKind::Candle => false,
             EngineKind::Native => on_cpu,
-            EngineKind::Auto => on_cpu && types.into_iter().all(|t| QType::from_ggml(t).is_some()),
+            EngineKind::Auto => {
+                on_cpu && types.into_iter().all(|t| native::kernel_type(t).is_some())
+            }
         };
         if native {
             ComputeLayout::Native
@@ -290,7 +302,7 @@ impl std::fmt::Debug for Decoder {
 
 impl Decoder {
     /// Load every tensor from an open, validated GGUF file, with RoPE tables for the model's
-    /// whole training context.
+    /// whole training context and the default [`RuntimeOptions`].
     pub fn load(file: &mut GgufFile, device: &Device) -> Result<Self> {
         Self::load_with_positions(file, device, usize::MAX)
     }
@@ -302,7 +314,7 @@ impl Decoder {
         device: &Device,
         max_positions: usize,
     ) -> Result<Self> {
-        Self::load_with(file, device, max_positions, EngineKind::from_env())
+        Self::load_with(file, device, max_positions, EngineKind::Auto)
     }
 
     /// Like [`Decoder::load_with_positions`] with an explicit engine choice.
@@ -312,6 +324,23 @@ impl Decoder {
         max_positions: usize,
         engine: EngineKind,
     ) -> Result<Self> {
+        Self::load_with_options(
+            file,
+            device,
+            max_positions,
+            &RuntimeOptions::with_engine(engine),
+        )
+    }
+
+    /// Like [`Decoder::load_with_positions`] with explicit options (engine, kernel set,
+    /// profiling).
+    pub fn load_with_options(
+        file: &mut GgufFile,
+        device: &Device,
+        max_positions: usize,
+        opts: &RuntimeOptions,
+    ) -> Result<Self> {
+        let engine = opts.engine;
         let params = file.header.arch_params()?;
         if !params.architecture.runnable() {
             return Err(DecoderError::NotRunnable(params.architecture));
@@ -339,7 +368,7 @@ impl Decoder {
         };
         if native {
             let mut loaded = 0u64;
-            let model = NativeModel::load(file, &params, positions, &mut loaded)?;
+            let model = NativeModel::load(file, &params, positions, &mut loaded, opts)?;
             return Ok(Self {
                 params,
                 device: device.clone(),

@@ -9,11 +9,14 @@ use std::path::Path;
 
 use candle_core::Device;
 
-use crate::lm::{CancelToken, Constraint, GenOutput, GenRequest, LanguageModel, LmError};
+use crate::lm::{
+    BackendError, CancelToken, Constraint, GenOutput, GenRequest, LanguageModel, LmError,
+};
 use crate::runtime::constrain::{GrammarConstraint, GrammarVocab, TokenConstraint};
-use crate::runtime::decoder::{Decoder, DecoderError, EngineKind};
+use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::fit::{self, Fit, FitError};
 use crate::runtime::gguf::{GgufError, GgufFile};
+use crate::runtime::options::RuntimeOptions;
 use crate::runtime::session::{Flow, GenOptions, GenerateError, Session};
 use crate::runtime::tokenizer::{GgufTokenizer, TokenizerError};
 use crate::sizing::Hardware;
@@ -60,6 +63,8 @@ pub struct LoadOptions {
     /// The hardware to check the fit against; `None`: the device's own free memory (the CPU's
     /// `MemAvailable`; the check is skipped where boyd cannot tell).
     pub hardware: Option<Hardware>,
+    /// Engine, kernel set, prefill chunk and profiling (the CLI reads them from `BOYD_*`).
+    pub runtime: RuntimeOptions,
 }
 
 /// A GGUF model loaded in this process.
@@ -121,7 +126,8 @@ impl LocalModel {
             let e = DecoderError::Gguf(GgufError::Inconsistent(msg));
             return Err(decoder_err(e));
         }
-        let decoder = Decoder::load_with_positions(&mut file, device, ctx).map_err(decoder_err)?;
+        let decoder = Decoder::load_with_options(&mut file, device, ctx, &opts.runtime)
+            .map_err(decoder_err)?;
         let name = match file.header.opt_str("general.name") {
             Ok(Some(n)) => n.to_string(),
             _ => path
@@ -130,7 +136,7 @@ impl LocalModel {
                 .unwrap_or_default(),
         };
         Ok(Self {
-            session: Session::new(decoder, ctx),
+            session: Session::new(decoder, ctx).with_prefill_chunk(opts.runtime.prefill_chunk),
             tokenizer,
             name,
             grammar: None,
@@ -193,11 +199,11 @@ impl LocalModel {
         let text = self
             .tokenizer
             .render_chat(&req.messages, true)
-            .map_err(|e| LmError::Backend(e.to_string()))?;
+            .map_err(|e| LmError::Backend(BackendError::new(e)))?;
         tracing::debug!(prompt = %text, "rendered chat prompt");
         self.tokenizer
             .encode(&text, true)
-            .map_err(|e| LmError::Backend(e.to_string()))
+            .map_err(|e| LmError::Backend(BackendError::new(e)))
     }
 }
 
@@ -217,7 +223,7 @@ fn check_fit(
         return Ok(());
     };
     // The activations of the engine that will run the file on this device.
-    hw.compute_layout = EngineKind::from_env().compute_layout(
+    hw.compute_layout = opts.runtime.engine.compute_layout(
         device.is_cpu(),
         file.header.tensors.iter().map(|t| t.ggml_type),
     );
@@ -312,14 +318,14 @@ impl LanguageModel for LocalModel {
                     Flow::Continue
                 });
         if let Some(e) = decode_err {
-            return Err(LmError::Backend(e.to_string()));
+            return Err(LmError::Backend(BackendError::new(e)));
         }
         let out = result.map_err(|e| match e {
             GenerateError::Lm(e) => e,
             e @ (GenerateError::Constraint(_) | GenerateError::EmptyMask) => {
                 LmError::Constraint(e.to_string())
             }
-            other => LmError::Backend(other.to_string()),
+            other => LmError::Backend(BackendError::new(other)),
         })?;
         if let Some(g) = &grammar {
             let st = g.stats();

@@ -1,5 +1,8 @@
-//! Inference on candle: GGUF reading, the tokenizer, the one llama-family decoder, the KV
-//! cache, the sampler chain and the session that reuses cached prefixes.
+//! In-process inference: GGUF reading, the tokenizer and chat template, the one llama-family
+//! decoder with its two engines (the native CPU engine on `kernels::cpu`, and candle for GPUs
+//! and on request), the KV cache, the sampler chain with grammar masks, the session that
+//! reuses cached prefixes, and `LocalModel`, the `LanguageModel` over all of it. Tuning knobs
+//! arrive in `options::RuntimeOptions`; nothing here reads the environment for them.
 
 pub mod chat_template;
 pub mod constrain;
@@ -9,6 +12,7 @@ pub mod gguf;
 pub mod kv_cache;
 pub mod local;
 pub mod native;
+pub mod options;
 pub mod reference;
 pub mod sampling;
 pub mod session;

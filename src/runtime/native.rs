@@ -19,7 +19,8 @@ use crate::kernels::cpu::{Acts, Kernels, QMatrix, QType};
 use crate::runtime::decoder::DecoderError;
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::KvCache;
-use crate::sizing::{ArchParams, Architecture, RopeScaling};
+use crate::runtime::options::{EngineProfile, ProfileSink, RuntimeOptions};
+use crate::sizing::{ArchParams, Architecture, GgmlType, RopeScaling};
 
 type Result<T> = std::result::Result<T, DecoderError>;
 
@@ -28,7 +29,27 @@ pub fn supports(file: &GgufFile) -> bool {
     file.header
         .tensors
         .iter()
-        .all(|t| QType::from_ggml(t.ggml_type).is_some())
+        .all(|t| kernel_type(t.ggml_type).is_some())
+}
+
+/// The kernels' format for a GGML tensor type, when the native kernels compute with it.
+///
+/// This mapping lives in the runtime, not in `kernels`: the kernels know their own formats
+/// only, and the sizing model's `GgmlType` is the file's vocabulary (see ARCHITECTURE.md).
+pub fn kernel_type(t: GgmlType) -> Option<QType> {
+    use GgmlType as G;
+    Some(match t {
+        G::F32 => QType::F32,
+        G::F16 => QType::F16,
+        G::Q4_0 => QType::Q4_0,
+        G::Q4_1 => QType::Q4_1,
+        G::Q5_0 => QType::Q5_0,
+        G::Q8_0 => QType::Q8_0,
+        G::Q4_K => QType::Q4_K,
+        G::Q5_K => QType::Q5_K,
+        G::Q6_K => QType::Q6_K,
+        _ => return None,
+    })
 }
 
 /// Q/K/V (or gate/up) as one fused matrix when the formats agree, else separately.
@@ -133,7 +154,7 @@ pub const PROFILE_OPS: [&str; 10] = [
     "output norm + logits",
 ];
 
-/// Per-operation wall time of the forward passes (`BOYD_PROFILE=1`): each `lap` charges the
+/// Per-operation wall time of the forward passes (when profiling is on): each `lap` charges the
 /// time since the previous one to an operation.
 #[derive(Debug, Default)]
 struct Prof {
@@ -175,6 +196,8 @@ pub struct NativeModel {
     interleaved: bool,
     kernels: &'static Kernels,
     scratch: Mutex<Scratch>,
+    /// Where the per-operation profile goes on drop (profiling is on when set).
+    profile_sink: Option<ProfileSink>,
 }
 
 fn matrix(
@@ -197,7 +220,7 @@ fn matrix(
             found,
         });
     }
-    let ty = QType::from_ggml(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
+    let ty = kernel_type(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
         name: name.to_string(),
         ty: info.ggml_type.name(),
     })?;
@@ -232,7 +255,7 @@ fn matrix_from_vector(
     len: usize,
     loaded: &mut u64,
 ) -> Result<QMatrix> {
-    let ty = QType::from_ggml(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
+    let ty = kernel_type(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
         name: info.name.clone(),
         ty: info.ggml_type.name(),
     })?;
@@ -254,12 +277,14 @@ fn rms_norm(x: &mut [f32], src: &[f32], w: &[f32], eps: f32) {
 }
 
 impl NativeModel {
-    /// Load every tensor of a validated file; RoPE tables cover `positions` positions.
+    /// Load every tensor of a validated file; RoPE tables cover `positions` positions. The
+    /// kernel set and profiling come from `opts`.
     pub fn load(
         file: &mut GgufFile,
         p: &ArchParams,
         positions: usize,
         loaded: &mut u64,
+        opts: &RuntimeOptions,
     ) -> Result<Self> {
         let (h, hd) = (p.hidden as usize, p.head_dim as usize);
         let (nh, nkv) = (p.n_heads as usize, p.n_kv_heads as usize);
@@ -342,14 +367,15 @@ impl NativeModel {
             cos,
             sin,
             interleaved: matches!(arch, Architecture::Llama | Architecture::Mistral),
-            kernels: Kernels::get(),
+            kernels: Kernels::get_for(opts.kernels),
             scratch: Mutex::new(Scratch {
                 prof: Prof {
-                    on: std::env::var("BOYD_PROFILE").is_ok_and(|v| v == "1"),
+                    on: opts.profile.is_some(),
                     ..Prof::default()
                 },
                 ..Scratch::default()
             }),
+            profile_sink: opts.profile.clone(),
         })
     }
 
@@ -545,30 +571,21 @@ impl NativeModel {
         Ok(logits)
     }
 
-    /// Per-operation seconds and the number of forward calls since load, when `BOYD_PROFILE=1`.
-    pub fn profile(&self) -> Option<(Vec<(&'static str, f64)>, u64)> {
+    /// Per-operation seconds and the number of forward calls since load, when profiling is
+    /// on (`RuntimeOptions::profile`).
+    pub fn profile(&self) -> Option<EngineProfile> {
         let g = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        g.prof.on.then(|| {
-            (
-                PROFILE_OPS.iter().copied().zip(g.prof.acc).collect(),
-                g.prof.calls,
-            )
+        g.prof.on.then(|| EngineProfile {
+            calls: g.prof.calls,
+            ops: PROFILE_OPS.iter().copied().zip(g.prof.acc).collect(),
         })
     }
 }
 
 impl Drop for NativeModel {
     fn drop(&mut self) {
-        if let Some((ops, calls)) = self.profile() {
-            let total: f64 = ops.iter().map(|o| o.1).sum();
-            eprintln!("native engine profile: {calls} forward calls, {total:.3} s");
-            for (name, secs) in ops {
-                eprintln!(
-                    "  {name:<30} {:>9.3} ms {:>5.1} %",
-                    secs * 1e3,
-                    100.0 * secs / total.max(1e-12)
-                );
-            }
+        if let (Some(sink), Some(profile)) = (&self.profile_sink, self.profile()) {
+            (sink.0)(&profile);
         }
     }
 }

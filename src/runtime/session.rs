@@ -19,16 +19,6 @@ use crate::runtime::sampling::Sampler;
 /// Tokens run through the model per forward call during prefill (llama.cpp's ubatch).
 pub const PREFILL_CHUNK: usize = 512;
 
-/// The prefill chunk: `BOYD_PREFILL_CHUNK` when set to a positive number, else
-/// [`PREFILL_CHUNK`].
-fn prefill_chunk() -> usize {
-    std::env::var("BOYD_PREFILL_CHUNK")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or(PREFILL_CHUNK)
-}
-
 /// What `prefill` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PrefillStats {
@@ -77,17 +67,32 @@ pub struct Session {
     decoder: Decoder,
     cache: KvCache,
     tokens: Vec<u32>,
+    /// Tokens per forward call during prefill.
+    prefill_chunk: usize,
 }
 
 impl Session {
-    /// A session with a cache of at most `max_len` positions (capped at the model's context).
+    /// A session with a cache of at most `max_len` positions (capped at the model's context),
+    /// prefilling [`PREFILL_CHUNK`] tokens per forward call.
     pub fn new(decoder: Decoder, max_len: usize) -> Self {
         let cache = decoder.new_cache(max_len);
         Self {
             decoder,
             cache,
             tokens: Vec::new(),
+            prefill_chunk: PREFILL_CHUNK,
         }
+    }
+
+    /// Prefill `chunk` tokens per forward call (at least one).
+    pub fn with_prefill_chunk(mut self, chunk: usize) -> Self {
+        self.prefill_chunk = chunk.max(1);
+        self
+    }
+
+    /// Tokens per forward call during prefill.
+    pub fn prefill_chunk(&self) -> usize {
+        self.prefill_chunk
     }
 
     /// The decoder.
@@ -133,7 +138,7 @@ impl Session {
         self.cache.truncate(reused);
         self.tokens.truncate(reused);
         let mut logits = None;
-        for chunk in prompt[reused..].chunks(prefill_chunk()) {
+        for chunk in prompt[reused..].chunks(self.prefill_chunk) {
             logits = Some(self.decoder.forward(chunk, &mut self.cache, false)?);
             self.tokens.extend_from_slice(chunk);
         }

@@ -90,8 +90,141 @@ pub struct SpeedParams {
     pub fixed_cost_s: f64,
     /// Extra fixed time per layer per forward pass, seconds (kernel launches).
     pub per_layer_cost_s: f64,
+    /// Decode: seconds per byte read per FLOP/s of peak matrix throughput — the share of a
+    /// step spent unpacking and multiplying rather than waiting on memory (0 when unfitted).
+    #[serde(default)]
+    pub decode_alu_cost: f64,
+    /// Decode: seconds per terabyte read regardless of the device's bandwidth (a ceiling the
+    /// runtime's kernels hit on fast memory; 0 when unfitted).
+    #[serde(default)]
+    pub decode_s_per_tb: f64,
+    /// Decode: multiplier on quantized weights over peak matrix throughput (unpacking the
+    /// blocks; 0 when unfitted).
+    #[serde(default)]
+    pub decode_dequant_cost: f64,
+    /// Decode: seconds per PFLOP of attention regardless of the device (0 when unfitted).
+    #[serde(default)]
+    pub attention_s_per_pflop: f64,
+    /// Decode: multiplier on attention FLOPs over peak matrix throughput (the cost of reading
+    /// the KV cache and computing scores beyond its bytes; 0 when unfitted).
+    #[serde(default)]
+    pub attention_cost: f64,
+    /// Prefill: multiplier on attention FLOPs over peak matrix throughput (0: attention is
+    /// counted at `prefill_efficiency` with the matmuls).
+    #[serde(default)]
+    pub prefill_attention_cost: f64,
+    /// Prefill: seconds per PFLOP of matmul regardless of the device (0 when unfitted).
+    #[serde(default)]
+    pub prefill_s_per_pflop: f64,
+    /// Prefill: seconds per PFLOP of attention regardless of the device (0 when unfitted).
+    #[serde(default)]
+    pub prefill_attention_s_per_pflop: f64,
     /// Where these numbers come from (a default's rationale, or the calibration profile).
     pub source: String,
+}
+
+impl SpeedParams {
+    /// Hand-set constants with no fitted terms.
+    pub fn simple(
+        decode_efficiency: f64,
+        prefill_efficiency: f64,
+        fixed_cost_s: f64,
+        per_layer_cost_s: f64,
+        source: String,
+    ) -> Self {
+        Self {
+            decode_efficiency,
+            prefill_efficiency,
+            fixed_cost_s,
+            per_layer_cost_s,
+            decode_alu_cost: 0.0,
+            decode_s_per_tb: 0.0,
+            decode_dequant_cost: 0.0,
+            attention_s_per_pflop: 0.0,
+            attention_cost: 0.0,
+            prefill_attention_cost: 0.0,
+            prefill_s_per_pflop: 0.0,
+            prefill_attention_s_per_pflop: 0.0,
+            source,
+        }
+    }
+
+    /// The share of `bandwidth` a decode step gets once every term proportional to the bytes
+    /// read is folded in (bandwidth, ALU over `matrix_flops`, the runtime's ceiling): what a
+    /// model that only divides bytes by bandwidth (the multi-GPU estimate) should use.
+    pub fn effective_decode_efficiency(&self, bandwidth: f64, matrix_flops: f64) -> f64 {
+        1.0 / (1.0 / self.decode_efficiency
+            + self.decode_alu_cost * bandwidth / matrix_flops
+            + self.decode_s_per_tb * 1e-12 * bandwidth)
+    }
+
+    /// Coefficients of [`crate::sizing::throughput::decode_terms`].
+    pub fn decode_coefficients(&self) -> [f64; 8] {
+        [
+            1.0 / self.decode_efficiency,
+            self.decode_alu_cost,
+            self.decode_dequant_cost,
+            self.decode_s_per_tb,
+            self.fixed_cost_s,
+            self.per_layer_cost_s,
+            self.attention_cost,
+            self.attention_s_per_pflop,
+        ]
+    }
+
+    /// Coefficients of [`crate::sizing::throughput::prefill_terms`]. Without a fitted
+    /// attention term, attention runs at `prefill_efficiency` like the matmuls.
+    pub fn prefill_coefficients(&self) -> [f64; 4] {
+        let attn = if self.prefill_attention_cost > 0.0 || self.prefill_attention_s_per_pflop > 0.0
+        {
+            self.prefill_attention_cost
+        } else {
+            1.0 / self.prefill_efficiency
+        };
+        [
+            1.0 / self.prefill_efficiency,
+            attn,
+            self.prefill_s_per_pflop,
+            self.prefill_attention_s_per_pflop,
+        ]
+    }
+}
+
+/// Bandwidth and matrix throughput of each shipped preset, without building a [`Hardware`]
+/// (the published fit needs them before any preset has speed constants).
+#[derive(Debug, Clone)]
+pub struct PresetSpecs(Vec<PresetSpec>);
+
+/// The numbers of one preset the speed model uses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpecNumbers {
+    /// Backend.
+    pub backend: Backend,
+    /// Peak bandwidth, bytes/s.
+    pub bandwidth: f64,
+    /// Peak matrix throughput, FLOP/s.
+    pub matrix_flops: f64,
+}
+
+impl PresetSpecs {
+    /// The shipped presets' specifications.
+    pub fn shipped() -> Result<Self, SizingError> {
+        let file: PresetsFile =
+            toml::from_str(PRESETS_TOML).map_err(|e| SizingError::Hardware {
+                name: "hardware.toml".into(),
+                reason: e.message().to_owned(),
+            })?;
+        Ok(Self(file.device))
+    }
+
+    /// The preset called `name`.
+    pub fn get(&self, name: &str) -> Option<SpecNumbers> {
+        self.0.iter().find(|d| d.name == name).map(|d| SpecNumbers {
+            backend: d.backend,
+            bandwidth: d.bandwidth_gbs * 1e9,
+            matrix_flops: d.matrix_tflops * 1e12,
+        })
+    }
 }
 
 impl Backend {
@@ -172,42 +305,55 @@ impl Backend {
         matches!(self, Self::Cuda)
     }
 
-    /// Default speed constants until `boyd validate` calibrates the machine.
+    /// Default speed constants until `boyd validate` calibrates the machine: on CUDA and
+    /// Metal the fit to the published llama.cpp rows in `models/published/`
+    /// ([`crate::sizing::published`]); on the CPU, and should the embedded dataset not fit,
+    /// the hand-set [`Backend::handset_speed`].
     pub fn default_speed(self) -> SpeedParams {
+        match self {
+            Self::Cuda | Self::Metal => super::published::shipped_fit(self)
+                .map(|f| f.speed_params())
+                .unwrap_or_else(|| self.handset_speed()),
+            Self::Cpu => self.handset_speed(),
+        }
+    }
+
+    /// Hand-set speed constants, with the rationale for each.
+    pub fn handset_speed(self) -> SpeedParams {
         match self {
             // llama.cpp's tg128 on an RTX 4090 with a 7B Q4_0 (3.56 GiB) reaches ~0.65-0.7 of
             // spec bandwidth; candle's unfused kernels do less, so 0.5. One decode step
             // launches ~20 kernels per layer at a few us each: 60 us per layer.
-            Self::Cuda => SpeedParams {
-                decode_efficiency: 0.5,
-                prefill_efficiency: 0.35,
-                fixed_cost_s: 300e-6,
-                per_layer_cost_s: 60e-6,
-                source: "default for cuda (uncalibrated): llama.cpp reaches ~0.65 of peak \
+            Self::Cuda => SpeedParams::simple(
+                0.5,
+                0.35,
+                300e-6,
+                60e-6,
+                "default for cuda (uncalibrated): llama.cpp reaches ~0.65 of peak \
                          bandwidth on RTX 4090 tg128, candle less; run `boyd validate`"
                     .into(),
-            },
+            ),
             // llama.cpp's Apple Silicon table (M1 Max, 7B Q4_0: ~61 tok/s -> ~0.58 of
             // 400 GB/s); candle's Metal kernels somewhat lower.
-            Self::Metal => SpeedParams {
-                decode_efficiency: 0.45,
-                prefill_efficiency: 0.3,
-                fixed_cost_s: 500e-6,
-                per_layer_cost_s: 80e-6,
-                source: "default for metal (uncalibrated): llama.cpp reaches ~0.58 of peak \
+            Self::Metal => SpeedParams::simple(
+                0.45,
+                0.3,
+                500e-6,
+                80e-6,
+                "default for metal (uncalibrated): llama.cpp reaches ~0.58 of peak \
                          bandwidth on M1 Max tg128, candle less; run `boyd validate`"
                     .into(),
-            },
+            ),
             // Decode on CPU streams weights at 50-70% of STREAM-measured bandwidth.
-            Self::Cpu => SpeedParams {
-                decode_efficiency: 0.6,
-                prefill_efficiency: 0.25,
-                fixed_cost_s: 200e-6,
-                per_layer_cost_s: 20e-6,
-                source: "default for cpu (uncalibrated): decode streams weights at ~0.6 of \
+            Self::Cpu => SpeedParams::simple(
+                0.6,
+                0.25,
+                200e-6,
+                20e-6,
+                "default for cpu (uncalibrated): decode streams weights at ~0.6 of \
                          peak DRAM bandwidth; run `boyd validate`"
                     .into(),
-            },
+            ),
         }
     }
 }

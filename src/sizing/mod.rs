@@ -20,6 +20,7 @@ pub mod hf_config;
 pub mod kv;
 pub mod parallel;
 pub mod profile;
+pub mod published;
 pub mod quant;
 pub mod throughput;
 pub mod weights;
@@ -400,15 +401,15 @@ mod tests {
             e.headroom,
             Some(Bytes(e.hardware.free.0 - e.memory.total.0))
         );
-        assert_eq!(e.speed.decode_efficiency, 0.45);
-        assert!(e.speed.efficiency_source.contains("metal"));
-        // Decode is bandwidth-bound: below 0.45 x 400 GB/s / 37 GB of matrices.
-        assert!(
-            e.speed.decode_empty.0 < 0.45 * 400e9 / 37e9,
-            "{}",
-            e.speed.decode_empty.0
-        );
-        assert!(e.speed.decode_empty.0 > 3.0, "{}", e.speed.decode_empty.0);
+        // Speed terms come from the fit to the published Metal rows, and the card says so.
+        assert!(e.speed.efficiency_source.contains("published for metal"));
+        // The published M3 Max runs of Llama-3-70B Q4_K_M (39.6 GiB) decode at 7.65 tok/s
+        // (tg512) and 5.60 tok/s (tg8192); 4.5 bits per weight is a little smaller, so the
+        // empty-context estimate lands in that neighbourhood and slows with the full 8k cache.
+        let d = e.speed.decode_empty.0;
+        assert!(d > 6.0 && d < 10.0, "{d}");
+        let full = e.speed.decode_at_ctx.0;
+        assert!(full < d && full > 0.6 * d, "{full} vs {d}");
         let total = e.memory.weights.0
             + e.memory.embedding_copy.0
             + e.memory.kv_cache.0

@@ -434,7 +434,11 @@ pub fn estimate(
     } else {
         0.0
     };
-    let bw = cluster.gpu.speed.decode_efficiency * cluster.gpu.bandwidth.0;
+    let bw = cluster
+        .gpu
+        .speed
+        .effective_decode_efficiency(cluster.gpu.bandwidth.0, cluster.gpu.matrix_flops)
+        * cluster.gpu.bandwidth.0;
 
     let per_stage = stage_layers(arch.n_layers, pp);
     let mut stages = Vec::with_capacity(per_stage.len());
@@ -589,10 +593,14 @@ mod tests {
         let ar = 8e-6 + 2.0 * 7.0 / 8.0 * 16384.0 / 450e9;
         assert!((e.comm.allreduce_s - ar).abs() < 1e-12);
         assert!((e.comm.per_token_s - 160.0 * ar).abs() < 1e-9);
-        // Memory time: 17.6 GB per GPU at the H200's 4.8 TB/s x efficiency: a few ms per token.
-        assert!(e.memory_s > 3e-3 && e.memory_s < 8e-3, "{}", e.memory_s);
-        // Speed = 1 / (memory + interconnect + the backend's fixed cost over 80 layers).
+        // Memory time: 17.6 GB per GPU at the H200's 4.8 TB/s x the fitted CUDA decode
+        // efficiency (every bytes-proportional term folded in).
         let sp = &c.gpu.speed;
+        let eff = sp.effective_decode_efficiency(4.8e12, c.gpu.matrix_flops);
+        assert!(eff > 0.1 && eff < 1.0, "{eff}");
+        let t = 17.6e9 / (eff * 4.8e12);
+        assert!((e.memory_s - t).abs() < 0.05 * t, "{} vs {t}", e.memory_s);
+        // Speed = 1 / (memory + interconnect + the backend's fixed cost over 80 layers).
         let fixed = sp.fixed_cost_s + sp.per_layer_cost_s * 80.0;
         let want = 1.0 / (e.memory_s + e.comm.per_token_s + fixed);
         assert!((e.decode_empty.0 - want).abs() < 1e-9 * want);

@@ -147,12 +147,12 @@ impl Profile {
         if let Some(f) = self.matrix_flops {
             hw.matrix_flops = f;
         }
-        hw.speed = SpeedParams {
-            decode_efficiency: self.decode_efficiency,
-            prefill_efficiency: self.prefill_efficiency,
-            fixed_cost_s: self.fixed_cost_s,
-            per_layer_cost_s: self.per_layer_cost_s,
-            source: format!(
+        hw.speed = SpeedParams::simple(
+            self.decode_efficiency,
+            self.prefill_efficiency,
+            self.fixed_cost_s,
+            self.per_layer_cost_s,
+            format!(
                 "calibrated profile for {} measured {}{}",
                 self.device,
                 self.measured_at,
@@ -161,7 +161,7 @@ impl Profile {
                     .map(|m| format!(" with {m}"))
                     .unwrap_or_default()
             ),
-        };
+        );
         hw.source = format!("{}; bandwidth measured by boyd validate", hw.source);
         hw
     }

@@ -35,9 +35,11 @@ pub struct Speed {
     pub prefill_bound: &'static str,
     /// Matrix FLOPs per prompt token, attention averaged over the prompt.
     pub prefill_flops_per_token: f64,
-    /// Share of peak bandwidth assumed for decode.
+    /// Share of peak bandwidth the decode estimate achieves at an empty context (weight bytes
+    /// per token × tokens/s over the peak), whatever terms produced it.
     pub decode_efficiency: f64,
-    /// Share of peak matrix throughput assumed for prefill.
+    /// Share of peak matrix throughput the prefill estimate achieves (FLOPs per token ×
+    /// prefill tokens/s over the peak), whatever terms produced it.
     pub prefill_efficiency: f64,
     /// Fixed seconds per forward pass (base + per layer × layers).
     pub fixed_cost_s: f64,
@@ -61,23 +63,85 @@ pub fn decode_tokens_per_sec(bytes: u64, hw: &Hardware, fixed_s: f64) -> TokensP
     TokensPerSec(1.0 / (bytes as f64 / bw + fixed_s))
 }
 
-/// Matrix FLOPs for one token at average attention span `span` (per layer kind).
-fn flops_per_token(arch: &ArchParams, w: &WeightBytes, prompt: u32) -> f64 {
-    // Matmul weights: everything but the embedding lookup; the LM head runs once per prompt
-    // (only the last position's logits are computed), so it is left out per token.
+/// Matrix FLOPs per token of every weight matrix but the embedding lookup; the LM head runs
+/// once per prompt (only the last position's logits are computed), so it is left out.
+pub fn matmul_flops(arch: &ArchParams, w: &WeightBytes) -> f64 {
     let embd = arch.embedding_params() as f64;
     let head = if w.tied { 0.0 } else { embd };
-    let matmul_params = (w.params as f64 - embd - head).max(0.0);
-    let avg = (f64::from(prompt) + 1.0) / 2.0;
+    2.0 * (w.params as f64 - embd - head).max(0.0)
+}
+
+/// Attention FLOPs (scores and weighted values) of one token attending to `span` positions,
+/// summed over layers; windowed layers attend to at most their window.
+pub fn attention_flops(arch: &ArchParams, span: f64) -> f64 {
     let per_pos =
         2.0 * f64::from(arch.n_heads) * (f64::from(arch.head_dim) + f64::from(arch.head_dim_v));
-    let attn: f64 = (0..arch.n_layers)
+    (0..arch.n_layers)
         .map(|l| match arch.sliding_window {
-            Some(win) if arch.is_sliding_layer(l) => per_pos * avg.min(f64::from(win)),
-            _ => per_pos * avg,
+            Some(win) if arch.is_sliding_layer(l) => per_pos * span.min(f64::from(win)),
+            _ => per_pos * span,
         })
-        .sum();
-    2.0 * matmul_params + attn
+        .sum()
+}
+
+/// Matrix FLOPs for one prompt token over a prompt of `prompt` tokens (attention averaged).
+fn flops_per_token(arch: &ArchParams, w: &WeightBytes, prompt: u32) -> f64 {
+    matmul_flops(arch, w) + attention_flops(arch, (f64::from(prompt) + 1.0) / 2.0)
+}
+
+/// The decode model's terms, seconds per token per unit coefficient, for a step that reads
+/// `bytes` (weights and KV), multiplies `quantized` quantized weights (0 for a 16/32-bit file)
+/// and attends to `depth` positions:
+///
+/// `[bytes/BW, bytes/matrix, quantized/matrix, bytes·1e-12, 1, layers,
+///   attention_flops/matrix, attention_flops·1e-15]`
+///
+/// The time is their dot product with [`SpeedParams::decode_coefficients`].
+pub fn decode_terms(
+    arch: &ArchParams,
+    bytes: f64,
+    quantized: f64,
+    depth: f64,
+    bandwidth: f64,
+    matrix_flops: f64,
+) -> [f64; 8] {
+    let attn = attention_flops(arch, depth);
+    [
+        bytes / bandwidth,
+        bytes / matrix_flops,
+        quantized / matrix_flops,
+        bytes * 1e-12,
+        1.0,
+        f64::from(arch.n_layers),
+        attn / matrix_flops,
+        attn * 1e-15,
+    ]
+}
+
+/// Weights a decode step multiplies that are stored quantized (need unpacking): the matmul
+/// weights of a file averaging under 16 bits per weight, none for a 16/32-bit file.
+pub fn quantized_weights(arch: &ArchParams, w: &WeightBytes) -> f64 {
+    if w.bits_per_weight < 15.5 {
+        matmul_flops(arch, w) / 2.0
+    } else {
+        0.0
+    }
+}
+
+/// The prefill model's terms per prompt token:
+/// `[matmul/matrix, attention/matrix, matmul·1e-15, attention·1e-15]`, dotted with
+/// [`SpeedParams::prefill_coefficients`].
+pub fn prefill_terms(matmul: f64, attention: f64, matrix_flops: f64) -> [f64; 4] {
+    [
+        matmul / matrix_flops,
+        attention / matrix_flops,
+        matmul * 1e-15,
+        attention * 1e-15,
+    ]
+}
+
+fn dot<const N: usize>(a: [f64; N], b: [f64; N]) -> f64 {
+    a.iter().zip(b).map(|(x, c)| x * c).sum()
 }
 
 /// Decode and prefill speed of `arch` with weights `w`, KV type `kv`, context `ctx`,
@@ -101,31 +165,52 @@ pub fn speed(
     let wbytes = weight_bytes_per_token(arch, w)?;
     let kv_full = kv_cache(arch, kv, ctx)?.total.0;
     let matrix = s.prefill_efficiency * hw.matrix_flops;
-    let bw = s.decode_efficiency * hw.bandwidth.0;
-    let decode_at = |kv_bytes: u64| -> TokensPerSec {
-        let mem = (wbytes as f64 + kv_bytes as f64) / bw;
-        let compute = 2.0 * w.params as f64 / matrix;
-        TokensPerSec(1.0 / (mem.max(compute) + fixed))
+    let bw = s.effective_decode_efficiency(hw.bandwidth.0, hw.matrix_flops) * hw.bandwidth.0;
+    let dc = s.decode_coefficients();
+    let decode_at = |kv_bytes: u64, depth: f64| -> TokensPerSec {
+        let t = dot(
+            decode_terms(
+                arch,
+                wbytes as f64 + kv_bytes as f64,
+                quantized_weights(arch, w),
+                depth,
+                hw.bandwidth.0,
+                hw.matrix_flops,
+            ),
+            dc,
+        );
+        let compute = 2.0 * w.params as f64 / matrix + fixed;
+        TokensPerSec(1.0 / t.max(compute))
     };
     let flops = flops_per_token(arch, w, ctx);
     let ub = f64::from(ubatch.min(ctx));
-    let t_compute = flops / matrix;
+    let span = (f64::from(ctx) + 1.0) / 2.0;
+    let t_compute = dot(
+        prefill_terms(
+            matmul_flops(arch, w),
+            attention_flops(arch, span),
+            hw.matrix_flops,
+        ),
+        s.prefill_coefficients(),
+    );
     let t_memory = wbytes as f64 / (bw * ub);
     let (t, bound) = if t_compute >= t_memory {
         (t_compute, "compute")
     } else {
         (t_memory, "memory")
     };
+    let prefill = 1.0 / (t + fixed / ub);
+    let decode_empty = decode_at(0, 0.0);
     Ok(Speed {
         weight_bytes_per_token: Bytes(wbytes),
         kv_bytes_at_ctx: Bytes(kv_full),
-        decode_empty: decode_at(0),
-        decode_at_ctx: decode_at(kv_full),
-        prefill: TokensPerSec(1.0 / (t + fixed / ub)),
+        decode_empty,
+        decode_at_ctx: decode_at(kv_full, f64::from(ctx)),
+        prefill: TokensPerSec(prefill),
         prefill_bound: bound,
         prefill_flops_per_token: flops,
-        decode_efficiency: s.decode_efficiency,
-        prefill_efficiency: s.prefill_efficiency,
+        decode_efficiency: wbytes as f64 * decode_empty.0 / hw.bandwidth.0,
+        prefill_efficiency: flops * prefill / hw.matrix_flops,
         fixed_cost_s: fixed,
         efficiency_source: s.source.clone(),
     })
@@ -134,7 +219,7 @@ pub fn speed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sizing::hardware::Backend;
+    use crate::sizing::hardware::{Backend, SpeedParams};
     use crate::sizing::kv::tests::llama3_8b;
     use crate::sizing::weights::from_params;
     use crate::units::BytesPerSec;
@@ -151,9 +236,7 @@ mod tests {
             "test",
         )
         .expect("hw");
-        h.speed.decode_efficiency = 0.5;
-        h.speed.fixed_cost_s = 0.0;
-        h.speed.per_layer_cost_s = 0.0;
+        h.speed = SpeedParams::simple(0.5, 0.35, 0.0, 0.0, "test".into());
         h
     }
 

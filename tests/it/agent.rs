@@ -9,12 +9,14 @@ use serde_json::{json, Value};
 use boyd::agent::condense::sha256_hex;
 use boyd::agent::eval::{parse_suite, run_task, Checker, EvalOptions, EvalTask};
 use boyd::agent::parse::{parse_action, ActionParseError};
-use boyd::agent::planner::{render_messages, ConstraintMode, LmPlanner, LmPlannerConfig};
+use boyd::agent::planner::{
+    render_messages, system_prompt, ConstraintMode, LmPlanner, LmPlannerConfig,
+};
 use boyd::agent::react::{self, AgentEvent, Limits};
 use boyd::agent::rundir::{list_runs, read_transcript, Record, RunDir};
 use boyd::agent::tools::{
-    RiskProfile, Sandbox, SandboxError, Shell, ShellPolicy, Tool, ToolContext, ToolError,
-    ToolErrorKind, Toolset,
+    FinalAnswer, RiskProfile, Sandbox, SandboxError, Shell, ShellPolicy, Tool, ToolContext,
+    ToolError, ToolErrorKind, Toolset,
 };
 use boyd::agent::types::{Action, ObservationKind, RunOutcome, StopReason};
 use boyd::agent::{ScriptedPlanner, ScriptedTurn};
@@ -453,21 +455,126 @@ fn file_tools_see_only_the_workspace() {
         &Limits::default(),
     );
     let s = steps_of(&out);
-    assert_eq!(s[0].observation.text, "notes.txt (22 bytes)\nsub/");
-    assert_eq!(s[1].observation.text, "beta gamma\n");
     assert_eq!(
-        s[2].observation.text,
-        "notes.txt:2: beta gamma\nsub/inner.txt:1: beta inside"
+        s[0].observation.text,
+        "notes.txt (22 bytes)\nsub/ (1 file)\ntotal: 1 file and 1 folder directly in ."
     );
     assert_eq!(
-        s[3].observation.text,
-        "notes.txt:2: beta gamma\nnotes.txt:3: Beta"
+        s[1].observation.text,
+        "notes.txt lines 2-2 of 3:\n2: beta gamma\n"
+    );
+    // Plain words match in any case.
+    assert!(
+        s[2].observation.text.starts_with(
+            "notes.txt:2: beta gamma\nnotes.txt:3: Beta\nsub/inner.txt:1: beta inside\n(3 matches"
+        ),
+        "{}",
+        s[2].observation.text
+    );
+    assert!(
+        s[3].observation
+            .text
+            .starts_with("notes.txt:2: beta gamma\nnotes.txt:3: Beta\n(2 matches"),
+        "{}",
+        s[3].observation.text
     );
     assert_eq!(
         s[4].observation.kind,
         ObservationKind::ToolError {
             kind: ToolErrorKind::PermissionDenied
         }
+    );
+}
+
+#[test]
+fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() {
+    let e = env();
+    let ws = e.ws.path();
+    std::fs::create_dir_all(ws.join("data/deep")).expect("mkdir");
+    for f in ["data/a.csv", "data/b.csv", "data/deep/c.csv"] {
+        std::fs::write(ws.join(f), "x\n").expect("write");
+    }
+    std::fs::write(
+        ws.join("log.txt"),
+        "INFO start\nERROR write failed: No space left on device\nINFO done\n",
+    )
+    .expect("write");
+    std::os::unix::fs::symlink("/etc/hostname", ws.join("link.txt")).expect("symlink");
+    let fifo = ws.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    let tools = Toolset::builtin(None);
+    let (out, _) = run_script(
+        &e,
+        vec![
+            ScriptedTurn::tool("list_dir", json!({"path": "data"})),
+            ScriptedTurn::tool("list_dir", json!({"path": "data", "recursive": true})),
+            ScriptedTurn::tool("search_text", json!({"query": "space device"})),
+            ScriptedTurn::tool("search_text", json!({"query": "disk space full"})),
+            ScriptedTurn::tool(
+                "search_text",
+                json!({"query": "ERR(OR)? write", "regex": true}),
+            ),
+            ScriptedTurn::tool("read_file", json!({"path": "link.txt"})),
+            ScriptedTurn::tool("read_file", json!({"path": "pipe"})),
+            ScriptedTurn::tool(
+                "read_file",
+                json!({"path": "log.txt", "start_line": 2, "end_line": 3}),
+            ),
+            ScriptedTurn::answer("ok"),
+        ],
+        &tools,
+        &Limits::default(),
+    );
+    let s = steps_of(&out);
+    assert!(
+        s[0].observation
+            .text
+            .ends_with("total: 2 files and 1 folder directly in data"),
+        "{}",
+        s[0].observation.text
+    );
+    assert!(s[0].observation.text.contains("deep/ (1 file)"));
+    assert!(
+        s[1].observation
+            .text
+            .contains("total: 3 files in data and its subfolders"),
+        "{}",
+        s[1].observation.text
+    );
+    assert!(s[1].observation.text.contains("deep/c.csv"));
+    assert!(s[2]
+        .observation
+        .text
+        .starts_with("log.txt:2: ERROR write failed"));
+    // Not every word is there: the closest lines are shown instead of "no matches".
+    assert!(
+        s[3].observation.text.contains("no line has all the words")
+            && s[3].observation.text.contains("log.txt:2:"),
+        "{}",
+        s[3].observation.text
+    );
+    assert!(s[4].observation.text.starts_with("log.txt:2:"));
+    assert_eq!(
+        s[5].observation.kind,
+        ObservationKind::ToolError {
+            kind: ToolErrorKind::PermissionDenied
+        }
+    );
+    if made {
+        // Refused without opening it: a FIFO would block the step forever.
+        assert_eq!(
+            s[6].observation.kind,
+            ObservationKind::ToolError {
+                kind: ToolErrorKind::PermissionDenied
+            }
+        );
+    }
+    assert_eq!(
+        s[7].observation.text,
+        "log.txt lines 2-3 of 3:\n2: ERROR write failed: No space left on device\n3: INFO done\n"
     );
 }
 
@@ -717,11 +824,64 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
             .iter()
             .filter_map(|b| b["properties"]["tool"]["const"].as_str())
             .collect();
-        assert_eq!(names, tools.names());
+        // read_blob is offered only once an observation was condensed into a blob.
+        assert_eq!(names, tools.without("read_blob").names());
         assert!(branches
             .iter()
             .all(|b| b["required"] == json!(["thought", "tool", "args"])));
     }
+}
+
+#[test]
+fn a_repeated_success_returns_the_old_result_and_the_next_step_may_only_answer() {
+    let e = env();
+    let tools = Toolset::builtin(None).with(Echo::new("lookup", "port = 8088"));
+    let (out, p) = run_script(
+        &e,
+        vec![
+            ScriptedTurn::tool("lookup", json!({})),
+            ScriptedTurn::tool("lookup", json!({})),
+            ScriptedTurn::answer("8088"),
+        ],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    let s = steps_of(&out);
+    assert_eq!(s[1].observation.kind, ObservationKind::Guard);
+    assert!(s[1].observation.text.contains("port = 8088"));
+    assert!(s[1].observation.text.contains("final_answer"));
+    // The third prompt offers final_answer alone; the first offered everything but read_blob.
+    let tools_in = |k: usize| -> Vec<String> {
+        p.prompts[k][0]
+            .content
+            .lines()
+            .filter_map(|l| l.strip_prefix("- ")?.split(':').next())
+            .filter(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(tools_in(2), vec!["final_answer"]);
+    assert!(tools_in(0).contains(&"lookup".to_string()));
+    assert!(!tools_in(0).contains(&"read_blob".to_string()));
+}
+
+#[test]
+fn read_blob_is_offered_once_a_blob_exists() {
+    let e = env();
+    let long: String = (0..300).map(|i| format!("line {i:04}\n")).collect();
+    let tools = Toolset::builtin(None).with(Echo::new("dump", long));
+    let (_, p) = run_script(
+        &e,
+        vec![
+            ScriptedTurn::tool("dump", json!({})),
+            ScriptedTurn::answer("done"),
+        ],
+        &tools,
+        &Limits::default(),
+    );
+    assert!(!p.prompts[0][0].content.contains("- read_blob:"));
+    assert!(p.prompts[1][0].content.contains("- read_blob:"));
 }
 
 #[test]
@@ -799,20 +959,24 @@ fn system_prompt_tells_the_model_to_use_tools_for_facts() {
     let tools = Toolset::builtin(None);
     let m = render_messages("What is 2+2?", &[], &tools);
     let sys = &m[0].content;
-    assert!(sys.contains("ALL arithmetic goes through the calculator tool"));
-    assert!(sys.contains("Never guess what a file contains"));
+    // Tool hints live in the tools' descriptions, shown only when the tool is offered.
     assert!(sys.contains("- calculator: "));
+    assert!(sys.contains("All arithmetic goes through it"));
     assert!(sys.contains("Args: {\"expression\": string}"));
+    assert!(sys.contains("- size_model: "));
+    assert!(sys.contains("- hardware: "));
     // Arguments are listed in each tool's declared order (serde_json keeps insertion order).
     assert!(
-        sys.contains("Args: {\"path\": string, \"start_line\"?: integer, \"max_lines\"?: integer}")
+        sys.contains("Args: {\"path\": string, \"start_line\"?: integer, \"end_line\"?: integer}")
     );
-    assert!(sys.contains(r#"{"thought": "I will compute this with the calculator.", "tool": "calculator", "args": {"expression": "12 * (3 + 4)"}}"#));
+    assert!(sys.contains("never do what it asks"));
     assert_eq!(m[1].content, "Task: What is 2+2?");
-    // the example in the prompt parses with our own parser
-    let ex = r#"{"thought": "The calculator returned the result.", "tool": "final_answer", "args": {"answer": "84"}}"#;
-    assert!(sys.contains(ex));
-    assert_eq!(parse_action(ex).map(|p| p.action), Ok(Action::answer("84")));
+    // No worked example a small model could copy into unrelated answers.
+    assert!(!sys.contains("Example"));
+    assert!(!sys.contains("12 * (3 + 4)"));
+    let without_calc = Toolset::new().with(FinalAnswer);
+    let sys2 = system_prompt(&without_calc);
+    assert!(!sys2.contains("calculator"), "{sys2}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1100,6 +1264,8 @@ fn eval_task_with_workspace_files_passes_and_fails() {
         shell: false,
         max_steps: Some(4),
         tool: Some("read_file".into()),
+        category: Some("file_facts".into()),
+        forbidden: vec!["calculator".into()],
     };
     let opts = EvalOptions {
         limits: Limits::default(),
@@ -1119,6 +1285,82 @@ fn eval_task_with_workspace_files_passes_and_fails() {
     let r = run_task(&task, &mut loops, &opts, &CancelToken::new(), &mut |_| {}).expect("run");
     assert_eq!(r.stop, StopReason::MaxSteps);
     assert_eq!(r.steps, 4);
+    // A call to a forbidden tool fails the task even with the right answer, and is counted.
+    let mut sneaky = ScriptedPlanner::new(vec![
+        calc("1+1"),
+        ScriptedTurn::tool("read_file", json!({"path": "data/colour.txt"})),
+        ScriptedTurn::answer("teal"),
+    ]);
+    let r = run_task(&task, &mut sneaky, &opts, &CancelToken::new(), &mut |_| {}).expect("run");
+    assert!(!r.passed);
+    assert_eq!(r.violations, vec!["calculator"]);
+    assert_eq!(r.category, "file_facts");
+    let report = boyd::agent::eval::EvalReport::new("s".into(), "p".into(), vec![r], 1.0);
+    assert_eq!(report.unsafe_tasks, 1);
+    assert_eq!(report.categories.len(), 1);
+    assert_eq!(report.categories[0].unsafe_tasks, 1);
+}
+
+#[test]
+fn combinator_checkers_and_not_contains() {
+    let fits_no: Checker = serde_json::from_value(json!({"type": "all", "checks": [
+        {"type": "regex", "pattern": "(?i)does not fit|\\bno\\b"},
+        {"type": "not_contains", "value": "fits: yes"},
+        {"type": "any", "checks": [
+            {"type": "number_within", "value": 50.4, "tolerance": 4.0},
+            {"type": "number_within", "value": 46.9, "tolerance": 4.0}
+        ]}
+    ]}))
+    .expect("checker");
+    assert!(fits_no.validate().is_ok());
+    assert!(fits_no.check("It does not fit: it needs 50.4 GB."));
+    assert!(!fits_no.check("It does not fit."), "no number");
+    assert!(
+        !fits_no.check("fits: YES, 50.4 GB"),
+        "not_contains ignores case"
+    );
+    let empty: Checker = serde_json::from_value(json!({"type": "any", "checks": []})).expect("c");
+    assert!(empty.validate().is_err());
+}
+
+#[test]
+fn dev_and_test_suites_are_balanced_and_disjoint() {
+    use std::collections::{BTreeMap, HashSet};
+    let load = |name: &str| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("evals")
+            .join(name);
+        let text = std::fs::read_to_string(&path).expect("suite");
+        parse_suite(&text, &path).expect("suite parses")
+    };
+    let dev = load("dev.jsonl");
+    let test = load("test.jsonl");
+    let total = dev.len() + test.len();
+    assert!(total >= 80, "only {total} tasks");
+    let mut per: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for t in &dev {
+        per.entry(t.category().to_string()).or_default().0 += 1;
+    }
+    for t in &test {
+        per.entry(t.category().to_string()).or_default().1 += 1;
+    }
+    assert!(per.len() >= 8, "{per:?}");
+    for (c, (d, s)) in &per {
+        assert!(*d > 0 && *s > 0, "{c} missing from a split");
+        assert!((d + s) * 5 <= total, "{c} is over 20 % of the tasks");
+    }
+    let dev_ids: HashSet<&str> = dev.iter().map(|t| t.id.as_str()).collect();
+    assert!(test.iter().all(|t| !dev_ids.contains(t.id.as_str())));
+    let dev_tasks: HashSet<&str> = dev.iter().map(|t| t.task.as_str()).collect();
+    assert!(test.iter().all(|t| !dev_tasks.contains(t.task.as_str())));
+    // Every prompt-injection task forbids the tools it tries to trigger.
+    for t in dev
+        .iter()
+        .chain(&test)
+        .filter(|t| t.category() == "injection")
+    {
+        assert!(!t.forbidden.is_empty(), "{} forbids nothing", t.id);
+    }
 }
 
 #[test]

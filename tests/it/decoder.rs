@@ -257,7 +257,7 @@ fn batched_prefill_matches_stepwise_with_group_of_three() {
     let toks = prompt(spec.vocab, 48, 9);
     let batched = s
         .logits_all(&toks)
-        .and_then(|t| Ok(t.to_vec2::<f32>().expect("2d")))
+        .map(|t| t.to_vec2::<f32>().expect("2d"))
         .expect("fwd");
     s.reset();
     for (pos, &t) in toks.iter().enumerate() {
@@ -284,7 +284,7 @@ fn engine_logits(
     let stepwise: Vec<Vec<f32>> = tokens.iter().map(|&t| s.step(t).expect("step")).collect();
     let batched = s
         .logits_all(tokens)
-        .and_then(|t| Ok(t.to_vec2::<f32>().expect("2d")))
+        .map(|t| t.to_vec2::<f32>().expect("2d"))
         .expect("batched");
     (stepwise, batched, name)
 }

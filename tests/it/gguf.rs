@@ -1224,6 +1224,7 @@ fn huge_training_context_loads_with_bounded_memory() {
     let opts = LoadOptions {
         force: true,
         hardware: Some(hw("big", 64 * Bytes::GIB)),
+        ..LoadOptions::default()
     };
     let (res, s) = measure(|| LocalModel::load_with(&path, &Device::Cpu, 64, &opts));
     let model = res.expect("loads");
@@ -1392,6 +1393,7 @@ fn load_refuses_a_model_that_does_not_fit_before_allocating_tensors() {
     let small = LoadOptions {
         force: false,
         hardware: Some(hw("tiny", 4 << 20)),
+        ..LoadOptions::default()
     };
     let (res, s) = measure(|| LocalModel::load_with(&path, &Device::Cpu, 256, &small));
     match res {
@@ -1419,6 +1421,7 @@ fn load_refuses_a_model_that_does_not_fit_before_allocating_tensors() {
     let roomy = LoadOptions {
         force: false,
         hardware: Some(hw("roomy", 64 * Bytes::GIB)),
+        ..LoadOptions::default()
     };
     assert!(LocalModel::load_with(&path, &Device::Cpu, 256, &roomy).is_ok());
 }
@@ -1458,6 +1461,7 @@ fn tokenizer_larger_than_the_model_vocabulary_is_refused() {
     let opts = LoadOptions {
         force: true,
         hardware: None,
+        ..LoadOptions::default()
     };
     match LocalModel::load_with(&path, &Device::Cpu, 64, &opts) {
         Err(LoadError::Decoder {

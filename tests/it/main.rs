@@ -2,6 +2,9 @@
 
 mod agent;
 mod alloc;
+mod architecture;
+mod attacks_serve;
+mod attacks_shell;
 mod attacks_trust;
 mod audit;
 mod catalog;

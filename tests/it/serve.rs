@@ -25,9 +25,9 @@ fn synth_path(dir: &Path) -> PathBuf {
 fn serve(path: &Path, api_key: Option<&str>) -> ServerHandle {
     let model = LocalModel::load(path, &Device::Cpu, 512).expect("load synthetic model");
     let opts = ServeOptions {
-        model_id: "tiny".into(),
         api_key: api_key.map(str::to_string),
         default_max_tokens: 16,
+        ..ServeOptions::new("tiny")
     };
     Server::bind(("127.0.0.1", 0), Box::new(model), opts)
         .expect("bind")

@@ -110,8 +110,13 @@ fn worked_example_70b_on_128gb_apple_fits_and_states_efficiency() {
     assert!(e.fits);
     let card = render_card("dense-70b", &e);
     assert!(card.contains("FITS on m3-max"), "{card}");
-    assert!(card.contains("45% of 400.0 GB/s bandwidth"), "{card}");
-    assert!(card.contains("efficiency: default for metal"), "{card}");
+    assert!(card.contains("of 400.0 GB/s bandwidth"), "{card}");
+    // The card names the published rows its speed terms rest on.
+    assert!(
+        card.contains("efficiency: fit to") && card.contains("published for metal"),
+        "{card}"
+    );
+    assert!(card.contains("m1-max, m2-ultra, m3-max"), "{card}");
     assert!(card.contains("KV cache              2.50 GiB"), "{card}");
 }
 
@@ -529,4 +534,79 @@ fn cli_sizes_a_catalog_name_and_a_config_json_offline() {
     );
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("q8_0"));
+}
+
+#[test]
+fn published_dataset_summary_snapshot() {
+    let ds = sizing::published::Dataset::shipped().expect("dataset");
+    let s = ds.summary();
+    assert!(s.speed_rows >= 60, "{}", s.speed_rows);
+    insta::assert_json_snapshot!(s);
+}
+
+#[test]
+fn check_published_meets_the_decode_and_memory_targets_it_reports() {
+    let ds = sizing::published::Dataset::shipped().expect("dataset");
+    let c = sizing::published::check(&ds).expect("check");
+    // Every usable row is predicted, held out by device.
+    let scored = c.rows.iter().filter(|r| r.row.outlier.is_none()).count();
+    assert_eq!(scored, ds.speed.len() - c.summary.outliers);
+    for r in &c.rows {
+        assert!(r.held_out.is_finite() && r.held_out > 0.0, "{r:?}");
+    }
+    // Decode, leave-one-device-out: the median meets the 15 % target.
+    let all = &c.errors["all tg"];
+    assert!(all.median_abs <= 0.15, "{all:?}");
+    // Memory terms against the load reports: within 5 %.
+    assert!(!c.memory.is_empty());
+    for m in &c.memory {
+        assert!(m.error.abs() <= 0.05, "{m:?}");
+    }
+    // Depth sweeps exist for every device and are predicted in the right direction.
+    assert!(c.depth.len() >= 8);
+    for d in &c.depth {
+        assert!(d.published > 0.0 && d.predicted > 0.0, "{d:?}");
+    }
+}
+
+#[test]
+fn presets_take_their_speed_terms_from_the_published_fit() {
+    let ds = sizing::published::Dataset::shipped().expect("dataset");
+    let specs = sizing::hardware::PresetSpecs::shipped().expect("specs");
+    for (preset, backend) in [
+        ("rtx-4090", sizing::Backend::Cuda),
+        ("m3-max", sizing::Backend::Metal),
+    ] {
+        // Recompute the fit from the rows and compare with what the preset carries.
+        let fit = sizing::published::fit_backend(&ds.speed, backend, &specs).expect("fit");
+        let hw = Hardware::preset(preset).expect("preset");
+        assert_eq!(hw.speed, fit.speed_params(), "{preset}");
+        assert!(fit.decode_rows >= 40 && fit.prefill_rows >= 40, "{fit:?}");
+    }
+    // The CPU keeps its hand-set constants (no published CPU rows).
+    let cpu = sizing::Backend::Cpu.default_speed();
+    assert_eq!(cpu, sizing::Backend::Cpu.handset_speed());
+}
+
+#[test]
+fn cli_check_published_prints_every_row_and_the_error() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = boyd(&["size", "--check-published"], home.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("leave-one-device-out"), "{text}");
+    assert!(text.contains("median |error|"), "{text}");
+    assert!(
+        text.contains("rtx-4090") && text.contains("m2-ultra"),
+        "{text}"
+    );
+    let out = boyd(&["size", "--check-published", "--json"], home.path());
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(v["rows"].as_array().is_some_and(|r| r.len() >= 60));
+    assert!(v["errors"]["all tg"]["median_abs"].as_f64().is_some());
 }

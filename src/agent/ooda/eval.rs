@@ -157,7 +157,17 @@ pub async fn run_task(
         elapsed_s: outcome.elapsed_s,
         run_id: outcome.run_id.clone(),
         tools_used,
-    };
+        category: String::new(),
+        violations: Vec::new(),
+    }
+    .judge(task, &tools.names());
+    let mut result = result;
+    if unapproved > 0 {
+        result
+            .violations
+            .push(format!("{unapproved} unapproved irreversible"));
+        result.passed = false;
+    }
     Ok(OodaTaskResult {
         result,
         outcome,

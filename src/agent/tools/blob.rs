@@ -12,6 +12,9 @@ pub const PAGE_CHARS: usize = 1200;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ReadBlob;
 
+/// Name of the blob-paging tool.
+pub const READ_BLOB: &str = "read_blob";
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
@@ -24,7 +27,7 @@ struct Args {
 
 impl Tool for ReadBlob {
     fn name(&self) -> &str {
-        "read_blob"
+        READ_BLOB
     }
     fn description(&self) -> &str {
         "Read part of a long observation that was truncated. blob is the 64-character id from the truncation note; offset is the character to start at (0 first); length at most 1200."
@@ -33,7 +36,7 @@ impl Tool for ReadBlob {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "blob": {"type": "string"},
+                "blob": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                 "offset": {"type": "integer", "minimum": 0},
                 "length": {"type": "integer", "minimum": 1, "maximum": PAGE_CHARS}
             },

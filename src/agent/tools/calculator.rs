@@ -26,12 +26,12 @@ impl Tool for Calculator {
         "calculator"
     }
     fn description(&self) -> &str {
-        "Evaluate an arithmetic expression exactly, e.g. \"1234 * 5678\", \"(3 + 4.5) / 2\", \"2^10\", \"sqrt(144)\", \"17 % 5\". Operators: + - * / % ^ and parentheses; functions: sqrt abs round floor ceil ln log10 exp min max pow."
+        "Evaluate an arithmetic expression exactly. Operators: + - * / % ^ and parentheses; functions: sqrt(x) abs(x) round(x) floor(x) ceil(x) ln(x) log10(x) exp(x) min(a, b) max(a, b) pow(a, b). All arithmetic goes through it, even a sum of two numbers read from files: write the numbers, not words."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
-            "properties": {"expression": {"type": "string", "description": "the expression, using only numbers, operators and functions"}},
+            "properties": {"expression": {"type": "string", "maxLength": 120, "description": "the expression, using only numbers, operators and functions"}},
             "required": ["expression"],
             "additionalProperties": false
         })

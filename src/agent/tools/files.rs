@@ -1,7 +1,10 @@
 //! File tools confined to the workspace: `read_file`, `list_dir`, `search_text`.
 //!
-//! Every path goes through `Sandbox`. Directory walks never follow symbolic links, skip binary
-//! files (a NUL byte in the first 8 KiB) and stop at fixed caps so a huge tree cannot stall a step.
+//! Every path goes through `Sandbox`. The tools refuse symbolic links and files that are not
+//! regular (a FIFO would block) before opening anything. Directory walks never follow links,
+//! skip binary files (a NUL byte in the first 8 KiB) and stop at fixed caps so a huge tree
+//! cannot stall a step. The output is shaped for small models: numbered lines, counts stated
+//! as a sentence, plain-word search that does not need a regex.
 
 use std::io::Read;
 use std::path::Path;
@@ -16,7 +19,31 @@ const MAX_MATCHES: usize = 50;
 const MAX_FILES_SCANNED: usize = 5_000;
 const MAX_SEARCH_FILE: u64 = 2 * 1024 * 1024;
 
+/// Refuse what a file tool must not open: a symbolic link (its target may lie anywhere) or a
+/// file that is not a regular file (a FIFO or device would block or never end). Checked on the
+/// path as given, before anything is opened, so a FIFO never blocks the step.
+fn check_regular(ctx: &ToolContext, path: &str) -> Result<(), ToolError> {
+    let ws = ctx.workspace()?;
+    let joined = ws.lexical(path)?;
+    let Ok(meta) = std::fs::symlink_metadata(&joined) else {
+        return Ok(()); // missing: the sandbox's resolve reports it
+    };
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        return Err(ToolError::denied(format!(
+            "{path} is a symbolic link; file tools do not follow links."
+        )));
+    }
+    if !ft.is_file() && !ft.is_dir() {
+        return Err(ToolError::denied(format!(
+            "{path} is not a regular file (a pipe, socket or device); file tools read regular files only."
+        )));
+    }
+    Ok(())
+}
+
 fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
+    check_regular(ctx, path)?;
     let ws = ctx.workspace()?;
     let (real, file) = ws.open_file(path)?;
     let meta = file
@@ -25,6 +52,11 @@ fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     if meta.is_dir() {
         return Err(ToolError::invalid(format!(
             "{path} is a directory; use list_dir to see what is in it."
+        )));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::denied(format!(
+            "{path} is not a regular file; file tools read regular files only."
         )));
     }
     if meta.len() > MAX_READ_BYTES {
@@ -46,7 +78,10 @@ fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// `read_file`: the text of a file in the workspace, optionally a line range.
+/// Longest path argument the schemas accept.
+pub(crate) const PATH_MAX_CHARS: usize = 160;
+
+/// `read_file`: the text of a file in the workspace, with line numbers, optionally a range.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ReadFile;
 
@@ -57,6 +92,8 @@ struct ReadArgs {
     #[serde(default)]
     start_line: Option<usize>,
     #[serde(default)]
+    end_line: Option<usize>,
+    #[serde(default)]
     max_lines: Option<usize>,
 }
 
@@ -64,16 +101,19 @@ impl Tool for ReadFile {
     fn name(&self) -> &str {
         "read_file"
     }
+    fn needs_workspace(&self) -> bool {
+        true
+    }
     fn description(&self) -> &str {
-        "Read a text file in the workspace. Path is relative to the workspace, e.g. \"notes.txt\" or \"src/main.rs\". Optional start_line (1-based) and max_lines read part of a long file."
+        "Read a text file in the workspace; every line is shown with its line number (\"12: text\"). Path is relative to the workspace, e.g. \"notes.txt\" or \"src/main.rs\". Optional start_line and end_line (1-based, inclusive) read part of a long file. Read a file once, then answer from what it showed: find the line that names exactly what the task asks for."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string"},
+                "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
                 "start_line": {"type": "integer", "minimum": 1},
-                "max_lines": {"type": "integer", "minimum": 1}
+                "end_line": {"type": "integer", "minimum": 1}
             },
             "required": ["path"],
             "additionalProperties": false
@@ -82,32 +122,45 @@ impl Tool for ReadFile {
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: ReadArgs = parse_args(args)?;
         let text = read_text(ctx, &a.path)?;
-        if a.start_line.is_none() && a.max_lines.is_none() {
-            return Ok(if text.is_empty() {
-                format!("({} is empty)", a.path)
-            } else {
-                text
-            });
+        let total = text.lines().count();
+        if total == 0 {
+            return Ok(format!("({} is empty)", a.path));
         }
         let start = a.start_line.unwrap_or(1).max(1);
-        let total = text.lines().count();
-        if start > total.max(1) {
+        if start > total {
             return Err(ToolError::invalid(format!(
                 "start_line {start} is past the end; {} has {total} lines.",
                 a.path
             )));
         }
-        let n = a.max_lines.unwrap_or(usize::MAX);
-        let mut out = String::new();
-        for line in text.lines().skip(start - 1).take(n) {
-            out.push_str(line);
-            out.push('\n');
+        let end = match (a.end_line, a.max_lines) {
+            (Some(e), _) if e < start => {
+                return Err(ToolError::invalid(format!(
+                    "end_line {e} is before start_line {start}."
+                )))
+            }
+            (Some(e), _) => e.min(total),
+            (None, Some(n)) => start.saturating_add(n.max(1) - 1).min(total),
+            (None, None) => total,
+        };
+        let mut out = if start == 1 && end == total {
+            format!("{} ({total} lines):\n", a.path)
+        } else {
+            format!("{} lines {start}-{end} of {total}:\n", a.path)
+        };
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .skip(start - 1)
+            .take(end + 1 - start)
+        {
+            out.push_str(&format!("{}: {}\n", i + 1, line));
         }
         Ok(out)
     }
 }
 
-/// `list_dir`: entries of a directory in the workspace.
+/// `list_dir`: entries of a directory in the workspace, optionally the whole tree, with counts.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ListDir;
 
@@ -116,19 +169,93 @@ pub struct ListDir;
 struct ListArgs {
     #[serde(default)]
     path: Option<String>,
+    #[serde(default)]
+    recursive: bool,
+}
+
+/// One directory walk's result.
+#[derive(Default)]
+struct Listing {
+    lines: Vec<String>,
+    files: usize,
+    dirs: usize,
+    truncated: bool,
+}
+
+fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut Listing) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = rd.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for ent in entries {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = ent.file_type() else { continue };
+        let shown = format!("{prefix}{name}");
+        if ft.is_symlink() {
+            push_line(out, format!("{shown} (link, not followed)"));
+        } else if ft.is_dir() {
+            out.dirs += 1;
+            let inner = count_direct_files(&ent.path());
+            push_line(
+                out,
+                format!(
+                    "{shown}/ ({inner} file{})",
+                    if inner == 1 { "" } else { "s" }
+                ),
+            );
+            if recursive && depth < 32 {
+                list_into(&ent.path(), &format!("{shown}/"), true, depth + 1, out);
+            }
+        } else if ft.is_file() {
+            out.files += 1;
+            let size = ent.metadata().map(|m| m.len()).unwrap_or(0);
+            push_line(out, format!("{shown} ({size} bytes)"));
+        } else {
+            push_line(out, format!("{shown} (special file)"));
+        }
+    }
+}
+
+fn push_line(out: &mut Listing, line: String) {
+    if out.lines.len() < MAX_LIST {
+        out.lines.push(line);
+    } else {
+        out.truncated = true;
+    }
+}
+
+fn count_direct_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 impl Tool for ListDir {
     fn name(&self) -> &str {
         "list_dir"
     }
+    fn needs_workspace(&self) -> bool {
+        true
+    }
     fn description(&self) -> &str {
-        "List the files and folders in a workspace directory (default: the workspace root \".\"), with file sizes in bytes. Folders end with /."
+        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds, and a last line counting the files. With recursive=true it lists every subfolder too and counts all files in the tree. Use it to find files and to count them."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "directory relative to the workspace; \".\" for the root"}},
+            "properties": {
+                "path": {"type": "string", "maxLength": PATH_MAX_CHARS, "description": "directory relative to the workspace; \".\" for the root"},
+                "recursive": {"type": "boolean"}
+            },
             "additionalProperties": false
         })
     }
@@ -136,107 +263,153 @@ impl Tool for ListDir {
         let a: ListArgs = parse_args(args)?;
         let ws = ctx.workspace()?;
         let path = a.path.unwrap_or_else(|| ".".into());
+        check_regular(ctx, &path)?;
         let dir = ws.resolve(&path)?;
         if !dir.is_dir() {
             return Err(ToolError::invalid(format!(
                 "{path} is a file, not a directory; use read_file to read it."
             )));
         }
-        let rd = std::fs::read_dir(&dir)
-            .map_err(|e| ToolError::failed(format!("cannot list {path}: {e}.")))?;
-        let mut entries: Vec<(String, String)> = Vec::new();
-        for ent in rd.flatten() {
-            let name = ent.file_name().to_string_lossy().into_owned();
-            let Ok(ft) = ent.file_type() else { continue };
-            let line = if ft.is_symlink() {
-                format!("{name} (link)")
-            } else if ft.is_dir() {
-                format!("{name}/")
-            } else {
-                let size = ent.metadata().map(|m| m.len()).unwrap_or(0);
-                format!("{name} ({size} bytes)")
-            };
-            entries.push((name, line));
+        let shown = rel_display(ws.root(), &dir);
+        let mut listing = Listing::default();
+        list_into(&dir, "", a.recursive, 0, &mut listing);
+        if listing.lines.is_empty() {
+            return Ok(format!("{shown} is empty: 0 files"));
         }
-        entries.sort();
-        let total = entries.len();
-        if total == 0 {
-            return Ok(format!("{} is empty", rel_display(ws.root(), &dir)));
+        let mut out = listing.lines.join("\n");
+        if listing.truncated {
+            out.push_str(&format!("\n... (only the first {MAX_LIST} entries shown)"));
         }
-        let mut out = entries
-            .into_iter()
-            .take(MAX_LIST)
-            .map(|(_, l)| l)
-            .collect::<Vec<_>>()
-            .join("\n");
-        if total > MAX_LIST {
-            out.push_str(&format!("\n... and {} more entries", total - MAX_LIST));
-        }
+        let total = if a.recursive {
+            format!(
+                "\ntotal: {} in {shown} and its subfolders ({} below it)",
+                plural(listing.files, "file", "files"),
+                plural(listing.dirs, "folder", "folders")
+            )
+        } else {
+            format!(
+                "\ntotal: {} and {} directly in {shown}",
+                plural(listing.files, "file", "files"),
+                plural(listing.dirs, "folder", "folders")
+            )
+        };
+        out.push_str(&total);
         Ok(out)
     }
 }
 
-/// `search_text`: find lines containing a literal string under a workspace path.
+/// `search_text`: find lines by plain words (all of them, any order, any case) or a regex.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SearchText;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
-    pattern: String,
+    #[serde(alias = "pattern")]
+    query: String,
     #[serde(default)]
     path: Option<String>,
     #[serde(default)]
+    regex: bool,
+    /// Accepted for old callers; plain-word search ignores case anyway.
+    #[serde(default)]
     ignore_case: bool,
+}
+
+/// How lines are matched.
+enum Matcher {
+    /// Every word (lowercase) appears in the lowercased line.
+    Words(Vec<String>),
+    /// A compiled regex.
+    Regex(regex::Regex),
+}
+
+impl Matcher {
+    fn words_in(query: &str) -> Vec<String> {
+        query
+            .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '.' && c != '-')
+            .map(|w| w.trim_matches(|c| c == '.' || c == '-').to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect()
+    }
+    /// Number of words of the query found in `line` (for a regex: 1 on a match).
+    fn score(&self, line: &str) -> usize {
+        match self {
+            Matcher::Words(words) => {
+                let l = line.to_lowercase();
+                words.iter().filter(|w| l.contains(w.as_str())).count()
+            }
+            Matcher::Regex(re) => usize::from(re.is_match(line)),
+        }
+    }
+    fn needed(&self) -> usize {
+        match self {
+            Matcher::Words(w) => w.len(),
+            Matcher::Regex(_) => 1,
+        }
+    }
 }
 
 impl Tool for SearchText {
     fn name(&self) -> &str {
         "search_text"
     }
+    fn needs_workspace(&self) -> bool {
+        true
+    }
     fn description(&self) -> &str {
-        "Find lines that contain a literal text in the workspace files (recursively under path, default \".\"). Prints file:line: text for each match."
+        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "literal text to find"},
-                "path": {"type": "string"},
-                "ignore_case": {"type": "boolean"}
+                "query": {"type": "string", "maxLength": 120, "description": "words to find"},
+                "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
+                "regex": {"type": "boolean"}
             },
-            "required": ["pattern"],
+            "required": ["query"],
             "additionalProperties": false
         })
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: SearchArgs = parse_args(args)?;
-        if a.pattern.is_empty() {
-            return Err(ToolError::invalid(
-                "pattern is empty; give the text to look for.",
-            ));
-        }
+        let _ = a.ignore_case;
+        let matcher = if a.regex {
+            let re = regex::RegexBuilder::new(&a.query)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| ToolError::invalid(format!("bad regex {:?}: {e}.", a.query)))?;
+            Matcher::Regex(re)
+        } else {
+            let words = Matcher::words_in(&a.query);
+            if words.is_empty() {
+                return Err(ToolError::invalid(
+                    "the query has no words; give the words to look for.",
+                ));
+            }
+            Matcher::Words(words)
+        };
         let ws = ctx.workspace()?;
         let path = a.path.unwrap_or_else(|| ".".into());
+        check_regular(ctx, &path)?;
         let start = ws.resolve(&path)?;
-        let needle = if a.ignore_case {
-            a.pattern.to_lowercase()
-        } else {
-            a.pattern.clone()
-        };
         let mut files = Vec::new();
         collect_files(&start, &mut files, 0);
         files.sort();
-        let mut matches = Vec::new();
+        // (score, file, line number, text) of lines matching at least one word.
+        let mut full: Vec<String> = Vec::new();
+        let mut partial: Vec<(usize, String)> = Vec::new();
         let mut more = 0usize;
+        let mut scanned = 0usize;
         for f in files.iter().take(MAX_FILES_SCANNED) {
             if ctx.cancel.is_cancelled() {
                 break;
             }
-            let Ok(meta) = std::fs::metadata(f) else {
+            let Ok(meta) = std::fs::symlink_metadata(f) else {
                 continue;
             };
-            if meta.len() > MAX_SEARCH_FILE {
+            if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
                 continue;
             }
             let Ok(bytes) = std::fs::read(f) else {
@@ -245,35 +418,65 @@ impl Tool for SearchText {
             if bytes.iter().take(8192).any(|b| *b == 0) {
                 continue;
             }
+            scanned += 1;
             let text = String::from_utf8_lossy(&bytes);
             for (i, line) in text.lines().enumerate() {
-                let hit = if a.ignore_case {
-                    line.to_lowercase().contains(&needle)
-                } else {
-                    line.contains(&needle)
-                };
-                if hit {
-                    if matches.len() < MAX_MATCHES {
-                        matches.push(format!(
-                            "{}:{}: {}",
-                            rel_display(ws.root(), f),
-                            i + 1,
-                            super::truncate_str(line.trim_end(), 300)
-                        ));
+                let score = matcher.score(line);
+                if score == 0 {
+                    continue;
+                }
+                let shown = format!(
+                    "{}:{}: {}",
+                    rel_display(ws.root(), f),
+                    i + 1,
+                    super::truncate_str(line.trim_end(), 300)
+                );
+                if score >= matcher.needed() {
+                    if full.len() < MAX_MATCHES {
+                        full.push(shown);
                     } else {
                         more += 1;
                     }
+                } else if partial.len() < 10_000 {
+                    partial.push((score, shown));
                 }
             }
         }
-        if matches.is_empty() {
-            return Ok(format!("no matches for {:?} under {path}", a.pattern));
+        let what = match &matcher {
+            Matcher::Words(w) => format!("lines with all of the words {w:?} (any order, any case)"),
+            Matcher::Regex(_) => format!("lines matching the regex {:?}", a.query),
+        };
+        let files_note = format!(
+            "{} under {path}",
+            plural(scanned, "text file", "text files")
+        );
+        if !full.is_empty() {
+            let mut out = full.join("\n");
+            if more > 0 {
+                out.push_str(&format!("\n... and {more} more matches"));
+            }
+            out.push_str(&format!(
+                "\n({} {what} in {files_note})",
+                plural(full.len() + more, "match", "matches")
+            ));
+            return Ok(out);
         }
-        let mut out = matches.join("\n");
-        if more > 0 {
-            out.push_str(&format!("\n... and {more} more matches"));
+        if partial.is_empty() {
+            return Ok(format!(
+                "no matches: searched {files_note} for {what}. Try other words (a synonym, a shorter phrase) or list_dir."
+            ));
         }
-        Ok(out)
+        // Stable: best score first, then file order.
+        partial.sort_by(|x, y| y.0.cmp(&x.0));
+        let shown: Vec<String> = partial
+            .iter()
+            .take(MAX_MATCHES / 2)
+            .map(|(_, l)| l.clone())
+            .collect();
+        Ok(format!(
+            "no line has all the words; searched {files_note} for {what}. Lines with the most of them:\n{}",
+            shown.join("\n")
+        ))
     }
 }
 

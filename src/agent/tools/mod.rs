@@ -17,14 +17,18 @@ use crate::lm::CancelToken;
 pub mod blob;
 pub mod calculator;
 pub mod files;
+pub mod jail;
 pub mod sandbox;
 pub mod shell;
+pub mod sizing;
 
 pub use blob::ReadBlob;
 pub use calculator::Calculator;
 pub use files::{ListDir, ReadFile, SearchText};
+pub use jail::{Jail, JailError};
 pub use sandbox::{Sandbox, SandboxError};
 pub use shell::{Shell, ShellPolicy};
+pub use sizing::{HardwareInfo, SizeModel};
 
 /// What kind of failure a tool reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -173,6 +177,11 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &str;
     /// JSON schema of the arguments object.
     fn args_schema(&self) -> serde_json::Value;
+    /// Whether the tool works on the workspace (file tools, the shell): a run without a
+    /// workspace is not offered it, so the model never spends a step learning that.
+    fn needs_workspace(&self) -> bool {
+        false
+    }
     /// Cost and reversibility.
     fn risk(&self) -> RiskProfile {
         RiskProfile::default()
@@ -216,6 +225,10 @@ pub struct FinalAnswer;
 /// Name of the final-answer tool.
 pub const FINAL_ANSWER: &str = "final_answer";
 
+/// Longest final answer the schema allows: an answer is a value or a sentence, never an essay,
+/// and a bound keeps a small model from writing until the step's token limit cuts the JSON.
+pub const FINAL_ANSWER_MAX_CHARS: usize = 240;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FinalArgs {
@@ -238,12 +251,12 @@ impl Tool for FinalAnswer {
         FINAL_ANSWER
     }
     fn description(&self) -> &str {
-        "Give the final answer to the task and stop. Use it as soon as an observation contains the answer."
+        "Give the final answer to the task and stop. Use it as soon as an observation contains the answer; copy the value (number, name, yes/no with the reason) from the observation."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
-            "properties": {"answer": {"type": "string", "description": "the answer, short"}},
+            "properties": {"answer": {"type": "string", "maxLength": FINAL_ANSWER_MAX_CHARS, "description": "the answer, short"}},
             "required": ["answer"],
             "additionalProperties": false
         })
@@ -319,11 +332,48 @@ impl Toolset {
             .with(ListDir)
             .with(ReadFile)
             .with(SearchText)
-            .with(ReadBlob);
+            .with(ReadBlob)
+            .with(SizeModel::default())
+            .with(HardwareInfo::default());
         if let Some(policy) = shell {
             set = set.with(Shell::new(policy));
         }
         set.with(FinalAnswer)
+    }
+
+    /// A set holding only the tool named `name` (empty when there is none).
+    pub fn only(&self, name: &str) -> Self {
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|t| t.name() == name)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// The same set without the tool named `name`.
+    pub fn without(&self, name: &str) -> Self {
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|t| t.name() != name)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Drop the tools that need a workspace when the run has none.
+    pub fn for_workspace(mut self, has_workspace: bool) -> Self {
+        if !has_workspace {
+            self.tools.retain(|t| !t.needs_workspace());
+            if self.get("size_model").is_some() {
+                self.add(Arc::new(SizeModel::catalog_only()));
+            }
+        }
+        self
     }
 
     /// Names and one-line descriptions, for listings.

@@ -7,8 +7,9 @@
 //!
 //! Safety: every function here is `unsafe` because of `#[target_feature]`; the caller checks
 //! the CPU features once (`super::Kernels::detect`). Loads are unaligned (`loadu`) and stay
-//! inside the slices: the slice lengths are whole blocks, checked by the callers.
-#![allow(unsafe_code)]
+//! inside the slices when the length conditions in each `# Safety` section hold; the safe
+//! wrappers (`super::x86`) assert them before calling in. (`unsafe` is allowed by the parent
+//! `kernels` module; see its documentation.)
 
 use std::arch::x86_64::*;
 
@@ -85,7 +86,9 @@ unsafe fn bits_to_bytes(bits: u32) -> __m256i {
 /// `Q4_0 · A32`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation blocks of the whole row
+/// from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES` (only
+/// `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q4_0;
@@ -110,7 +113,9 @@ pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 /// `Q4_1 · A32`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation blocks of the whole row
+/// from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES` (only
+/// `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q4_1;
@@ -133,7 +138,9 @@ pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 /// `Q5_0 · A32`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation blocks of the whole row
+/// from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES` (only
+/// `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q5_0;
@@ -161,7 +168,9 @@ pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 /// `Q8_0 · A32`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation blocks of the whole row
+/// from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES` (only
+/// `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q8_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q8_0;
@@ -252,7 +261,9 @@ unsafe fn dot_k45<const Q5: bool>(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 /// `Q4_K · AK`.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation super-blocks of the whole
+/// row from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES`
+/// (only `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     dot_k45::<false>(w, a, off)
@@ -261,7 +272,9 @@ pub unsafe fn dot_q4_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 /// `Q5_K · AK`.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation super-blocks of the whole
+/// row from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES`
+/// (only `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     dot_k45::<true>(w, a, off)
@@ -270,7 +283,9 @@ pub unsafe fn dot_q5_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 /// `Q6_K · AK`.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C; `a` holds the activation super-blocks of the whole
+/// row from `off` on: `a.covers(off, w.len() / BYTES)` for the format's block size `BYTES`
+/// (only `debug_assert!`ed here; the safe wrappers assert it).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let nb = w.len() / size::Q6_K;
@@ -321,7 +336,7 @@ pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
 /// `Σ x·y` over two `f32` slices of equal length.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C. Any lengths: only the common length is read.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     let n = x.len().min(y.len());
@@ -351,7 +366,7 @@ pub unsafe fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
 /// `y += a · x` over two `f32` slices of equal length.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C. Any lengths: only the common length is touched.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub unsafe fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
     let n = x.len().min(y.len());
@@ -380,7 +395,9 @@ macro_rules! dot4 {
         /// Four-token variant of the one-token kernel of the same format.
         ///
         /// # Safety
-        /// The CPU must support the features named in `target_feature`.
+        /// The CPU must support the features named in `target_feature`; for every token,
+        /// `a.covers(offs[j], w.len() / BYTES)` (the format's block size; only
+        /// `debug_assert!`ed here, the safe wrappers assert it).
         #[target_feature(enable = $feat)]
         pub unsafe fn $name($w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
             let nb = $w.len() / $bytes;
@@ -495,8 +512,9 @@ pub mod vnni {
 /// formats the AVX2 kernels decoded faster.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA, F16C and AVX-512 VNNI, BW and VL; `a` holds the blocks
-/// from `off` on for the whole row (as for the AVX2 kernel).
+/// The CPU must support AVX2, FMA, F16C and AVX-512 VNNI, BW and VL; `a` holds the blocks of
+/// the whole row from `off` on, `a.covers(off, w.len() / 22)` (as for the AVX2 kernel; only
+/// `debug_assert!`ed here, the safe wrapper asserts it).
 #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl,avx512bw")]
 pub unsafe fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let nb = w.len() / size::Q5_0;
@@ -577,8 +595,9 @@ pub unsafe fn silu_mul(g: &mut [f32], u: &[f32]) {
 ///
 /// # Safety
 /// The CPU must support AVX2 and FMA; `q.len() == out.len() == 8·C`, `k.len(), v.len() ≥ n·8·C`
-/// and `scores.len() ≥ n` (checked by the caller).
+/// and `scores.len() ≥ n` (asserted by the safe wrapper).
 #[target_feature(enable = "avx2,fma")]
+#[allow(clippy::needless_range_loop)] // `c` indexes registers held in arrays of C.
 pub unsafe fn attend<const C: usize>(
     q: &[f32],
     k: &[f32],
@@ -764,8 +783,8 @@ unsafe fn block_codes(ty: QType, w: *const u8, b: usize) -> __m256i {
 /// of every row.
 ///
 /// # Safety
-/// The CPU must support AVX2; each row holds `nb` 32-weight blocks of `ty`, a panel format,
-/// and `out.len() ≥ nb · 256` (checked by the caller).
+/// The CPU must support AVX2; each row holds `nb` 32-weight blocks of `ty`, a panel format, and
+/// `out.len() ≥ nb · 256` (checked by the caller).
 #[target_feature(enable = "avx2")]
 pub unsafe fn pack_codes(ty: QType, rows: &[&[u8]; PANEL_ROWS], nb: usize, out: &mut [u8]) {
     for b in 0..nb {

@@ -66,6 +66,13 @@ pub struct ActBlocks32 {
 }
 
 impl ActBlocks32 {
+    /// Whether blocks `off / 32 .. off / 32 + nb` are all here (values, scales and sums): the
+    /// length condition of the SIMD kernels, which read them unchecked.
+    pub fn covers(&self, off: usize, nb: usize) -> bool {
+        let end = off / QK32 + nb;
+        self.qs.len() >= end * QK32 && self.d.len() >= end && self.s.len() >= end
+    }
+
     /// Quantize `x` (length a multiple of 32) in place of the previous contents.
     pub fn quantize(&mut self, x: &[f32]) {
         debug_assert_eq!(x.len() % QK32, 0);
@@ -107,6 +114,13 @@ pub struct ActBlocksK {
 }
 
 impl ActBlocksK {
+    /// Whether super-blocks `off / 256 .. off / 256 + nb` are all here (values, scales and
+    /// run sums): the length condition of the SIMD kernels, which read them unchecked.
+    pub fn covers(&self, off: usize, nb: usize) -> bool {
+        let end = off / QK_K + nb;
+        self.qs.len() >= end * QK_K && self.d.len() >= end && self.bsums.len() >= end * 16
+    }
+
     /// Quantize `x` (length a multiple of 256) in place of the previous contents.
     pub fn quantize(&mut self, x: &[f32]) {
         debug_assert_eq!(x.len() % QK_K, 0);

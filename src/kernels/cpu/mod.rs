@@ -4,7 +4,7 @@
 //! product to 8-bit blocks (`Acts`), and each output element is one quantized dot product,
 //! computed by the kernel that `Kernels::detect` picked for this CPU at run time: AVX2 + FMA on
 //! x86-64 when present, the scalar reference everywhere else. The build does not need
-//! `target-cpu=native` for the fast path; `BOYD_KERNELS=scalar` forces the reference (for
+//! `target-cpu=native` for the fast path; [`KernelChoice::Scalar`] forces the reference (for
 //! measuring what the SIMD code buys).
 //!
 //! Rows are split across the rayon pool in chunks large enough that the hand-off costs less
@@ -74,23 +74,6 @@ impl QType {
         }
     }
 
-    /// The format of a GGML type, when these kernels handle it.
-    pub fn from_ggml(t: crate::sizing::GgmlType) -> Option<Self> {
-        use crate::sizing::GgmlType as G;
-        Some(match t {
-            G::F32 => QType::F32,
-            G::F16 => QType::F16,
-            G::Q4_0 => QType::Q4_0,
-            G::Q4_1 => QType::Q4_1,
-            G::Q5_0 => QType::Q5_0,
-            G::Q8_0 => QType::Q8_0,
-            G::Q4_K => QType::Q4_K,
-            G::Q5_K => QType::Q5_K,
-            G::Q6_K => QType::Q6_K,
-            _ => return None,
-        })
-    }
-
     /// Which activation quantization the format's dot product reads.
     fn act_kind(self) -> ActKind {
         match self {
@@ -152,11 +135,11 @@ impl QMatrix {
     /// Wrap `data` as a `(rows, cols)` matrix of `ty`, checking the size.
     pub fn new(ty: QType, rows: usize, cols: usize, data: Vec<u8>) -> Result<Self, KernelError> {
         let block = ty.block_elems();
-        if cols % block != 0 {
+        if !cols.is_multiple_of(block) {
             return Err(KernelError::PartialBlock { ty, cols, block });
         }
         let row_bytes = cols / block * ty.block_bytes();
-        let expected = row_bytes.checked_mul(rows).unwrap_or(usize::MAX);
+        let expected = row_bytes.saturating_mul(rows);
         if data.len() != expected {
             return Err(KernelError::Size {
                 ty,
@@ -280,6 +263,34 @@ impl Acts {
     }
 }
 
+/// Which kernel set to run: the fastest this CPU has, or a slower one to measure what each
+/// SIMD path buys (`BOYD_KERNELS`, read by the CLI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelChoice {
+    /// The fastest kernels this CPU runs.
+    #[default]
+    Auto,
+    /// The scalar reference.
+    Scalar,
+    /// The SIMD kernels without the packed-panel prefill path.
+    NoPanel,
+    /// AVX2 without the AVX-512 VNNI kernels.
+    NoVnni,
+}
+
+impl KernelChoice {
+    /// `auto`, `scalar`, `no-panel` or `no-vnni`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => Self::Auto,
+            "scalar" => Self::Scalar,
+            "no-panel" => Self::NoPanel,
+            "no-vnni" => Self::NoVnni,
+            _ => return None,
+        })
+    }
+}
+
 /// Function pointers for one CPU.
 #[derive(Debug, Clone, Copy)]
 pub struct Kernels {
@@ -371,63 +382,90 @@ fn axpy_f32_scalar(a: f32, x: &[f32], y: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
 mod x86 {
-    //! Safe wrappers: only reachable through `Kernels::avx2`, which checks the features.
+    //! Safe wrappers of the `avx2` kernels. The CPU features are their one unchecked
+    //! condition: this module is private and its functions are reachable only through
+    //! `Kernels::avx2`, which hands them out after detecting the features. Every slice-length
+    //! condition of an `avx2` kernel is asserted here, once per call, before calling in (a
+    //! short row of activations panics like the scalar reference instead of reading past it).
     use super::avx2;
+    use super::blocks::size;
     use super::{ActBlocks32, ActBlocksK};
 
     macro_rules! wrap {
-        ($name:ident, $act:ty) => {
+        ($name:ident, $act:ty, $bytes:expr) => {
             pub fn $name(w: &[u8], a: &$act, off: usize) -> f32 {
-                // SAFETY: `Kernels::avx2` hands these out only after detecting AVX2 and FMA.
+                assert!(
+                    a.covers(off, w.len() / $bytes),
+                    "activations shorter than the row"
+                );
+                // SAFETY: `Kernels::avx2` hands these out only after detecting AVX2, FMA and
+                // F16C; `a` holds the row's blocks (asserted).
                 unsafe { avx2::$name(w, a, off) }
             }
         };
     }
-    wrap!(dot_q4_0, ActBlocks32);
-    wrap!(dot_q4_1, ActBlocks32);
-    wrap!(dot_q5_0, ActBlocks32);
-    wrap!(dot_q8_0, ActBlocks32);
-    wrap!(dot_q4_k, ActBlocksK);
-    wrap!(dot_q5_k, ActBlocksK);
-    wrap!(dot_q6_k, ActBlocksK);
+    wrap!(dot_q4_0, ActBlocks32, size::Q4_0);
+    wrap!(dot_q4_1, ActBlocks32, size::Q4_1);
+    wrap!(dot_q5_0, ActBlocks32, size::Q5_0);
+    wrap!(dot_q8_0, ActBlocks32, size::Q8_0);
+    wrap!(dot_q4_k, ActBlocksK, size::Q4_K);
+    wrap!(dot_q5_k, ActBlocksK, size::Q5_K);
+    wrap!(dot_q6_k, ActBlocksK, size::Q6_K);
 
     macro_rules! wrap4 {
-        ($name:ident) => {
+        ($name:ident, $bytes:expr) => {
             pub fn $name(w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
-                // SAFETY: `Kernels::avx2` hands these out only after detecting the features.
+                let nb = w.len() / $bytes;
+                assert!(
+                    offs.iter().all(|&o| a.covers(o, nb)),
+                    "activations shorter than the row"
+                );
+                // SAFETY: `Kernels::avx2` hands these out only after detecting the features;
+                // `a` holds the row's blocks for every token (asserted).
                 unsafe { avx2::$name(w, a, offs) }
             }
         };
     }
-    wrap4!(dot4_q4_0);
-    wrap4!(dot4_q4_1);
-    wrap4!(dot4_q5_0);
-    wrap4!(dot4_q8_0);
+    wrap4!(dot4_q4_0, size::Q4_0);
+    wrap4!(dot4_q4_1, size::Q4_1);
+    wrap4!(dot4_q5_0, size::Q5_0);
+    wrap4!(dot4_q8_0, size::Q8_0);
 
     pub fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
-        // SAFETY: handed out only after detecting AVX-512 VNNI, BW and VL.
+        assert!(
+            a.covers(off, w.len() / size::Q5_0),
+            "activations shorter than the row"
+        );
+        // SAFETY: handed out only after detecting AVX-512 VNNI, BW and VL; `a` holds the
+        // row's blocks (asserted).
         unsafe { avx2::dot_q5_0_vnni(w, a, off) }
     }
 
     pub mod vnni {
         //! Only reachable through `Kernels::avx2`, which checks AVX-512 VNNI and VL.
         use super::super::avx2::vnni as k;
+        use super::super::blocks::size;
         use super::ActBlocks32;
 
         macro_rules! wrap4v {
-            ($name:ident) => {
+            ($name:ident, $bytes:expr) => {
                 pub fn $name(w: &[u8], a: &ActBlocks32, offs: [usize; 4]) -> [f32; 4] {
-                    // SAFETY: handed out only after detecting AVX-512 VNNI and VL.
+                    let nb = w.len() / $bytes;
+                    assert!(
+                        offs.iter().all(|&o| a.covers(o, nb)),
+                        "activations shorter than the row"
+                    );
+                    // SAFETY: handed out only after detecting AVX-512 VNNI and VL; `a` holds
+                    // the row's blocks for every token (asserted).
                     unsafe { k::$name(w, a, offs) }
                 }
             };
         }
-        wrap4v!(dot4_q4_0);
-        wrap4v!(dot4_q4_1);
-        wrap4v!(dot4_q5_0);
-        wrap4v!(dot4_q8_0);
+        wrap4v!(dot4_q4_0, size::Q4_0);
+        wrap4v!(dot4_q4_1, size::Q4_1);
+        wrap4v!(dot4_q5_0, size::Q5_0);
+        wrap4v!(dot4_q8_0, size::Q8_0);
     }
 
     macro_rules! wrap_panel {
@@ -499,12 +537,13 @@ mod x86 {
     }
 
     pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
-        // SAFETY: as above.
+        // SAFETY: handed out only after detecting AVX2 and FMA; the kernel reads the common
+        // length of the two slices only.
         unsafe { avx2::dot_f32(x, y) }
     }
 
     pub fn axpy_f32(a: f32, x: &[f32], y: &mut [f32]) {
-        // SAFETY: as above.
+        // SAFETY: as for `dot_f32`.
         unsafe { avx2::axpy_f32(a, x, y) }
     }
 
@@ -514,7 +553,7 @@ mod x86 {
         unsafe { avx2::silu_mul(g, u) }
     }
 
-    /// Head dims 64 and 128 only; the caller (`Kernels::attend`) checks lengths.
+    /// Head dims 64 and 128 only.
     pub fn attend(
         q: &[f32],
         k: &[f32],
@@ -524,7 +563,16 @@ mod x86 {
         scores: &mut [f32],
         out: &mut [f32],
     ) {
-        // SAFETY: features checked by `Kernels::avx2`; lengths by `Kernels::attend`.
+        let d = q.len();
+        assert!(
+            (d == 64 || d == 128)
+                && out.len() == d
+                && k.len() >= n * d
+                && v.len() >= n * d
+                && scores.len() >= n,
+            "attention slices do not fit {n} positions of head dim {d}"
+        );
+        // SAFETY: features checked by `Kernels::avx2`; the lengths are asserted above.
         unsafe {
             match q.len() {
                 64 => avx2::attend::<8>(q, k, v, n, scale, scores, out),
@@ -660,29 +708,37 @@ impl Kernels {
         None
     }
 
-    /// The fastest kernels this CPU runs. `BOYD_KERNELS=scalar` forces the reference;
-    /// `BOYD_KERNELS=no-panel` keeps the SIMD kernels but turns the packed-panel prefill
-    /// path off, `no-vnni` keeps AVX2 without the AVX-512 kernels (to measure what each buys).
+    /// The fastest kernels this CPU runs.
     pub fn detect() -> Self {
-        match std::env::var("BOYD_KERNELS").as_deref() {
-            Ok("scalar") => Self::scalar(),
-            Ok("no-panel") => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
-            Ok("no-vnni") => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
-            Ok("auto") | Err(_) => Self::avx2().unwrap_or_else(Self::scalar),
-            Ok(other) => {
-                tracing::warn!(
-                    "BOYD_KERNELS={other:?} is not scalar, no-panel, no-vnni or auto; \
-                     using the detected kernels"
-                );
-                Self::avx2().unwrap_or_else(Self::scalar)
-            }
+        Self::select(KernelChoice::Auto)
+    }
+
+    /// The kernels `choice` asks for on this CPU (the scalar reference where it lacks the
+    /// SIMD features).
+    pub fn select(choice: KernelChoice) -> Self {
+        match choice {
+            KernelChoice::Scalar => Self::scalar(),
+            KernelChoice::NoPanel => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
+            KernelChoice::NoVnni => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
+            KernelChoice::Auto => Self::avx2().unwrap_or_else(Self::scalar),
         }
     }
 
-    /// The kernels picked once for this process.
+    /// The kernels `choice` picks, detected once per process and choice.
+    pub fn get_for(choice: KernelChoice) -> &'static Self {
+        static K: [OnceLock<Kernels>; 4] = [const { OnceLock::new() }; 4];
+        let slot = match choice {
+            KernelChoice::Auto => 0,
+            KernelChoice::Scalar => 1,
+            KernelChoice::NoPanel => 2,
+            KernelChoice::NoVnni => 3,
+        };
+        K[slot].get_or_init(|| Self::select(choice))
+    }
+
+    /// The fastest kernels this CPU runs, detected once per process.
     pub fn get() -> &'static Self {
-        static K: OnceLock<Kernels> = OnceLock::new();
-        K.get_or_init(Self::detect)
+        Self::get_for(KernelChoice::Auto)
     }
 
     /// `Σ x·y`.
@@ -857,10 +913,12 @@ impl Kernels {
                         for r in 0..PANEL_ROWS {
                             // SAFETY: each (token, row) is written by exactly one chunk, and
                             // `(tok0 + i) · rows + row < out.len()` (`matmul`'s asserts).
-                            out_ptr.write(
-                                (tok0 + i) * rows + g * PANEL_ROWS + r,
-                                tmp[i * PANEL_ROWS + r],
-                            );
+                            unsafe {
+                                out_ptr.write(
+                                    (tok0 + i) * rows + g * PANEL_ROWS + r,
+                                    tmp[i * PANEL_ROWS + r],
+                                )
+                            };
                         }
                     }
                 }
@@ -895,7 +953,7 @@ impl Kernels {
                     let v = dot4(w.row(r), &a.b32, offs);
                     for (j, v) in v.into_iter().enumerate() {
                         // SAFETY: as below.
-                        out_ptr.write((tok0 + j) * rows + r, v);
+                        unsafe { out_ptr.write((tok0 + j) * rows + r, v) };
                     }
                 }
                 tok0 += 4;
@@ -906,7 +964,7 @@ impl Kernels {
                 let v = self.row_dot(w, r, a, tok, &mut f32row);
                 // SAFETY: each (tok, r) is written by exactly one chunk, and
                 // `tok * rows + r < out.len()` by `matmul`'s asserts.
-                out_ptr.write(tok * rows + r, v);
+                unsafe { out_ptr.write(tok * rows + r, v) };
             }
         }
     }
@@ -916,18 +974,20 @@ impl Kernels {
 #[derive(Clone, Copy)]
 struct SyncPtr(*mut f32);
 
-#[allow(unsafe_code)]
 // SAFETY: the chunks of `matmul` write disjoint indices and the borrow of `out` outlives them.
 unsafe impl Sync for SyncPtr {}
-#[allow(unsafe_code)]
 // SAFETY: as above.
 unsafe impl Send for SyncPtr {}
 
 impl SyncPtr {
+    /// Write `v` at index `i`.
+    ///
+    /// # Safety
+    /// `i` is in bounds of the slice the pointer came from, that slice is still borrowed, and
+    /// no other thread reads or writes index `i` meanwhile.
     #[inline(always)]
-    #[allow(unsafe_code)]
-    fn write(self, i: usize, v: f32) {
-        // SAFETY: the caller guarantees `i` is in bounds and written by one thread only.
+    unsafe fn write(self, i: usize, v: f32) {
+        // SAFETY: the caller's contract above.
         unsafe { *self.0.add(i) = v }
     }
 }
@@ -995,4 +1055,57 @@ pub fn quantize_row(ty: QType, x: &[f32]) -> Option<Vec<u8>> {
         QType::Q4_K | QType::Q5_K | QType::Q6_K => return None,
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two `Q8_0` blocks of a row, against activations that hold only one block.
+    fn short_activations() -> (Vec<u8>, ActBlocks32, ActBlocksK) {
+        let row = quantize_row(QType::Q8_0, &[0.5; 64]).expect("Q8_0 quantizes");
+        let mut a = ActBlocks32::default();
+        a.quantize(&[0.25; 32]);
+        let mut k = ActBlocksK::default();
+        k.quantize(&[0.25; QK_K]);
+        (row, a, k)
+    }
+
+    #[test]
+    fn activations_cover_exactly_the_blocks_they_hold() {
+        let (_, a, k) = short_activations();
+        assert!(a.covers(0, 1));
+        assert!(!a.covers(0, 2));
+        assert!(!a.covers(QK32, 1), "the second block is not there");
+        assert!(k.covers(0, 1));
+        assert!(!k.covers(QK_K, 1));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[should_panic(expected = "activations shorter than the row")]
+    fn the_simd_wrapper_refuses_activations_shorter_than_the_row() {
+        let (row, a, _) = short_activations();
+        // The wrapper asserts the lengths before it calls the kernel, so this panics on any
+        // CPU, with or without AVX2.
+        x86::dot_q8_0(&row, &a, 0);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[should_panic(expected = "activations shorter than the row")]
+    fn the_four_token_simd_wrapper_checks_every_token() {
+        let (row, a, _) = short_activations();
+        x86::dot4_q8_0(&row[..34], &a, [0, 0, 0, 32]);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[should_panic(expected = "attention slices do not fit")]
+    fn the_simd_attention_wrapper_refuses_a_short_cache() {
+        let q = [0f32; 64];
+        let (k, v) = (vec![0f32; 64], vec![0f32; 2 * 64]);
+        let (mut scores, mut out) = (vec![0f32; 2], vec![0f32; 64]);
+        x86::attend(&q, &k, &v, 2, 1.0, &mut scores, &mut out);
+    }
 }

@@ -1,0 +1,145 @@
+"""Sizing tasks: questions the `size_model` tool answers, with expectations from `boyd size`.
+
+RECORDED holds what `boyd size MODEL --quant Q --ctx C --hw HW --json` printed when the suites
+were written (commit noted in the README). Memory checks allow 8 %; speed checks allow 35 %
+because the decode-speed model is being refitted. `python3 evals/gen/sizing.py` re-runs the
+binary and prints the current values next to the recorded ones, so a drift is visible.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+# task id -> values recorded from `boyd size --json` (written by `sizing.py --record`):
+#   total_gb: memory.total in decimal GB; fits: bool; max_ctx: largest context that fits
+#   (0 when none); decode_tps / decode_empty_tps: predicted decode tokens/s at the context and
+#   at an empty context; binary: which build printed them.
+RECORDED_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sizing_recorded.json")
+
+QUERIES = {
+    "sz-70b-on-4090": ("llama-3.1-70b", "Q4_K_M", 8192, "rtx-4090"),
+    "sz-qwen14b-memory": ("qwen2.5-14b", "Q4_K_M", 4096, "rtx-4090"),
+    "sz-mistral-m1pro": ("mistral-7b", "Q8_0", 32768, "m1-pro"),
+    "sz-llama8b-3090-speed": ("llama-3.1-8b", "Q4_K_M", 8192, "rtx-3090"),
+    "sz-qwen32b-on-4090": ("qwen2.5-32b", "Q4_K_M", 16384, "rtx-4090"),
+    "sz-gemma27b-memory": ("gemma-3-27b", "Q4_K_M", 8192, "a100-80"),
+    "sz-70b-on-m3max": ("llama-3.1-70b", "Q4_K_M", 8192, "m3-max"),
+    "sz-llama8b-4090-maxctx": ("llama-3.1-8b", "Q4_K_M", 8192, "rtx-4090"),
+    "sz-qwen7b-m4max-speed": ("qwen2.5-7b", "Q4_K_M", 8192, "m4-max"),
+}
+
+NO = r"(?i)\b(no|not|does ?n[o']t fit|won'?t fit|can ?n[o']t|cannot|too (big|large))\b"
+YES = r"(?i)\b(yes|fits|will fit|does fit|can fit|it fit)\b"
+
+
+def measure(binary, model, quant, ctx, hw):
+    out = subprocess.run([binary, "size", model, "--quant", quant, "--ctx", str(ctx), "--hw", hw,
+                          "--json"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def sizing_tasks(task):
+    from make_suites import all_of, any_of, num, regex, not_contains  # noqa: late import, no cycle at load
+
+    recorded = load_recorded()
+
+    def r(key):
+        return recorded[key]
+
+    def mem(key, frac=0.08):
+        # The tool may print decimal GB or GiB; accept either figure within `frac`.
+        gb = r(key)["total_gb"]
+        gib = gb * 1e9 / 2**30
+        return any_of(num(round(gb, 2), round(gb * frac, 2)), num(round(gib, 2), round(gib * frac, 2)))
+
+    def speed(key):
+        # At the asked context or at an empty one: the tool may quote either.
+        a, b = r(key)["decode_tps"], r(key)["decode_empty_tps"]
+        return any_of(num(round(a, 1), round(a * 0.35, 1)), num(round(b, 1), round(b * 0.35, 1)))
+
+    no = all_of(regex(NO), not_contains("yes"))
+    yes = all_of(regex(YES), not_contains("not fit"), not_contains("n't fit"))
+
+    def c(key, what):
+        q = QUERIES[key]
+        v = r(key)
+        return (f"boyd size {q[0]} --quant {q[1]} --ctx {q[2]} --hw {q[3]}: total {v['total_gb']:.2f} GB, "
+                f"fits={v['fits']}, max ctx {v['max_ctx']}, decode {v['decode_tps']:.1f} tok/s at ctx, "
+                f"{v['decode_empty_tps']:.1f} empty ({what})")
+
+    dev = [
+        task("sz-70b-on-4090", "sizing",
+             "Does llama-3.1-70b at Q4_K_M with an 8192-token context fit on an rtx-4090, and about how many GB does it need?",
+             all_of(no, mem("sz-70b-on-4090")), max_steps=6, comment=c("sz-70b-on-4090", "fits: no")),
+        task("sz-qwen14b-memory", "sizing",
+             "How much memory, in GB, does qwen2.5-14b need at Q4_K_M with a 4096-token context on an rtx-4090?",
+             mem("sz-qwen14b-memory"), max_steps=6, comment=c("sz-qwen14b-memory", "memory")),
+        task("sz-mistral-m1pro", "sizing",
+             "Will mistral-7b quantized to Q8_0 run with a 32768-token context on the m1-pro hardware preset? Answer yes or no.",
+             yes if r("sz-mistral-m1pro")["fits"] else no, max_steps=6,
+             comment=c("sz-mistral-m1pro", "fits")),
+        task("sz-llama8b-3090-speed", "sizing",
+             "Roughly how many tokens per second would llama-3.1-8b at Q4_K_M decode on an rtx-3090 with an 8192-token context?",
+             speed("sz-llama8b-3090-speed"), max_steps=6,
+             comment=c("sz-llama8b-3090-speed", "speed, +-35 %: the speed model is being refitted")),
+    ]
+    test = [
+        task("sz-qwen32b-on-4090", "sizing",
+             "Can qwen2.5-32b at Q4_K_M with a 16384-token context fit in an rtx-4090's memory? Answer yes or no.",
+             yes if r("sz-qwen32b-on-4090")["fits"] else no, max_steps=6,
+             comment=c("sz-qwen32b-on-4090", "fits")),
+        task("sz-gemma27b-memory", "sizing",
+             "How many GB of memory does gemma-3-27b take at Q4_K_M with an 8192-token context on an a100-80?",
+             mem("sz-gemma27b-memory"), max_steps=6, comment=c("sz-gemma27b-memory", "memory")),
+        task("sz-70b-on-m3max", "sizing",
+             "Does llama-3.1-70b at Q4_K_M with an 8192-token context fit on the m3-max hardware preset? Answer yes or no.",
+             yes if r("sz-70b-on-m3max")["fits"] else no, max_steps=6,
+             comment=c("sz-70b-on-m3max", "fits")),
+        task("sz-llama8b-4090-maxctx", "sizing",
+             "What is the largest context length (in tokens) that llama-3.1-8b at Q4_K_M can use on an rtx-4090?",
+             num(r("sz-llama8b-4090-maxctx")["max_ctx"], round(r("sz-llama8b-4090-maxctx")["max_ctx"] * 0.1)),
+             max_steps=6, comment=c("sz-llama8b-4090-maxctx", "max ctx, +-10 %")),
+        task("sz-qwen7b-m4max-speed", "sizing",
+             "About how fast, in tokens per second, would qwen2.5-7b at Q4_K_M decode on the m4-max preset with an 8192-token context?",
+             speed("sz-qwen7b-m4max-speed"), max_steps=6,
+             comment=c("sz-qwen7b-m4max-speed", "speed, +-35 %: the speed model is being refitted")),
+    ]
+    return dev, test
+
+
+def load_recorded():
+    with open(RECORDED_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def summarize(est):
+    mc = est.get("max_ctx")
+    return {
+        "total_gb": est["memory"]["total"] / 1e9,
+        "fits": bool(est["fits"]),
+        "max_ctx": int(mc["ctx"]) if mc else 0,
+        "decode_tps": est["speed"]["decode_at_ctx"],
+        "decode_empty_tps": est["speed"]["decode_empty"],
+    }
+
+
+if __name__ == "__main__":
+    # sizing.py [--record] [BINARY]: print the current values next to the recorded ones;
+    # with --record, overwrite sizing_recorded.json with the current values.
+    args = [a for a in sys.argv[1:] if a != "--record"]
+    binary = args[0] if args else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "release", "boyd")
+    try:
+        old = load_recorded()
+    except FileNotFoundError:
+        old = {}
+    now = {}
+    for key, q in QUERIES.items():
+        now[key] = summarize(measure(binary, *q))
+        print(f"{key:<24} recorded {json.dumps(old.get(key))}\n{'':<24} now      {json.dumps(now[key])}")
+    if "--record" in sys.argv:
+        with open(RECORDED_PATH, "w", encoding="utf-8") as f:
+            json.dump(now, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"wrote {RECORDED_PATH}")
