@@ -359,8 +359,10 @@ pub struct ResolvedModel {
 
 /// Resolve `--model` (or `default` when absent) to a verified local GGUF, fetching it if needed.
 ///
-/// Order: an existing path is used as is; otherwise a catalog name is looked up in the model
-/// store (`$BOYD_HOME`), then the hub cache, then downloaded from the hub with a short timeout,
+/// A spec is a path when it contains a `/` (or `\\`) or ends in `.gguf`; anything else is a
+/// catalog name and never resolves as a file, so a file in the current directory named like a
+/// catalog entry cannot shadow it (and skip its checksum). Order: a path must exist and is used
+/// as is; a catalog name is looked up in the model store (`$BOYD_HOME`), then the hub cache, then downloaded from the hub with a short timeout,
 /// then fetched from the entry's alternative source. Every catalog file is sha256-verified before
 /// first use. An explicit path whose file name is a catalog entry's file name is verified
 /// against that entry too (a mismatch is refused); any other path is trusted as given.
@@ -380,7 +382,7 @@ pub fn resolve_model_with(
 ) -> Result<ResolvedModel, CatalogError> {
     let spec = spec.unwrap_or(default);
     let as_path = Path::new(spec);
-    if as_path.is_file() {
+    if is_path_spec(spec) && as_path.is_file() {
         let entry = as_path
             .file_name()
             .and_then(|n| n.to_str())
@@ -404,16 +406,20 @@ pub fn resolve_model_with(
                 from: fetched.from,
             })
         }
-        None if spec.contains(['/', '\\']) || spec.ends_with(".gguf") => {
-            Err(CatalogError::PathNotFound {
-                path: as_path.to_owned(),
-            })
-        }
+        None if is_path_spec(spec) => Err(CatalogError::PathNotFound {
+            path: as_path.to_owned(),
+        }),
         None => Err(CatalogError::UnknownModel {
             name: spec.to_owned(),
             known: catalog.names().map(str::to_owned).collect(),
         }),
     }
+}
+
+/// Whether a model spec names a file (it contains a path separator or ends in `.gguf`) rather
+/// than a catalog entry.
+pub fn is_path_spec(spec: &str) -> bool {
+    spec.contains(['/', '\\']) || spec.ends_with(".gguf")
 }
 
 /// One row of `boyd models list`.

@@ -1,14 +1,22 @@
 //! Approval tokens: a human's permission for one exact action in one run, for a limited time.
 //!
-//! A token is `v1.<run id>.<action fingerprint>.<expiry, unix seconds>.<HMAC-SHA256 hex>`. The
-//! MAC covers the run id, the fingerprint (SHA-256 of tool + canonical JSON args, see
-//! `guard::fingerprint`) and the expiry, under a 32-byte key kept in the user's config directory
-//! (created with mode 0600, never in the workspace or the run directory, so neither the model nor
-//! a file it reads can mint one). The fields in clear text only make refusals readable: a changed
-//! field breaks the MAC. Tokens are single use: the SHA-256 of a spent token is appended (and
-//! fsync'd) to the run's ledger `approvals.used` before the action runs.
+//! A token is `v2.<run id>.<action fingerprint>.<expiry, unix seconds>.<nonce>.<HMAC-SHA256>`
+//! (tokens of the older form `v1.<run>.<fingerprint>.<expiry>.<HMAC>`, without a nonce, are still
+//! accepted). The MAC covers the version, run id, fingerprint (SHA-256 of tool + canonical JSON
+//! args, see `guard::fingerprint`), expiry and nonce, under a 32-byte key kept in the user's
+//! config directory (created with mode 0600, never in the workspace or the run directory, so
+//! neither the model nor a file it reads can mint one). The fields in clear text only make
+//! refusals readable: a changed field breaks the MAC.
+//!
+//! Each token has exactly one spelling: lower-case hex of fixed length, a decimal expiry without
+//! sign or leading zeros, no surrounding or inner whitespace. Any other spelling is refused as
+//! malformed before the signature is checked, so a token cannot be re-spelled into a "new" one.
+//! A token is valid at most [`MAX_TTL`] ahead. Tokens are single use: the ledger
+//! `approvals.used` of the run holds one line per spent token, keyed by (run, fingerprint,
+//! expiry, nonce), and the check-and-append runs under an exclusive lock on the ledger file and
+//! is fsync'd before the action runs, so two processes cannot both spend one token.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -23,7 +31,18 @@ type HmacSha256 = Hmac<Sha256>;
 pub const KEY_FILE: &str = "approval.key";
 /// The single-use ledger inside a run directory.
 pub const LEDGER_FILE: &str = "approvals.used";
-const VERSION: &str = "v1";
+/// The version tokens are issued in.
+const VERSION: &str = "v2";
+/// The older version, without a nonce (still accepted).
+const LEGACY_VERSION: &str = "v1";
+/// The longest a token may be valid: tokens further ahead are refused when issued and checked.
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Clock skew tolerated between the machine that issued a token and the one that checks it.
+const SKEW_S: u64 = 60;
+/// Longest token text accepted.
+const MAX_TOKEN_LEN: usize = 400;
+/// Longest run id accepted in a token.
+const MAX_RUN_ID_LEN: usize = 128;
 
 /// Why a token was refused, or the key could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +82,14 @@ pub enum ApprovalError {
     /// The token was already spent.
     #[error("approval token was already used")]
     Replayed,
+    /// The token (or the TTL asked for) reaches further ahead than [`MAX_TTL`].
+    #[error("approval token would be valid for {ttl_s} s; the most is {max_s} s (24 h): issue a shorter one with `boyd approve --ttl`")]
+    TtlTooLong {
+        /// Seconds it would stay valid.
+        ttl_s: u64,
+        /// The most allowed.
+        max_s: u64,
+    },
     /// The key or ledger could not be read or written.
     #[error("cannot {action} {path}")]
     Io {
@@ -128,7 +155,14 @@ pub fn parse_ttl(text: &str) -> Result<Duration, ApprovalError> {
     if n == 0 {
         return Err(bad());
     }
-    n.checked_mul(mult).map(Duration::from_secs).ok_or_else(bad)
+    let secs = n.checked_mul(mult).ok_or_else(bad)?;
+    if secs > MAX_TTL.as_secs() {
+        return Err(ApprovalError::TtlTooLong {
+            ttl_s: secs,
+            max_s: MAX_TTL.as_secs(),
+        });
+    }
+    Ok(Duration::from_secs(secs))
 }
 
 fn now_unix() -> u64 {
@@ -159,37 +193,91 @@ pub struct TokenClaims {
     pub fingerprint: String,
     /// Expiry, unix seconds.
     pub expires: u64,
+    /// Random nonce (32 hex digits); `None` for `v1` tokens.
+    pub nonce: Option<String>,
 }
 
-/// Split a token into its claims and MAC bytes (no signature check).
+impl TokenClaims {
+    /// The single-use ledger's key of this token: (run, fingerprint, expiry, nonce).
+    pub fn ledger_key(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.run_id,
+            self.fingerprint,
+            self.expires,
+            self.nonce.as_deref().unwrap_or("-")
+        )
+    }
+}
+
+fn malformed(reason: &'static str) -> ApprovalError {
+    ApprovalError::Malformed { reason }
+}
+
+fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Split a token into its claims and MAC bytes (no signature check). Only the one canonical
+/// spelling is accepted: no whitespace, lower-case hex of the exact length, a decimal expiry
+/// without sign or leading zeros.
 pub fn parse_token(token: &str) -> Result<(TokenClaims, Vec<u8>), ApprovalError> {
-    let parts: Vec<&str> = token.trim().split('.').collect();
-    let [ver, run, fp, exp, mac] = parts.as_slice() else {
-        return Err(ApprovalError::Malformed {
-            reason: "expected 5 dot-separated fields",
-        });
+    if token.len() > MAX_TOKEN_LEN {
+        return Err(malformed("too long"));
+    }
+    if !token
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+    {
+        return Err(malformed(
+            "only letters, digits, '.', '-' and '_' may appear (no spaces or signs); paste the token exactly as `boyd approve` printed it",
+        ));
+    }
+    let parts: Vec<&str> = token.split('.').collect();
+    let (run, fp, exp, nonce, mac) = match parts.as_slice() {
+        [ver, run, fp, exp, nonce, mac] if *ver == VERSION => (*run, *fp, *exp, Some(*nonce), *mac),
+        [ver, run, fp, exp, mac] if *ver == LEGACY_VERSION => (*run, *fp, *exp, None, *mac),
+        [ver, ..] if *ver == VERSION || *ver == LEGACY_VERSION => {
+            return Err(malformed("expected 6 dot-separated fields (5 for v1)"))
+        }
+        _ if parts.len() < 5 => return Err(malformed("expected 5 dot-separated fields")),
+        _ => return Err(malformed("unknown version")),
     };
-    if *ver != VERSION {
-        return Err(ApprovalError::Malformed {
-            reason: "unknown version",
-        });
+    if run.is_empty() || run.len() > MAX_RUN_ID_LEN {
+        return Err(malformed("bad run id"));
     }
-    if run.is_empty() || fp.len() != 64 || !fp.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(ApprovalError::Malformed {
-            reason: "bad run id or fingerprint",
-        });
+    if !is_lower_hex(fp, 64) {
+        return Err(malformed(
+            "bad fingerprint (64 lower-case hex digits expected)",
+        ));
     }
-    let expires: u64 = exp.parse().map_err(|_| ApprovalError::Malformed {
-        reason: "expiry is not a number",
-    })?;
-    let mac = hex_decode(mac).ok_or(ApprovalError::Malformed {
-        reason: "signature is not hex",
-    })?;
+    if exp.is_empty()
+        || exp.len() > 20
+        || !exp.bytes().all(|b| b.is_ascii_digit())
+        || (exp.len() > 1 && exp.starts_with('0'))
+    {
+        return Err(malformed(
+            "expiry is not a plain decimal number (no sign, no leading zeros)",
+        ));
+    }
+    let expires: u64 = exp
+        .parse()
+        .map_err(|_| malformed("expiry is out of range"))?;
+    if let Some(n) = nonce {
+        if !is_lower_hex(n, 32) {
+            return Err(malformed("bad nonce (32 lower-case hex digits expected)"));
+        }
+    }
+    if !is_lower_hex(mac, 64) {
+        return Err(malformed("signature is not 64 lower-case hex digits"));
+    }
+    let mac = hex_decode(mac).ok_or(malformed("signature is not hex"))?;
     Ok((
         TokenClaims {
-            run_id: (*run).to_string(),
-            fingerprint: (*fp).to_string(),
+            run_id: run.to_string(),
+            fingerprint: fp.to_string(),
             expires,
+            nonce: nonce.map(str::to_string),
         },
         mac,
     ))
@@ -209,8 +297,17 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn message(run_id: &str, fingerprint: &str, expires: u64) -> String {
-    format!("boyd-approval-{VERSION}\n{run_id}\n{fingerprint}\n{expires}")
+fn message(c: &TokenClaims) -> String {
+    match &c.nonce {
+        Some(n) => format!(
+            "boyd-approval-{VERSION}\n{}\n{}\n{}\n{n}",
+            c.run_id, c.fingerprint, c.expires
+        ),
+        None => format!(
+            "boyd-approval-{LEGACY_VERSION}\n{}\n{}\n{}",
+            c.run_id, c.fingerprint, c.expires
+        ),
+    }
 }
 
 impl ApprovalKey {
@@ -273,12 +370,59 @@ impl ApprovalKey {
         }
     }
 
-    /// Issue a token for `fingerprint` in `run_id`, valid until `expires` (unix seconds).
+    /// Issue a token for `fingerprint` in `run_id`, valid until `expires` (unix seconds), with
+    /// a fresh random nonce.
     pub fn issue_until(&self, run_id: &str, fingerprint: &str, expires: u64) -> String {
+        let nonce: [u8; 16] = rand::random();
+        let claims = TokenClaims {
+            run_id: run_id.to_string(),
+            fingerprint: fingerprint.to_string(),
+            expires,
+            nonce: Some(hex(&nonce)),
+        };
+        self.sign(&claims)
+    }
+
+    /// The token text of `claims` under this key (its one canonical spelling).
+    pub fn sign(&self, claims: &TokenClaims) -> String {
         let mut m = self.mac();
-        m.update(message(run_id, fingerprint, expires).as_bytes());
-        let tag = m.finalize().into_bytes();
-        format!("{VERSION}.{run_id}.{fingerprint}.{expires}.{}", hex(&tag))
+        m.update(message(claims).as_bytes());
+        let tag = hex(&m.finalize().into_bytes());
+        match &claims.nonce {
+            Some(n) => format!(
+                "{VERSION}.{}.{}.{}.{n}.{tag}",
+                claims.run_id, claims.fingerprint, claims.expires
+            ),
+            None => format!(
+                "{LEGACY_VERSION}.{}.{}.{}.{tag}",
+                claims.run_id, claims.fingerprint, claims.expires
+            ),
+        }
+    }
+
+    /// HMAC-SHA256 of `data` under this key with a domain label (other signed files: the run
+    /// snapshot, the audit manifest), lower-case hex.
+    pub fn sign_bytes(&self, domain: &str, data: &[u8]) -> String {
+        let mut m = self.mac();
+        m.update(domain.as_bytes());
+        m.update(b"\n");
+        m.update(data);
+        hex(&m.finalize().into_bytes())
+    }
+
+    /// Whether `tag` is `sign_bytes(domain, data)` (constant-time compare).
+    pub fn verify_bytes(&self, domain: &str, data: &[u8], tag: &str) -> bool {
+        if !is_lower_hex(tag, 64) {
+            return false;
+        }
+        let Some(tag) = hex_decode(tag) else {
+            return false;
+        };
+        let mut m = self.mac();
+        m.update(domain.as_bytes());
+        m.update(b"\n");
+        m.update(data);
+        m.verify_slice(&tag).is_ok()
     }
 
     /// Issue a token valid for `ttl` from now.
@@ -301,7 +445,7 @@ impl ApprovalKey {
     ) -> Result<TokenClaims, ApprovalError> {
         let (claims, tag) = parse_token(token)?;
         let mut m = self.mac();
-        m.update(message(&claims.run_id, &claims.fingerprint, claims.expires).as_bytes());
+        m.update(message(&claims).as_bytes());
         m.verify_slice(&tag)
             .map_err(|_| ApprovalError::BadSignature)?;
         if claims.run_id != run_id {
@@ -321,6 +465,12 @@ impl ApprovalKey {
                 ago_s: now - claims.expires,
             });
         }
+        if claims.expires - now > MAX_TTL.as_secs() + SKEW_S {
+            return Err(ApprovalError::TtlTooLong {
+                ttl_s: claims.expires - now,
+                max_s: MAX_TTL.as_secs(),
+            });
+        }
         Ok(claims)
     }
 
@@ -335,7 +485,10 @@ impl ApprovalKey {
     }
 }
 
-/// The single-use ledger of a run: SHA-256 of every spent token, one per line.
+/// The single-use ledger of a run: one line per spent token, `run fingerprint expiry nonce`.
+///
+/// Reads take a shared lock and spends an exclusive one on the ledger file, so the check and
+/// the append of [`Ledger::spend`] are one step for every process on the machine.
 #[derive(Debug, Clone)]
 pub struct Ledger {
     path: PathBuf,
@@ -349,31 +502,64 @@ impl Ledger {
         }
     }
 
-    /// Whether the token was spent.
-    pub fn is_spent(&self, token: &str) -> Result<bool, ApprovalError> {
-        let h = sha256_hex(token.trim().as_bytes());
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => Ok(text.lines().any(|l| l.trim() == h)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_err("read", &self.path)(e)),
-        }
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
-    /// Spend the token (fsync'd); refuses a replay.
+    fn spent_in(text: &str, claims: &TokenClaims, token: &str) -> bool {
+        let key = claims.ledger_key();
+        // Ledgers written before keys were claims hold the SHA-256 of the token text.
+        let legacy = sha256_hex(token.as_bytes());
+        text.lines().any(|l| l == key || l == legacy)
+    }
+
+    /// Whether the token was spent (a malformed token is refused).
+    pub fn is_spent(&self, token: &str) -> Result<bool, ApprovalError> {
+        let (claims, _) = parse_token(token)?;
+        let mut f = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io_err("open", &self.path)(e)),
+        };
+        f.lock_shared().map_err(io_err("lock", &self.path))?;
+        let mut text = String::new();
+        f.read_to_string(&mut text)
+            .map_err(io_err("read", &self.path))?;
+        Ok(Self::spent_in(&text, &claims, token))
+    }
+
+    /// Spend the token: under an exclusive lock on the ledger, refuse it when it is already
+    /// there, else append it and fsync. Returns the SHA-256 of the token (for the audit log).
     pub fn spend(&self, token: &str) -> Result<String, ApprovalError> {
-        if self.is_spent(token)? {
-            return Err(ApprovalError::Replayed);
-        }
-        let h = sha256_hex(token.trim().as_bytes());
+        let (claims, _) = parse_token(token)?;
+        let created = !self.path.exists();
         let mut f = std::fs::OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&self.path)
             .map_err(io_err("open", &self.path))?;
-        f.write_all(format!("{h}\n").as_bytes())
+        f.lock().map_err(io_err("lock", &self.path))?;
+        let mut text = String::new();
+        f.read_to_string(&mut text)
+            .map_err(io_err("read", &self.path))?;
+        if Self::spent_in(&text, &claims, token) {
+            return Err(ApprovalError::Replayed);
+        }
+        f.write_all(format!("{}\n", claims.ledger_key()).as_bytes())
             .and_then(|_| f.sync_all())
             .map_err(io_err("write", &self.path))?;
-        Ok(h)
+        if created {
+            // Make the new file's directory entry durable too.
+            if let Some(dir) = self.path.parent() {
+                if let Ok(d) = std::fs::File::open(dir) {
+                    let _ = d.sync_all();
+                }
+            }
+        }
+        // The lock is released when `f` closes.
+        Ok(sha256_hex(token.as_bytes()))
     }
 }
 
@@ -427,6 +613,86 @@ mod tests {
             k.check_at("approved", "run-1", FP, 1),
             Err(ApprovalError::Malformed { .. })
         ));
+    }
+
+    #[test]
+    fn every_other_spelling_is_refused_before_the_signature() {
+        let k = ApprovalKey::from_bytes([7; 32]);
+        let t = k.issue_until("run-1", FP, 1000);
+        let parts: Vec<&str> = t.split('.').collect();
+        let join = |p: &[String]| p.join(".");
+        let mut variants: Vec<String> = vec![
+            t.to_uppercase(),
+            format!(" {t}"),
+            format!("{t}\n"),
+            t.replace(".1000.", ".01000."),
+            t.replace(".1000.", ".+1000."),
+            t.replace(".1000.", ".1000 ."),
+            format!("V2{}", &t[2..]),
+        ];
+        for i in [2, 4, 5] {
+            let mut p: Vec<String> = parts.iter().map(|s| s.to_string()).collect();
+            p[i] = p[i].to_uppercase();
+            variants.push(join(&p));
+        }
+        for v in &variants {
+            assert!(
+                matches!(
+                    k.check_at(v, "run-1", FP, 999),
+                    Err(ApprovalError::Malformed { .. })
+                ),
+                "{v:?}"
+            );
+        }
+        assert!(k.check_at(&t, "run-1", FP, 999).is_ok());
+        // A v1 token (no nonce) still verifies, in its one spelling.
+        let v1 = k.sign(&TokenClaims {
+            run_id: "run-1".into(),
+            fingerprint: FP.into(),
+            expires: 1000,
+            nonce: None,
+        });
+        assert!(v1.starts_with("v1."));
+        assert!(k.check_at(&v1, "run-1", FP, 999).is_ok());
+    }
+
+    #[test]
+    fn a_token_further_ahead_than_a_day_is_refused() {
+        let k = ApprovalKey::from_bytes([7; 32]);
+        let t = k.issue_until("run-1", FP, 1_000_000);
+        assert!(matches!(
+            k.check_at(&t, "run-1", FP, 1_000_000 - 2 * 86_400),
+            Err(ApprovalError::TtlTooLong { .. })
+        ));
+        assert!(k.check_at(&t, "run-1", FP, 1_000_000 - 86_400).is_ok());
+        assert!(matches!(
+            parse_ttl("25h"),
+            Err(ApprovalError::TtlTooLong { .. })
+        ));
+        assert!(parse_ttl("24h").is_ok());
+    }
+
+    #[test]
+    fn the_ledger_spends_a_token_once_across_threads() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let k = ApprovalKey::from_bytes([7; 32]);
+        let t = k.issue_until("run-1", FP, u64::MAX / 2);
+        let ok = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    if Ledger::new(d.path()).spend(&t).is_ok() {
+                        ok.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(ok.into_inner(), 1);
+        assert!(Ledger::new(d.path()).is_spent(&t).expect("read"));
+        // A second token for the same action (another nonce) is its own approval.
+        let t2 = k.issue_until("run-1", FP, u64::MAX / 2);
+        assert_ne!(t, t2);
+        assert!(Ledger::new(d.path()).spend(&t2).is_ok());
     }
 
     #[test]

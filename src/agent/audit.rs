@@ -9,8 +9,13 @@
 //! reported and, when a run is resumed, cut off. An intent without an outcome (a crash while the
 //! action ran) is reported as unknown: the loop never retries it on its own.
 //!
-//! The chain has no secret: it shows accidental damage and naive edits, and, with the head hash
-//! kept elsewhere, any edit. The sink is a trait so a remote, write-once sink can replace it.
+//! The manifest is signed: an HMAC-SHA256 of the record count and head hash under the approval
+//! key, which lives in the user's config directory (never in the workspace or the run directory).
+//! The hashes alone show accidental damage and naive edits; the signature shows who wrote the
+//! chain, so a chain forged from scratch, or cut short or edited with its manifest rewritten, is
+//! reported as "not written by this key" ([`verify_with_key`]). What a holder of the key can still
+//! do is in the README's threat model. The sink is a trait so a remote, write-once sink can
+//! replace it.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -19,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::approval::ApprovalKey;
 use super::condense::sha256_hex;
 use super::guard::canonical_json;
 use super::rundir::utc_timestamp;
@@ -165,6 +171,50 @@ pub struct Manifest {
     pub records: u64,
     /// Hash of the last record.
     pub head: String,
+    /// HMAC-SHA256 of `records` and `head` under the approval key (absent when the log was
+    /// written without a key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// Domain label of the manifest's HMAC.
+const MANIFEST_MAC_DOMAIN: &str = "boyd-audit-manifest-v1";
+
+fn manifest_body(records: u64, head: &str) -> String {
+    format!("{records}\n{head}")
+}
+
+/// Whether the manifest was written under `key`.
+pub fn check_manifest_signature(m: &Manifest, key: &ApprovalKey) -> SignatureCheck {
+    match &m.mac {
+        None => SignatureCheck::Missing,
+        Some(mac) => {
+            if key.verify_bytes(
+                MANIFEST_MAC_DOMAIN,
+                manifest_body(m.records, &m.head).as_bytes(),
+                mac,
+            ) {
+                SignatureCheck::Valid
+            } else {
+                SignatureCheck::Invalid
+            }
+        }
+    }
+}
+
+/// The verdict on the manifest's signature.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignatureCheck {
+    /// No key was given to check it.
+    #[default]
+    NotChecked,
+    /// Signed by this key.
+    Valid,
+    /// No signature: not written by this key (written without one, or it was removed).
+    Missing,
+    /// A signature that does not verify: not written by this key.
+    Invalid,
 }
 
 /// Failures of the audit machinery (they end the run).
@@ -193,6 +243,16 @@ pub enum AuditError {
     /// A record could not be serialized.
     #[error("audit log: cannot serialize a record")]
     Json(#[source] serde_json::Error),
+    /// The manifest is not signed by the key given.
+    #[error(
+        "audit log {path} was not written by this approval key ({check:?}); it cannot be continued"
+    )]
+    NotThisKey {
+        /// The log.
+        path: PathBuf,
+        /// What the check found.
+        check: SignatureCheck,
+    },
 }
 
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> AuditError {
@@ -223,11 +283,29 @@ pub struct ChainLog {
     file: File,
     seq: u64,
     head: String,
+    key: Option<ApprovalKey>,
+}
+
+/// The key in the default config directory, when it is usable (a warning otherwise).
+fn default_key() -> Option<ApprovalKey> {
+    match ApprovalKey::load_default() {
+        Ok(k) => Some(k),
+        Err(e) => {
+            tracing::warn!("audit log will not be signed: {e:#}");
+            None
+        }
+    }
 }
 
 impl ChainLog {
-    /// Start a new log in `run_dir` (fails if one exists).
+    /// Start a new log in `run_dir` (fails if one exists), signed with the approval key of the
+    /// default config directory when there is one.
     pub fn create(run_dir: &Path) -> Result<Self, AuditError> {
+        Self::create_with_key(run_dir, default_key())
+    }
+
+    /// Start a new log in `run_dir`, its manifest signed with `key` (unsigned with `None`).
+    pub fn create_with_key(run_dir: &Path, key: Option<ApprovalKey>) -> Result<Self, AuditError> {
         let path = run_dir.join(AUDIT_FILE);
         let file = std::fs::OpenOptions::new()
             .create_new(true)
@@ -240,6 +318,7 @@ impl ChainLog {
             file,
             seq: 0,
             head: GENESIS.into(),
+            key,
         };
         log.write_manifest(true)?;
         Ok(log)
@@ -247,11 +326,42 @@ impl ChainLog {
 
     /// Reopen the log of a run to continue it: verify it, cut a torn last line, and append a
     /// `Recovered` record when anything was recovered. Damage elsewhere is refused.
+    ///
+    /// The log continues as it was written: a signed manifest must verify under the key of the
+    /// default config directory, an unsigned log stays unsigned.
     pub fn reopen(run_dir: &Path) -> Result<(Self, VerifyReport), AuditError> {
-        let report = verify(run_dir)?;
+        let signed = std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Manifest>(&t).ok())
+            .is_some_and(|m| m.mac.is_some());
+        let key = if signed { default_key() } else { None };
+        if signed && key.is_none() {
+            return Err(AuditError::NotThisKey {
+                path: run_dir.join(AUDIT_FILE),
+                check: SignatureCheck::NotChecked,
+            });
+        }
+        Self::reopen_with_key(run_dir, key)
+    }
+
+    /// [`ChainLog::reopen`] with a key: the manifest must be signed by it (a log written
+    /// without a key is continued unsigned only when `key` is `None`).
+    pub fn reopen_with_key(
+        run_dir: &Path,
+        key: Option<ApprovalKey>,
+    ) -> Result<(Self, VerifyReport), AuditError> {
+        let report = verify_with_key(run_dir, key.as_ref())?;
         let path = run_dir.join(AUDIT_FILE);
         if let Some(problem) = report.problem.clone() {
             return Err(AuditError::Damaged { path, problem });
+        }
+        if matches!(report.signature, SignatureCheck::Invalid)
+            || (matches!(report.signature, SignatureCheck::Missing) && report.records > 0)
+        {
+            return Err(AuditError::NotThisKey {
+                path,
+                check: report.signature,
+            });
         }
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -269,6 +379,7 @@ impl ChainLog {
             file,
             seq: report.records as u64,
             head: report.head.clone(),
+            key,
         };
         let torn_bytes = report.torn_tail.as_ref().map_or(0, |t| t.bytes);
         if torn_bytes > 0 || !report.unknown_intents.is_empty() || report.manifest_lag {
@@ -309,6 +420,12 @@ impl ChainLog {
         let m = Manifest {
             records: self.seq,
             head: self.head.clone(),
+            mac: self.key.as_ref().map(|k| {
+                k.sign_bytes(
+                    MANIFEST_MAC_DOMAIN,
+                    manifest_body(self.seq, &self.head).as_bytes(),
+                )
+            }),
         };
         let text = serde_json::to_string_pretty(&m).map_err(AuditError::Json)?;
         let tmp = self.manifest.with_extension("json.tmp");
@@ -499,6 +616,9 @@ pub struct VerifyReport {
     pub unknown_intents: Vec<UnknownIntent>,
     /// The first bad record, if any.
     pub problem: Option<AuditProblem>,
+    /// The manifest's signature ([`verify_with_key`]; `not_checked` from [`verify`]).
+    #[serde(default)]
+    pub signature: SignatureCheck,
 }
 
 impl VerifyReport {
@@ -508,14 +628,31 @@ impl VerifyReport {
     }
 }
 
-/// Verify the audit log of a run directory.
+/// Verify the audit log of a run directory (the chain and the manifest's counts, not who
+/// signed it: see [`verify_with_key`]).
 pub fn verify(run_dir: &Path) -> Result<VerifyReport, AuditError> {
+    verify_with_key(run_dir, None)
+}
+
+/// Verify the audit log of a run directory and, with a key, whether its manifest was signed by
+/// that key (`signature`). A log can be intact and still not written by this key.
+pub fn verify_with_key(
+    run_dir: &Path,
+    key: Option<&ApprovalKey>,
+) -> Result<VerifyReport, AuditError> {
     let path = run_dir.join(AUDIT_FILE);
     let data = std::fs::read(&path).map_err(io_err("read", &path))?;
     let manifest: Option<Manifest> = std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    Ok(verify_bytes(&path, &data, manifest.as_ref()))
+    let mut report = verify_bytes(&path, &data, manifest.as_ref());
+    if let Some(key) = key {
+        report.signature = match &manifest {
+            Some(m) => check_manifest_signature(m, key),
+            None => SignatureCheck::Missing,
+        };
+    }
+    Ok(report)
 }
 
 struct Line<'a> {
@@ -569,6 +706,7 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
         manifest_lag: false,
         unknown_intents: Vec::new(),
         problem: None,
+        signature: SignatureCheck::NotChecked,
     };
     // Parse every line first: (seq, prev, hash, computed hash, event).
     struct Parsed {

@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use super::GlobalOpts;
 use crate::agent::approval::{parse_ttl, ApprovalKey};
-use crate::agent::ooda::load_snapshot;
+use crate::agent::guard::fingerprint;
+use crate::agent::ooda::{load_verified_snapshot, OodaError};
 use crate::agent::rundir::{boyd_home, find_run};
 
 /// Arguments of `boyd approve`.
@@ -30,17 +31,25 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let ttl = parse_ttl(&args.ttl)?;
     let home = boyd_home()?;
     let run = find_run(&home, &args.run)?;
-    // Say what is being approved, when the run is waiting for it.
-    let pending = load_snapshot(&run.path).ok().and_then(|s| s.pending);
+    let key = ApprovalKey::load_default()?;
+    // Say what is being approved, when the run is waiting for it. The snapshot must verify
+    // under the key, and the fingerprint is recomputed from its pending tool and arguments, so
+    // what is shown is what the token allows.
+    let pending = match load_verified_snapshot(&run.path, Some(&key)) {
+        Ok(s) => s.pending,
+        Err(e @ OodaError::BadSnapshot { .. }) => {
+            anyhow::bail!("refusing to approve: {e}")
+        }
+        Err(_) => None,
+    };
     let what = match &pending {
-        Some(p) if p.fingerprint == fp => Some(format!(
+        Some(p) if fingerprint(&p.tool, &p.args) == fp => Some(format!(
             "{} {}",
             p.tool,
             crate::agent::guard::canonical_json(&p.args)
         )),
         _ => None,
     };
-    let key = ApprovalKey::load_default()?;
     let token = key.issue(&run.id, &fp, ttl);
     if g.json {
         println!(

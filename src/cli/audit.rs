@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::GlobalOpts;
-use crate::agent::audit::verify;
+use crate::agent::approval::ApprovalKey;
+use crate::agent::audit::{verify_with_key, SignatureCheck};
 use crate::agent::rundir::{boyd_home, find_run};
 
 /// Arguments of `boyd audit`.
@@ -20,7 +21,9 @@ pub struct Args {
 /// `boyd audit` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Verify the chain; name the first bad record. Exit 0 when intact, 1 when damaged.
+    /// Verify the chain and its signature; name the first bad record. Exit 0 when intact and
+    /// signed by this machine's approval key, 1 when damaged, 3 when intact but not written by
+    /// this key (forged, re-signed, or written without a key).
     Verify {
         /// The run: id, unique prefix, `latest`, or a run directory's path.
         run: String,
@@ -40,13 +43,31 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     match args.command {
         AuditCommand::Verify { run } => {
             let path = run_path(&run)?;
-            let r = verify(&path)?;
+            let key = ApprovalKey::load_default()?;
+            let r = verify_with_key(&path, Some(&key))?;
+            let verdict = match (&r.problem, r.signature) {
+                (Some(_), _) => "damaged",
+                (None, SignatureCheck::Valid) => "intact",
+                (None, _) => "not_written_by_this_key",
+            };
             if g.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                let mut v = serde_json::to_value(&r)?;
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("verdict".into(), verdict.into());
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                match &r.problem {
-                    None => println!("OK: {} records, head {}", r.records, r.head),
-                    Some(p) => println!("DAMAGED: first bad {p}"),
+                match (&r.problem, r.signature) {
+                    (Some(p), _) => println!("DAMAGED: first bad {p}"),
+                    (None, SignatureCheck::Valid) => println!(
+                        "OK: {} records, head {}; intact, signed by this key",
+                        r.records, r.head
+                    ),
+                    (None, s) => println!(
+                        "NOT WRITTEN BY THIS KEY: {} records chain together, but the manifest's signature {}; the log was forged, re-signed or written without this key",
+                        r.records,
+                        if s == SignatureCheck::Missing { "is missing" } else { "does not verify" }
+                    ),
                 }
                 if let Some(t) = &r.torn_tail {
                     println!(
@@ -64,10 +85,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            Ok(if r.ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
+            Ok(match verdict {
+                "intact" => ExitCode::SUCCESS,
+                "damaged" => ExitCode::from(1),
+                _ => ExitCode::from(3),
             })
         }
     }

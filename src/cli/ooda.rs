@@ -12,7 +12,7 @@ use clap::ValueEnum;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
-use crate::agent::ooda::decide::{decide_system_prompt, LmDecider, Policy};
+use crate::agent::ooda::decide::{decide_system_prompt, LmDecider, Policy, PolicyReport};
 use crate::agent::ooda::orient::{LmOrienter, Orienter, RuleOrienter};
 use crate::agent::ooda::writers::{DeleteFile, WriteFile};
 use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, SharedModel};
@@ -39,7 +39,8 @@ pub struct OodaOpts {
     /// OODA: how Orient extracts facts.
     #[arg(long, value_enum, default_value = "model")]
     pub orient: OrientArg,
-    /// OODA: approval tiers and rules (TOML); default `<workspace>/.boyd/policy.toml`.
+    /// OODA: approval tiers and rules (TOML); default `<config dir>/policy.toml`. A workspace's
+    /// `.boyd/policy.toml` can only tighten it.
     #[arg(long)]
     pub policy: Option<PathBuf>,
     /// OODA: do not read or write memory of earlier runs.
@@ -61,11 +62,7 @@ impl OodaOpts {
         if !(self.risk_budget.is_finite() && self.risk_budget >= 0.0) {
             anyhow::bail!("--risk-budget must be a number >= 0");
         }
-        let policy = match (&self.policy, workspace) {
-            (Some(p), _) => Policy::load(p)?,
-            (None, Some(ws)) => Policy::for_workspace(ws)?,
-            (None, None) => Policy::default(),
-        };
+        let policy = Policy::effective(self.policy.as_deref(), workspace)?;
         Ok(OodaConfig {
             max_loops,
             candidates: self.candidates,
@@ -75,6 +72,44 @@ impl OodaOpts {
             ..OodaConfig::default()
         })
     }
+}
+
+/// Print the effective policy at run start (stderr, so `--json` output stays one document):
+/// where it came from, what the workspace tightened and what of it was refused. Returns the
+/// report for the `--json` output.
+pub fn announce_policy(config: &OodaConfig, tools: &Toolset) -> PolicyReport {
+    let r = config.policy.report(tools, config.risk_budget);
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "policy: {}", r.source);
+    if let Some(f) = &r.workspace_file {
+        let _ = writeln!(
+            err,
+            "policy: workspace file {} (may only tighten)",
+            f.display()
+        );
+    }
+    for t in &r.tightened {
+        let _ = writeln!(err, "policy: tightened by the workspace: {t}");
+    }
+    for t in &r.refused {
+        let _ = writeln!(err, "policy: REFUSED from the workspace: {t}");
+    }
+    let tiers: Vec<String> = r
+        .tiers
+        .iter()
+        .map(|(n, t)| format!("{n}={}", t.as_str()))
+        .collect();
+    let _ = writeln!(err, "policy: effective tiers: {}", tiers.join(", "));
+    r
+}
+
+/// `outcome` as JSON with the run-start policy report added under `policy`.
+pub fn outcome_json(outcome: &OodaOutcome, policy: &PolicyReport) -> anyhow::Result<String> {
+    let mut v = serde_json::to_value(outcome)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("policy".into(), serde_json::to_value(policy)?);
+    }
+    Ok(serde_json::to_string_pretty(&v)?)
 }
 
 /// The OODA tool set: the built-ins, plus the irreversible writers when there is a workspace.

@@ -7,7 +7,7 @@ use super::ooda::{self as o, OodaOpts};
 use super::run::load_agent_model;
 use super::GlobalOpts;
 use crate::agent::ooda::memory::MemoryStore;
-use crate::agent::ooda::{load_snapshot, Ooda, OodaEvent, SharedModel};
+use crate::agent::ooda::{load_verified_snapshot, Ooda, OodaEvent, SharedModel};
 use crate::agent::rundir::{boyd_home, find_run};
 use crate::agent::tools::Sandbox;
 use crate::lm::CancelToken;
@@ -56,7 +56,15 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     }
     let home = boyd_home()?;
     let run = find_run(&home, &args.run)?;
-    let snap = load_snapshot(&run.path)?;
+    // The snapshot decides the workspace and the pending action: it must carry a valid HMAC
+    // under the approval key, belong to this run, name the workspace the run started in, and
+    // its pending action must match its fingerprint.
+    let key = o::approval_key().ok_or_else(|| {
+        anyhow::anyhow!(
+            "resume needs the approval key in the config directory to verify the run snapshot; set BOYD_CONFIG_DIR"
+        )
+    })?;
+    let snap = load_verified_snapshot(&run.path, Some(&key))?;
     let workspace = match &snap.workspace {
         Some(dir) => Some(Sandbox::new(dir).map_err(|e| {
             anyhow::anyhow!("the run's workspace {} is not usable: {e}", dir.display())
@@ -84,10 +92,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             workspace.as_ref().map(|w| w.root()),
         )?)
     };
-    let key = o::approval_key();
-    if args.approve.is_some() && key.is_none() {
-        anyhow::bail!("--approve needs the approval key in the config directory");
-    }
+    let policy = o::announce_policy(&config, &tools);
     let mut model = load_agent_model(g)?;
     let cancel = CancelToken::new();
     super::cancel_on_ctrl_c(&cancel);
@@ -110,7 +115,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     );
     ooda.config = config;
     ooda.workspace = workspace;
-    ooda.approval_key = key;
+    ooda.approval_key = Some(key);
     ooda.memory = memory;
     let json = g.json;
     let mut on_event = |ev: &OodaEvent<'_>| {
@@ -121,7 +126,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let outcome =
         o::runtime()?.block_on(ooda.resume(&run.path, args.approve.as_deref(), &mut on_event))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", o::outcome_json(&outcome, &policy)?);
     } else {
         o::print_outcome(&outcome);
     }

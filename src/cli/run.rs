@@ -350,6 +350,7 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         workspace.as_ref().map(|w| w.root()),
     )?;
     let tools = o::ooda_tools(shell, workspace.as_ref());
+    let policy = o::announce_policy(&config, &tools);
     let home = boyd_home()?;
     let memory = if args.ooda.no_memory {
         None
@@ -394,7 +395,7 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     };
     let outcome = o::runtime()?.block_on(ooda.run(&args.task, run_dir, &mut on_event))?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", o::outcome_json(&outcome, &policy)?);
     } else {
         o::print_outcome(&outcome);
     }

@@ -7,6 +7,13 @@
 //! `eos_token` and `tools`. A model without a template gets ChatML, stated by
 //! [`ChatTemplate::is_fallback`], rather than a silent guess per architecture.
 //!
+//! A template comes from the model file, so it is untrusted code: it runs with a fuel limit
+//! ([`TEMPLATE_FUEL`] minijinja instructions, so a loop that never ends stops) and its output is
+//! capped at [`TEMPLATE_MAX_OUTPUT`] bytes (so a template cannot print without bound); both
+//! errors name the model file when it is known ([`ChatTemplate::set_origin`]). A template can
+//! still build a large string in a variable without printing it (doubling it in a loop): fuel
+//! bounds the number of doublings only loosely, see the README's threat model.
+//!
 //! For KV-cache prefix reuse the agent relies on one property, tested for the real models:
 //! with `add_generation_prompt = false`, rendering messages `[m1..mk]` yields a string prefix
 //! of rendering `[m1..mk, mk+1]`.
@@ -31,6 +38,22 @@ pub enum ChatTemplateError {
         /// minijinja's message, with line.
         detail: String,
     },
+    /// The template ran out of fuel (an endless or very long loop).
+    #[error("the chat template of {model} ran more than {fuel} instructions (a loop that does not end?); the model file's template cannot be used: pass another model or fix its tokenizer.chat_template")]
+    OutOfFuel {
+        /// The model file (or "the model" when unknown).
+        model: String,
+        /// The limit.
+        fuel: u64,
+    },
+    /// The template printed more than the output cap.
+    #[error("the chat template of {model} produced more than {limit} bytes; the model file's template cannot be used: pass another model or fix its tokenizer.chat_template")]
+    OutputTooLarge {
+        /// The model file (or "the model" when unknown).
+        model: String,
+        /// The cap.
+        limit: usize,
+    },
     /// `tokenizer.chat_template` is present but not a string.
     #[error("GGUF metadata key \"tokenizer.chat_template\" is not a string")]
     NotAString,
@@ -44,6 +67,32 @@ pub const CHATML_TEMPLATE: &str = "{%- for message in messages %}\
 
 const NAME: &str = "chat";
 
+/// The most minijinja instructions one render may run.
+pub const TEMPLATE_FUEL: u64 = 20_000_000;
+/// The most bytes one render may produce.
+pub const TEMPLATE_MAX_OUTPUT: usize = 16 << 20;
+
+/// A writer that fails once more than `limit` bytes were written.
+struct CappedWriter {
+    buf: Vec<u8>,
+    limit: usize,
+    over: bool,
+}
+
+impl std::io::Write for CappedWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > self.limit {
+            self.over = true;
+            return Err(std::io::Error::other("chat template output cap reached"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A compiled chat template.
 #[derive(Clone)]
 pub struct ChatTemplate {
@@ -52,6 +101,8 @@ pub struct ChatTemplate {
     fallback: bool,
     bos: String,
     eos: String,
+    origin: Option<String>,
+    max_output: usize,
 }
 
 impl std::fmt::Debug for ChatTemplate {
@@ -172,6 +223,8 @@ impl ChatTemplate {
                 fallback: true,
                 bos: bos.to_string(),
                 eos: eos.to_string(),
+                origin: None,
+                max_output: TEMPLATE_MAX_OUTPUT,
             },
         }
     }
@@ -183,6 +236,7 @@ impl ChatTemplate {
         fallback: bool,
     ) -> Result<Self, ChatTemplateError> {
         let mut env = Environment::new();
+        env.set_fuel(Some(TEMPLATE_FUEL));
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -196,7 +250,24 @@ impl ChatTemplate {
             fallback,
             bos: bos.to_string(),
             eos: eos.to_string(),
+            origin: None,
+            max_output: TEMPLATE_MAX_OUTPUT,
         })
+    }
+
+    /// Name the model file the template came from (used in limit errors).
+    pub fn set_origin(&mut self, model_file: &str) {
+        self.origin = Some(model_file.to_string());
+    }
+
+    /// Lower (or raise) the fuel and output limits (tests).
+    pub fn set_limits(&mut self, fuel: u64, max_output: usize) {
+        self.env.set_fuel(Some(fuel));
+        self.max_output = max_output;
+    }
+
+    fn model_name(&self) -> String {
+        self.origin.clone().unwrap_or_else(|| "the model".into())
     }
 
     /// Whether this is the ChatML fallback (the GGUF had no template).
@@ -238,8 +309,36 @@ impl ChatTemplate {
             eos_token => self.eos.as_str(),
             tools => tools,
         };
-        tmpl.render(ctx)
-            .map_err(|e| ChatTemplateError::Render { detail: detail(&e) })
+        let mut out = CappedWriter {
+            buf: Vec::new(),
+            limit: self.max_output,
+            over: false,
+        };
+        match tmpl.render_captured_to(ctx, &mut out) {
+            Ok(_) => {}
+            Err(_) if out.over => {
+                return Err(ChatTemplateError::OutputTooLarge {
+                    model: self.model_name(),
+                    limit: self.max_output,
+                })
+            }
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => {
+                return Err(ChatTemplateError::OutOfFuel {
+                    model: self.model_name(),
+                    fuel: self.env.fuel().unwrap_or(TEMPLATE_FUEL),
+                })
+            }
+            Err(e) => {
+                let mut d = detail(&e);
+                if let Some(o) = &self.origin {
+                    d = format!("{d} (template of {o})");
+                }
+                return Err(ChatTemplateError::Render { detail: d });
+            }
+        }
+        String::from_utf8(out.buf).map_err(|e| ChatTemplateError::Render {
+            detail: format!("the output is not UTF-8: {e}"),
+        })
     }
 }
 
@@ -275,6 +374,27 @@ mod tests {
             .render(&[ChatMessage::new(Role::Tool, "x")], false)
             .expect_err("raises");
         assert!(err.to_string().contains("no tools"), "{err}");
+    }
+
+    #[test]
+    fn a_template_that_loops_or_prints_without_end_is_stopped_and_names_the_model() {
+        let msgs = [ChatMessage::new(Role::User, "hi")];
+        let hang =
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+        let mut t = ChatTemplate::new(hang, "", "").expect("compiles");
+        t.set_origin("evil.gguf");
+        let err = t.render(&msgs, true).expect_err("out of fuel");
+        assert!(matches!(err, ChatTemplateError::OutOfFuel { .. }), "{err}");
+        assert!(err.to_string().contains("evil.gguf"), "{err}");
+        let flood = "{% for a in range(100000) %}{{ 'x' * 100000 }}{% endfor %}";
+        let mut t = ChatTemplate::new(flood, "", "").expect("compiles");
+        t.set_origin("evil.gguf");
+        let err = t.render(&msgs, true).expect_err("output cap");
+        assert!(
+            matches!(err, ChatTemplateError::OutputTooLarge { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("evil.gguf"), "{err}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod alloc;
 mod architecture;
 mod attacks_serve;
 mod attacks_shell;
+mod attacks_trust;
 mod audit;
 mod catalog;
 mod common;

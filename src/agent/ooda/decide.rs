@@ -190,14 +190,37 @@ pub fn requested_by(objective: &str, tool: &dyn Tool) -> bool {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
-    tool.intent_words().iter().any(|iw| {
-        let iw = iw.to_lowercase();
-        if iw.chars().count() <= 3 {
-            return words.iter().any(|w| *w == iw);
-        }
-        let stem = iw.strip_suffix('e').unwrap_or(&iw);
-        words.iter().any(|w| w.starts_with(stem))
-    })
+    tool.intent_words()
+        .iter()
+        .any(|iw| words.iter().any(|w| is_form_of(w, &iw.to_lowercase())))
+}
+
+/// Whether `word` is the verb `verb` as a whole word or one of its regular inflections
+/// (`delete`, `deletes`, `deleted`, `deleting`): never a longer word that merely starts with it
+/// (`clearly` is not `clear`, `removal` is not `remove`). Verbs of three letters or fewer
+/// (`rm`) match only exactly.
+fn is_form_of(word: &str, verb: &str) -> bool {
+    if word == verb {
+        return true;
+    }
+    if verb.chars().count() <= 3 {
+        return false;
+    }
+    let Some(rest) = word.strip_prefix(verb) else {
+        // `delete` → `deleting`: the final e drops before -ing.
+        return verb
+            .strip_suffix('e')
+            .and_then(|stem| word.strip_prefix(stem))
+            .is_some_and(|rest| rest == "ing");
+    };
+    let ends_in_e = verb.ends_with('e');
+    match rest {
+        "s" | "ing" => true,
+        "es" => !ends_in_e,
+        "ed" => !ends_in_e,
+        "d" => ends_in_e,
+        _ => false,
+    }
 }
 
 /// The JSON schema of a proposal.
@@ -487,6 +510,15 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// How strict the tier is: auto < token < deny.
+    pub fn strictness(self) -> u8 {
+        match self {
+            Tier::Auto => 0,
+            Tier::Token => 1,
+            Tier::Deny => 2,
+        }
+    }
+
     /// Name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -508,7 +540,13 @@ pub enum Rule {
     },
 }
 
-/// A workspace policy (`<workspace>/.boyd/policy.toml`).
+/// An approval policy: tiers, implicit-guidance rules and a risk budget.
+///
+/// The effective policy of a run is the user's (the command line's `--policy`, else
+/// `<config dir>/policy.toml`, else the built-in defaults), tightened by the workspace's
+/// `.boyd/policy.toml`: a workspace may make a tool's tier stricter (auto → token → deny) and
+/// lower the risk budget, and nothing else; its looser entries and its rules are refused and
+/// listed by [`Policy::report`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
@@ -521,6 +559,40 @@ pub struct Policy {
     /// Risk budget override.
     #[serde(default)]
     pub risk_budget: Option<f64>,
+    /// Where this policy came from (for the run-start report).
+    #[serde(skip)]
+    pub source: Option<String>,
+    /// The workspace's tightening layer, when the workspace has a policy file.
+    #[serde(skip)]
+    pub workspace: Option<WorkspacePolicy>,
+}
+
+/// A workspace's policy file, applied only where it tightens the user's policy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkspacePolicy {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// Its tiers (each applies only when stricter than the user's tier for the tool).
+    pub tiers: BTreeMap<String, Tier>,
+    /// Its risk budget (applies only when lower).
+    pub risk_budget: Option<f64>,
+    /// How many implicit-guidance rules it declared (refused: rules are the user's to set).
+    pub rules: usize,
+}
+
+/// The effective policy, as printed at run start (and in `--json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyReport {
+    /// Where the user's policy came from.
+    pub source: String,
+    /// The workspace's policy file, if it has one.
+    pub workspace_file: Option<std::path::PathBuf>,
+    /// The effective tier of every tool.
+    pub tiers: BTreeMap<String, Tier>,
+    /// Entries of the workspace file that would have loosened the policy, refused.
+    pub refused: Vec<String>,
+    /// Entries of the workspace file that tightened the policy.
+    pub tightened: Vec<String>,
 }
 
 /// Errors reading a policy.
@@ -544,10 +616,34 @@ pub enum PolicyError {
         /// Why.
         reason: String,
     },
+    /// The workspace's policy file resolves outside the workspace (or cannot be resolved).
+    #[error("workspace policy {path} is a link that leads outside the workspace (or nowhere); replace it with a plain TOML file")]
+    Outside {
+        /// File.
+        path: std::path::PathBuf,
+    },
+    /// The workspace's policy file is not a regular file.
+    #[error("workspace policy {path} is not a regular file (a FIFO, device or directory); remove it or make it a plain TOML file")]
+    NotAFile {
+        /// File.
+        path: std::path::PathBuf,
+    },
 }
 
 /// Where a workspace keeps its policy.
 pub const POLICY_PATH: &str = ".boyd/policy.toml";
+/// The user's policy file inside the config directory.
+pub const USER_POLICY_FILE: &str = "policy.toml";
+/// Largest policy file read.
+const POLICY_MAX_BYTES: u64 = 1 << 20;
+
+fn default_tier(tool: &dyn Tool) -> Tier {
+    if tool.risk().reversible {
+        Tier::Auto
+    } else {
+        Tier::Token
+    }
+}
 
 impl Policy {
     /// Parse TOML.
@@ -560,36 +656,122 @@ impl Policy {
 
     /// Load a policy file.
     pub fn load(path: &Path) -> Result<Self, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+        let read = |source| PolicyError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
-        Self::from_toml(&text, path)
+        };
+        // Only regular files (a FIFO would block the read), and not without bound.
+        let meta = std::fs::metadata(path).map_err(read)?;
+        if !meta.is_file() {
+            return Err(PolicyError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut text = String::new();
+        use std::io::Read as _;
+        std::fs::File::open(path)
+            .and_then(|f| f.take(POLICY_MAX_BYTES).read_to_string(&mut text))
+            .map_err(read)?;
+        let mut p = Self::from_toml(&text, path)?;
+        p.source = Some(path.display().to_string());
+        Ok(p)
     }
 
-    /// The workspace's policy, or the default when it has none.
+    /// The workspace's policy alone, or the default when it has none. It is a tightening layer,
+    /// not a policy of its own: use [`Policy::effective`] for a run.
     pub fn for_workspace(root: &Path) -> Result<Self, PolicyError> {
         let p = root.join(POLICY_PATH);
-        if p.is_file() {
-            Self::load(&p)
-        } else {
-            Ok(Self::default())
+        match std::fs::symlink_metadata(&p) {
+            Ok(_) => Self::load(&p),
+            Err(_) => Ok(Self::default()),
         }
     }
 
-    /// The tier of a tool.
+    /// The user's policy: `cli` (the `--policy` file) if given, else `<config dir>/policy.toml`
+    /// when it exists, else the defaults.
+    pub fn for_user(cli: Option<&Path>) -> Result<Self, PolicyError> {
+        if let Some(p) = cli {
+            let mut pol = Self::load(p)?;
+            pol.source = Some(format!("--policy {}", p.display()));
+            return Ok(pol);
+        }
+        if let Ok(dir) = crate::agent::approval::config_dir() {
+            let p = dir.join(USER_POLICY_FILE);
+            if p.exists() {
+                let mut pol = Self::load(&p)?;
+                pol.source = Some(format!("user config {}", p.display()));
+                return Ok(pol);
+            }
+        }
+        Ok(Self {
+            source: Some("built-in defaults".into()),
+            ..Self::default()
+        })
+    }
+
+    /// The effective policy of a run: the user's ([`Policy::for_user`]) tightened by the
+    /// workspace's `.boyd/policy.toml`, if any.
+    pub fn effective(cli: Option<&Path>, workspace: Option<&Path>) -> Result<Self, PolicyError> {
+        let mut p = Self::for_user(cli)?;
+        if let Some(root) = workspace {
+            let path = root.join(POLICY_PATH);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                // The workspace's file must be the workspace's: a link to a file elsewhere is
+                // refused rather than read.
+                let inside = match (path.canonicalize(), root.canonicalize()) {
+                    (Ok(real), Ok(root)) => real.starts_with(&root),
+                    _ => false,
+                };
+                if !inside {
+                    return Err(PolicyError::Outside { path });
+                }
+                p.tighten_with(&Self::load(&path)?, &path);
+            }
+        }
+        Ok(p)
+    }
+
+    /// Add `ws` (read from `path`) as this policy's workspace layer: it can only tighten.
+    pub fn tighten_with(&mut self, ws: &Policy, path: &Path) {
+        self.workspace = Some(WorkspacePolicy {
+            path: path.to_path_buf(),
+            tiers: ws.tiers.clone(),
+            risk_budget: ws.risk_budget,
+            rules: ws.rules.len(),
+        });
+    }
+
+    /// The user's tier of a tool, before the workspace layer.
+    fn user_tier(&self, tool: &dyn Tool) -> Tier {
+        self.tiers
+            .get(tool.name())
+            .copied()
+            .unwrap_or_else(|| default_tier(tool))
+    }
+
+    /// The tier of a tool: the user's, or the workspace's where that is stricter.
     pub fn tier(&self, tool: &dyn Tool) -> Tier {
         if tool.name() == FINAL_ANSWER {
             return Tier::Auto;
         }
-        self.tiers
-            .get(tool.name())
-            .copied()
-            .unwrap_or(if tool.risk().reversible {
-                Tier::Auto
-            } else {
-                Tier::Token
-            })
+        let user = self.user_tier(tool);
+        match self
+            .workspace
+            .as_ref()
+            .and_then(|w| w.tiers.get(tool.name()))
+        {
+            Some(&w) if w.strictness() > user.strictness() => w,
+            _ => user,
+        }
+    }
+
+    /// The risk budget: the user's (or `cli`), lowered by the workspace's when that is lower.
+    pub fn effective_budget(&self, cli: f64) -> f64 {
+        let user = self.risk_budget.unwrap_or(cli);
+        match self.workspace.as_ref().and_then(|w| w.risk_budget) {
+            Some(b) if b.is_finite() && b >= 0.0 && b < user => b,
+            _ => user,
+        }
     }
 
     /// Tiers of every tool in the set, for display.
@@ -598,6 +780,61 @@ impl Policy {
             .iter()
             .map(|t| (t.name().to_string(), self.tier(t.as_ref())))
             .collect()
+    }
+
+    /// The effective tiers, and what the workspace layer tightened and what of it was refused.
+    pub fn report(&self, tools: &Toolset, cli_budget: f64) -> PolicyReport {
+        let mut refused = Vec::new();
+        let mut tightened = Vec::new();
+        if let Some(w) = &self.workspace {
+            let file = w.path.display();
+            for (name, &t) in &w.tiers {
+                match tools.get(name) {
+                    Some(tool) if name != FINAL_ANSWER => {
+                        let user = self.user_tier(tool.as_ref());
+                        if t.strictness() < user.strictness() {
+                            refused.push(format!(
+                                "{file}: {name} = \"{}\" would loosen the user's tier \"{}\"; refused",
+                                t.as_str(),
+                                user.as_str()
+                            ));
+                        } else if t.strictness() > user.strictness() {
+                            tightened.push(format!("{name}: {} → {}", user.as_str(), t.as_str()));
+                        }
+                    }
+                    _ if name == FINAL_ANSWER && t != Tier::Auto => {
+                        refused.push(format!("{file}: {name} cannot be gated; ignored"))
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(b) = w.risk_budget {
+                let user = self.risk_budget.unwrap_or(cli_budget);
+                if !(b.is_finite() && b >= 0.0) || b > user {
+                    refused.push(format!(
+                        "{file}: risk_budget = {b} would raise the user's {user}; refused"
+                    ));
+                } else if b < user {
+                    tightened.push(format!("risk budget: {user} → {b}"));
+                }
+            }
+            if w.rules > 0 {
+                refused.push(format!(
+                    "{file}: {} implicit-guidance rule(s) refused (rules come from the user's policy only)",
+                    w.rules
+                ));
+            }
+        }
+        PolicyReport {
+            source: self
+                .source
+                .clone()
+                .unwrap_or_else(|| "set by the caller".into()),
+            workspace_file: self.workspace.as_ref().map(|w| w.path.clone()),
+            tiers: self.tiers_for(tools).into_iter().collect(),
+            refused,
+            tightened,
+        }
     }
 }
 
@@ -968,6 +1205,8 @@ mod tests {
             "clean up the build directory",
             "call delete_file on x",
             "the deleted files must go",
+            "Deleting old.log is fine",
+            "it clears the cache, then removes tmp/",
         ] {
             assert!(requested_by(task, &DeleteFile), "{task}");
         }
@@ -976,9 +1215,15 @@ mod tests {
             "How many files are in data?",
             "Summarize the rmdir docs",
             "Write a summary of notes.txt",
+            "Explain clearly what the removal policy says",
+            "Is the cleanliness report deleterious?",
+            "Summarize the eraser section",
         ] {
             assert!(!requested_by(task, &DeleteFile), "{task}");
         }
+        assert!(!requested_by("Describe the creature", &WriteFile));
+        assert!(!requested_by("Read the editorial", &WriteFile));
+        assert!(requested_by("writing a file is fine", &WriteFile));
         assert!(requested_by("Write a summary to out.txt", &WriteFile));
         assert!(requested_by("create notes.md", &WriteFile));
         assert!(!requested_by("What is 2 + 2?", &WriteFile));

@@ -58,6 +58,8 @@ use orient::{rule_claims, FactClaim, OrientInput, OrientReport, Orienter, WorldM
 
 /// The snapshot file.
 pub const SNAPSHOT_FILE: &str = "ooda.json";
+/// Held (exclusive lock) while a session resumes the run.
+pub const RESUME_LOCK: &str = ".resume.lock";
 /// The phase log.
 pub const PHASE_LOG: &str = "ooda.jsonl";
 
@@ -382,6 +384,12 @@ pub enum OodaError {
     /// An approval token was given but no key is configured.
     #[error("no approval key is available to check the token")]
     NoKey,
+    /// Another process is resuming the same run.
+    #[error("run {path} is being resumed by another process; wait for it to finish")]
+    Busy {
+        /// The run directory.
+        path: PathBuf,
+    },
 }
 
 /// A language model shared by the Orient and Decide phases (they never run at the same time).
@@ -412,18 +420,176 @@ impl LanguageModel for SharedModel<'_> {
     }
 }
 
-/// Read a run's snapshot.
-pub fn load_snapshot(run_dir: &Path) -> Result<Snapshot, OodaError> {
+/// Domain label of the snapshot's HMAC.
+const SNAPSHOT_MAC_DOMAIN: &str = "boyd-ooda-snapshot-v1";
+/// The field of `ooda.json` that holds its HMAC.
+const SNAPSHOT_MAC_FIELD: &str = "mac";
+
+fn bad_snapshot(path: &Path, reason: impl Into<String>) -> OodaError {
+    OodaError::BadSnapshot {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+fn read_snapshot_value(run_dir: &Path) -> Result<(PathBuf, serde_json::Value), OodaError> {
     let path = run_dir.join(SNAPSHOT_FILE);
     let text = std::fs::read_to_string(&path).map_err(|source| OodaError::Io {
         action: "read",
         path: path.clone(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| OodaError::BadSnapshot {
-        path,
-        reason: e.to_string(),
-    })
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+    Ok((path, v))
+}
+
+/// Read a run's snapshot (no authenticity check: for display; [`load_verified_snapshot`]
+/// before acting on it).
+pub fn load_snapshot(run_dir: &Path) -> Result<Snapshot, OodaError> {
+    let (path, mut v) = read_snapshot_value(run_dir)?;
+    if let Some(o) = v.as_object_mut() {
+        o.remove(SNAPSHOT_MAC_FIELD);
+    }
+    serde_json::from_value(v).map_err(|e| bad_snapshot(&path, e.to_string()))
+}
+
+/// The signed form of a snapshot: the writer's pretty JSON with a last field `"mac"` added
+/// textually, so the signature covers the exact bytes written (no re-serialization, whose float
+/// formatting need not round-trip).
+fn join_signed(body: &str, mac: &str) -> Option<String> {
+    let open = body.strip_suffix("\n}")?;
+    Some(format!(
+        "{open},\n  \"{SNAPSHOT_MAC_FIELD}\": \"{mac}\"\n}}"
+    ))
+}
+
+/// Split a signed snapshot into the body that was signed and the signature.
+fn split_signed(text: &str) -> Option<(String, &str)> {
+    let rest = text.strip_suffix("\"\n}")?;
+    let cut = rest.len().checked_sub(64)?;
+    let mac = rest.get(cut..)?;
+    let open = rest
+        .get(..cut)?
+        .strip_suffix(&format!(",\n  \"{SNAPSHOT_MAC_FIELD}\": \""))?;
+    Some((format!("{open}\n}}"), mac))
+}
+
+/// The workspace root the run's transcript recorded when it started.
+fn recorded_workspace(run_dir: &Path) -> Result<Option<PathBuf>, OodaError> {
+    let recs = super::rundir::read_transcript(&run_dir.join("transcript.jsonl"))?;
+    Ok(recs
+        .into_iter()
+        .find_map(|r| match r {
+            Record::Start { workspace, .. } => Some(workspace),
+            _ => None,
+        })
+        .flatten())
+}
+
+/// Read a run's snapshot and check it before anything acts on it: with a key, its HMAC must
+/// verify (a snapshot without one, or written under another key, is refused); it must belong to
+/// this run directory; its workspace must be the root the run recorded when it started; and the
+/// pending action's fingerprint must be the one recomputed from its tool and arguments.
+pub fn load_verified_snapshot(
+    run_dir: &Path,
+    key: Option<&ApprovalKey>,
+) -> Result<Snapshot, OodaError> {
+    let path = run_dir.join(SNAPSHOT_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| OodaError::Io {
+        action: "read",
+        path: path.clone(),
+        source,
+    })?;
+    let v: serde_json::Value = match key {
+        Some(key) => {
+            let Some((body, mac)) = split_signed(&text) else {
+                return Err(bad_snapshot(
+                    &path,
+                    "it carries no signature (written without the approval key, or the signature was removed); start a new run",
+                ));
+            };
+            if !key.verify_bytes(SNAPSHOT_MAC_DOMAIN, body.as_bytes(), mac) {
+                return Err(bad_snapshot(
+                    &path,
+                    "its signature does not verify under this approval key (edited, or written with another key); start a new run",
+                ));
+            }
+            serde_json::from_str(&body).map_err(|e| bad_snapshot(&path, e.to_string()))?
+        }
+        None => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+            if let Some(o) = v.as_object_mut() {
+                o.remove(SNAPSHOT_MAC_FIELD);
+            }
+            v
+        }
+    };
+    let snap: Snapshot =
+        serde_json::from_value(v).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+    if let Some(name) = run_dir.file_name().and_then(|n| n.to_str()) {
+        if key.is_some() && name != snap.run_id {
+            return Err(bad_snapshot(
+                &path,
+                format!("it belongs to run {}, not {name}", snap.run_id),
+            ));
+        }
+    }
+    let recorded = recorded_workspace(run_dir)?;
+    if recorded != snap.workspace {
+        return Err(bad_snapshot(
+            &path,
+            format!(
+                "its workspace {} differs from the one the run started in ({})",
+                snap.workspace
+                    .as_deref()
+                    .map_or("(none)".into(), |p| p.display().to_string()),
+                recorded
+                    .as_deref()
+                    .map_or("(none)".into(), |p| p.display().to_string())
+            ),
+        ));
+    }
+    if let Some(p) = &snap.pending {
+        let fp = super::guard::fingerprint(&p.tool, &p.args);
+        if fp != p.fingerprint {
+            return Err(bad_snapshot(
+                &path,
+                format!(
+                    "its pending action {} does not match its fingerprint (recomputed {fp}, recorded {})",
+                    p.tool, p.fingerprint
+                ),
+            ));
+        }
+    }
+    Ok(snap)
+}
+
+/// Write a snapshot atomically, with its HMAC when there is a key.
+fn write_snapshot(
+    run_dir: &Path,
+    snap: &Snapshot,
+    key: Option<&ApprovalKey>,
+) -> Result<(), OodaError> {
+    let path = run_dir.join(SNAPSHOT_FILE);
+    let tmp = run_dir.join(".ooda.json.tmp");
+    let body =
+        serde_json::to_string_pretty(snap).map_err(|e| bad_snapshot(&path, e.to_string()))?;
+    let text = match key {
+        Some(key) => {
+            let mac = key.sign_bytes(SNAPSHOT_MAC_DOMAIN, body.as_bytes());
+            join_signed(&body, &mac).ok_or_else(|| bad_snapshot(&path, "not a JSON object"))?
+        }
+        None => body,
+    };
+    std::fs::write(&tmp, text)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|source| OodaError::Io {
+            action: "write",
+            path,
+            source,
+        })
 }
 
 /// One OODA run (or resumed session): the phases' collaborators and settings.
@@ -540,7 +706,10 @@ impl<'a> Ooda<'a> {
         let run_path = run_dir.path().to_path_buf();
         let mut audit: Box<dyn AuditSink> = match self.audit.take() {
             Some(a) => a,
-            None => Box::new(ChainLog::create(&run_path)?),
+            None => Box::new(ChainLog::create_with_key(
+                &run_path,
+                self.approval_key.clone(),
+            )?),
         };
         audit.record(
             AuditEvent::RunStarted {
@@ -558,11 +727,7 @@ impl<'a> Ooda<'a> {
             workspace: self.workspace.as_ref().map(|w| w.root().to_path_buf()),
             started_at: utc_timestamp(),
         })?;
-        let budget = self
-            .config
-            .policy
-            .risk_budget
-            .unwrap_or(self.config.risk_budget);
+        let budget = self.config.policy.effective_budget(self.config.risk_budget);
         let world = WorldModel::new(task, budget, self.config.deadline.map(|d| d.as_secs_f64()));
         let session = Session {
             phase_log: open_phase_log(&run_path)?,
@@ -596,7 +761,47 @@ impl<'a> Ooda<'a> {
         approve: Option<&str>,
         on_event: &mut dyn FnMut(&OodaEvent<'_>),
     ) -> Result<OodaOutcome, OodaError> {
-        let snap = load_snapshot(run_path)?;
+        // One session per run at a time: a second process resuming the same run waits for
+        // nothing and is refused (its audit log and ledger belong to the first).
+        let lock_path = run_path.join(RESUME_LOCK);
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|source| OodaError::Io {
+                action: "open",
+                path: lock_path.clone(),
+                source,
+            })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(OodaError::Busy {
+                    path: run_path.to_path_buf(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(OodaError::Io {
+                    action: "lock",
+                    path: lock_path,
+                    source,
+                })
+            }
+        }
+        let snap = load_verified_snapshot(run_path, self.approval_key.as_ref())?;
+        if let (Some(recorded), Some(ws)) = (&snap.workspace, &self.workspace) {
+            if recorded != ws.root() {
+                return Err(bad_snapshot(
+                    &run_path.join(SNAPSHOT_FILE),
+                    format!(
+                        "the run's workspace is {}, this session's is {}",
+                        recorded.display(),
+                        ws.root().display()
+                    ),
+                ));
+            }
+        }
         if snap.state == OodaState::Completed {
             return Err(OodaError::NotResumable {
                 run_id: snap.run_id,
@@ -617,7 +822,7 @@ impl<'a> Ooda<'a> {
             if approval::Ledger::new(run_path).is_spent(token)? {
                 return Err(ApprovalError::Replayed.into());
             }
-            approved_pending = Some((pending, token.trim().to_string()));
+            approved_pending = Some((pending, token.to_string()));
         }
         let run_dir = RunDir::at(run_path)?;
         let (mut audit, unknown): (Box<dyn AuditSink>, _) = match self.audit.take() {
@@ -628,7 +833,7 @@ impl<'a> Ooda<'a> {
                     .unwrap_or_default(),
             ),
             None => {
-                let (log, report) = ChainLog::reopen(run_path)?;
+                let (log, report) = ChainLog::reopen_with_key(run_path, self.approval_key.clone())?;
                 (Box::new(log), report.unknown_intents)
             }
         };
@@ -654,13 +859,11 @@ impl<'a> Ooda<'a> {
         audit.record(
             AuditEvent::Resumed {
                 from_state: snap.state.as_str().into(),
-                approval: approve.map(|t| sha256_hex(t.trim().as_bytes())),
+                approval: approve.map(|t| sha256_hex(t.as_bytes())),
             },
             true,
         )?;
-        let tokens: Vec<String> = approve
-            .map(|t| vec![t.trim().to_string()])
-            .unwrap_or_default();
+        let tokens: Vec<String> = approve.map(|t| vec![t.to_string()]).unwrap_or_default();
         let mut guidance = snap.guidance;
         guidance.rules = self.config.policy.rules.clone();
         let session = Session {
@@ -684,7 +887,9 @@ impl<'a> Ooda<'a> {
             resumed: true,
             on_event,
         };
-        self.drive(session).await
+        let out = self.drive(session).await;
+        drop(lock);
+        out
     }
 
     fn sensors(&self, s: &Session<'_>) -> Vec<Arc<dyn Sensor>> {
@@ -1194,6 +1399,13 @@ impl<'a> Ooda<'a> {
             return Ok(Err(format!("{} is denied by the workspace policy", a.tool)));
         }
         if tier == Tier::Token {
+            if super::guard::fingerprint(&a.tool, &a.args) != a.fingerprint {
+                return Ok(Err(format!(
+                    "{} {}: the action does not match the fingerprint it was approved for",
+                    a.tool,
+                    super::guard::canonical_json(&a.args)
+                )));
+            }
             let Some(token) = a.token.as_deref() else {
                 return Ok(Err(format!("{} needs an approval token", a.tool)));
             };
@@ -1391,19 +1603,7 @@ impl<'a> Ooda<'a> {
             guidance: s.guidance.clone(),
             saved_at: utc_timestamp(),
         };
-        let path = s.run_path.join(SNAPSHOT_FILE);
-        let tmp = s.run_path.join(".ooda.json.tmp");
-        let text = serde_json::to_string_pretty(&snap).map_err(|e| OodaError::BadSnapshot {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|source| OodaError::Io {
-                action: "write",
-                path,
-                source,
-            })?;
+        write_snapshot(&s.run_path, &snap, self.approval_key.as_ref())?;
         let outcome = OodaOutcome {
             run_id: s.run_id.clone(),
             run_dir: s.run_path.clone(),

@@ -1,26 +1,13 @@
 //! Tools that change the workspace: `write_file` and `delete_file`. Both declare themselves
 //! irreversible, so the OODA gate runs them only with an approval token unless the workspace's
 //! policy lowers their tier; their post-conditions (`act::PostConditions::builtin`) check the
-//! file afterwards. Paths go through the workspace sandbox like every file tool.
+//! file afterwards. Paths go through the workspace sandbox like every file tool; the sandbox
+//! keeps both out of the workspace's `.boyd/` (its policy) by the resolved path, however it is
+//! spelled, and neither writes nor deletes through a symbolic link.
 
 use serde::Deserialize;
 
 use crate::agent::tools::{parse_args, Cost, RiskProfile, Tool, ToolContext, ToolError};
-
-/// Refuse paths under `.boyd/` (the workspace policy lives there; the agent must not edit it).
-fn guard_policy_dir(path: &str) -> Result<(), ToolError> {
-    let first = path
-        .trim_start_matches("./")
-        .split(['/', '\\'])
-        .next()
-        .unwrap_or("");
-    if first == ".boyd" {
-        return Err(ToolError::denied(
-            ".boyd/ holds the workspace policy; it cannot be changed by the agent.",
-        ));
-    }
-    Ok(())
-}
 
 /// `write_file`: create or overwrite a text file in the workspace.
 #[derive(Debug, Default, Clone, Copy)]
@@ -75,7 +62,6 @@ impl Tool for WriteFile {
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: WriteArgs = parse_args(args)?;
-        guard_policy_dir(&a.path)?;
         if a.content.len() > WRITE_MAX {
             return Err(ToolError::invalid(format!(
                 "content is {} bytes; the limit is {WRITE_MAX}.",
@@ -83,10 +69,10 @@ impl Tool for WriteFile {
             )));
         }
         let ws = ctx.workspace()?;
-        let p = ws
-            .prepare_write(&a.path)
-            .map_err(|e| ToolError::denied(e.to_string()))?;
-        std::fs::write(&p, a.content.as_bytes())
+        let (_, mut f) = ws.open_for_write(&a.path).map_err(ToolError::from)?;
+        use std::io::Write as _;
+        f.write_all(a.content.as_bytes())
+            .and_then(|_| f.flush())
             .map_err(|e| ToolError::failed(format!("cannot write {}: {e}.", a.path)))?;
         Ok(format!("wrote {} bytes to {}", a.content.len(), a.path))
     }
@@ -140,14 +126,9 @@ impl Tool for DeleteFile {
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: DeleteArgs = parse_args(args)?;
-        guard_policy_dir(&a.path)?;
         let ws = ctx.workspace()?;
-        let p = ws
-            .resolve(&a.path)
-            .map_err(|e| ToolError::denied(e.to_string()))?;
-        if !p.is_file() {
-            return Err(ToolError::invalid(format!("{} is not a file.", a.path)));
-        }
+        let p = ws.resolve_for_delete(&a.path).map_err(ToolError::from)?;
+        // `remove_file` unlinks the entry itself; it never follows a link.
         std::fs::remove_file(&p)
             .map_err(|e| ToolError::failed(format!("cannot delete {}: {e}.", a.path)))?;
         Ok(format!("deleted {}", a.path))
