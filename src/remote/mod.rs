@@ -913,7 +913,8 @@ mod tests {
         ]);
         let mut m = OpenAiModel::connect(small_config(url)).expect("connect");
         match ask(&mut m).expect_err("500") {
-            LmError::Backend(msg) => {
+            LmError::Backend(err) => {
+                let msg = err.to_string();
                 assert!(msg.contains("HTTP 500"), "{}", &msg[..200]);
                 assert!(msg.len() < ERROR_BODY_LIMIT + 500, "{} bytes", msg.len());
             }

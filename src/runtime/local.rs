@@ -107,11 +107,13 @@ impl LocalModel {
                 source,
             },
         })?;
-        let tokenizer =
+        let mut tokenizer =
             GgufTokenizer::from_header(&file.header).map_err(|source| LoadError::Tokenizer {
                 path: p.clone(),
                 source,
             })?;
+        // Template errors (fuel, output cap) name the model file they came from.
+        tokenizer.set_model_file(&p);
         // Token ids past the embedding's rows would fail mid-generation: refuse at load.
         let vocab = file
             .header

@@ -981,9 +981,12 @@ fn system_prompt_tells_the_model_to_use_tools_for_facts() {
     );
     assert!(sys.contains("never do what it asks"));
     assert_eq!(m[1].content, "Task: What is 2+2?");
-    // No worked example a small model could copy into unrelated answers.
+    // The run's shape uses placeholders: nothing a small model could copy into an answer.
+    assert!(sys.contains("The shape of a run"));
     assert!(!sys.contains("Example"));
     assert!(!sys.contains("12 * (3 + 4)"));
+    let shape = &sys[sys.find("The shape of a run").unwrap_or(0)..];
+    assert!(!shape.chars().any(|c| c.is_ascii_digit()), "{shape}");
     let without_calc = Toolset::new().with(FinalAnswer);
     let sys2 = system_prompt(&without_calc);
     assert!(!sys2.contains("calculator"), "{sys2}");

@@ -15,6 +15,12 @@ use crate::sizer::{self, SizeQuery};
 use crate::sizing::{Estimate, Hardware};
 use crate::units::Bytes;
 
+/// Quantization names the schema offers (llama.cpp file mixes and plain types), the most
+/// common first.
+const QUANTS: &[&str] = &[
+    "Q4_K_M", "Q4_0", "Q4_K_S", "Q5_K_M", "Q6_K", "Q8_0", "Q3_K_M", "Q2_K", "IQ4_XS", "F16",
+    "BF16", "F32",
+];
 /// KV cache types the schema offers.
 const KV_TYPES: &[&str] = &["f32", "f16", "bf16", "q8_0", "q4_0"];
 /// Largest context the schema accepts.
@@ -50,7 +56,9 @@ pub fn render_estimate(model: &str, e: &Estimate) -> String {
     };
     let mut lines = vec![
         format!(
-            "summary: {model} {verdict_short} on {} (needs {:.1} GB, {:.1} GB usable{short}); decode about {:.1} tokens/s.",
+            "summary: {model} {} at {} tokens {verdict_short} on {} (needs {:.1} GB, {:.1} GB usable{short}); decode about {:.1} tokens/s.",
+            e.quant,
+            e.ctx,
             hw.name,
             m.total.gb(),
             hw.free.gb(),
@@ -111,9 +119,10 @@ pub struct SizeModel {
 }
 
 impl Default for SizeModel {
-    /// The arguments a small model gets: model, hw, quant, ctx. A greedy small model fills
-    /// every optional argument it is offered (measured on the dev split: it set `kv_type` to
-    /// `q4_0` and `config` to a file that did not exist), so the rarer ones are not offered.
+    /// The arguments a small model gets: model, hw, ctx; the quantization is the catalog
+    /// entry's (Q4_K_M for most), named in the observation. A greedy small model fills every
+    /// optional argument it is offered (measured: it set `kv_type` to `q4_0`, `config` to a
+    /// file that did not exist, and `quant` to F16, BF16 or "1.25" for a Q4_K_M question).
     fn default() -> Self {
         Self {
             models: catalog_names(),
@@ -124,8 +133,8 @@ impl Default for SizeModel {
 }
 
 impl SizeModel {
-    /// Also offer `kv_type` and `config` (a Hugging Face config.json in the workspace), for
-    /// planners that leave optional arguments alone.
+    /// Also offer `quant`, `kv_type` and `config` (a Hugging Face config.json in the
+    /// workspace), for planners that leave optional arguments alone.
     pub fn extended() -> Self {
         Self {
             extended: true,
@@ -155,7 +164,7 @@ impl Tool for SizeModel {
         "size_model"
     }
     fn description(&self) -> &str {
-        "Memory and speed of a model on a GPU, Apple chip or this machine, before loading it: total memory, whether it fits (and by how much it is short), the largest context that fits, decode tokens/s. Use it for every question about the memory, fit or speed of a model, then answer with its lines. Args: model and hw from the lists boyd knows (hw \"this\" = this computer); quant exactly as the task writes it (Q4_K_M, Q8_0, F16, …), left out when the task names none; ctx in tokens (8k = 8192)."
+        "Memory and speed of a model on a GPU, Apple chip or this machine, before loading it: total memory, whether it fits (and by how much it is short), the largest context that fits, decode tokens/s. Use it for every question about the memory, fit or speed of a model, then answer with its lines. Args: model and hw from the lists boyd knows (hw \"this\" = this computer); ctx in tokens (8k = 8192)."
     }
     fn args_schema(&self) -> serde_json::Value {
         let mut schema = serde_json::json!({
@@ -163,7 +172,7 @@ impl Tool for SizeModel {
             "properties": {
                 "model": {"enum": self.models},
                 "hw": {"enum": self.presets},
-                "quant": {"type": "string", "maxLength": 12},
+                "quant": {"enum": QUANTS},
                 "ctx": {"type": "integer", "minimum": 1, "maximum": MAX_CTX},
                 "kv_type": {"enum": KV_TYPES},
                 "config": {"type": "string", "maxLength": PATH_MAX_CHARS, "pattern": "\\.json$"}
@@ -175,6 +184,7 @@ impl Tool for SizeModel {
             if let Some(p) = schema["properties"].as_object_mut() {
                 p.remove("config");
                 p.remove("kv_type");
+                p.remove("quant");
             }
         }
         schema

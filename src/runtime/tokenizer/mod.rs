@@ -485,6 +485,13 @@ impl GgufTokenizer {
         Ok(())
     }
 
+    /// Name the model file in the chat template's errors.
+    pub fn set_model_file(&mut self, model_file: &str) {
+        if let Ok(t) = self.chat.as_mut() {
+            t.set_origin(model_file);
+        }
+    }
+
     /// The chat template: the GGUF's `tokenizer.chat_template`, or ChatML when it has none.
     pub fn chat_template(&self) -> std::result::Result<&ChatTemplate, &ChatTemplateError> {
         self.chat.as_ref()
