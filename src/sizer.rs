@@ -37,6 +37,8 @@ pub struct SizeQuery {
     pub ubatch: u32,
     /// The device whose calibration profile `this` uses (`cpu`, `cuda:0`, …).
     pub device: String,
+    /// The CPU engine the runtime would pick (the CLI reads `BOYD_ENGINE` into it).
+    pub engine: EngineKind,
 }
 
 impl SizeQuery {
@@ -51,6 +53,7 @@ impl SizeQuery {
             mem_gib: None,
             ubatch: DEFAULT_UBATCH,
             device: "cpu".into(),
+            engine: EngineKind::default(),
         }
     }
 }
@@ -66,7 +69,7 @@ pub fn estimate_all(q: &SizeQuery, ctxs: &[u32]) -> anyhow::Result<Vec<Estimate>
             Weights::Exact { bytes, .. } => bytes.tensor_types.clone().unwrap_or_default(),
             Weights::Params { .. } => Vec::new(),
         };
-        hw.compute_layout = EngineKind::from_env().compute_layout(true, types);
+        hw.compute_layout = q.engine.compute_layout(true, types);
     }
     let kv_dtype = match &q.kv_dtype {
         Some(k) => KvDtype::parse(k)?,
@@ -89,6 +92,13 @@ pub fn estimate_all(q: &SizeQuery, ctxs: &[u32]) -> anyhow::Result<Vec<Estimate>
         out.push(sizing::estimate(&input, &hw).with_context(|| format!("sizing {}", q.model))?);
     }
     Ok(out)
+}
+
+/// The catalog's model names (shipped entries).
+pub fn catalog_model_names() -> Vec<String> {
+    Catalog::shipped()
+        .map(|c| c.names().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 /// Answer `q` at its own context.

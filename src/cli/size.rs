@@ -97,6 +97,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         mem_gib: args.mem_gib,
         ubatch: args.batch,
         device: g.device.clone(),
+        engine: crate::runtime::decoder::EngineKind::from_env(),
     };
     let estimates = sizer::estimate_all(&query, &ctxs)?;
     let text = if g.json {

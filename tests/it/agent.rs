@@ -459,9 +459,10 @@ fn file_tools_see_only_the_workspace() {
         s[0].observation.text,
         "notes.txt (22 bytes)\nsub/ (1 file)\ntotal: 1 file and 1 folder directly in ."
     );
+    // A short file is shown whole even when a range is asked.
     assert_eq!(
         s[1].observation.text,
-        "notes.txt lines 2-2 of 3:\n2: beta gamma\n"
+        "notes.txt (3 lines):\n1: alpha\n2: beta gamma\n3: Beta\n"
     );
     // Plain words match in any case.
     assert!(
@@ -523,8 +524,9 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
             ScriptedTurn::tool("read_file", json!({"path": "pipe"})),
             ScriptedTurn::tool(
                 "read_file",
-                json!({"path": "log.txt", "start_line": 2, "end_line": 3}),
+                json!({"path": "big.txt", "start_line": 250, "end_line": 251}),
             ),
+            ScriptedTurn::tool("read_file", json!({"path": "c.csv"})),
             ScriptedTurn::answer("ok"),
         ],
         &tools,

@@ -514,7 +514,7 @@ impl Tool for SearchText {
             ));
         }
         // Stable: best score first, then file order.
-        partial.sort_by(|x, y| y.0.cmp(&x.0));
+        partial.sort_by_key(|p| std::cmp::Reverse(p.0));
         let shown: Vec<String> = partial
             .iter()
             .take(MAX_MATCHES / 2)

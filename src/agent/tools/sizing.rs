@@ -10,7 +10,6 @@ use serde::Deserialize;
 
 use super::files::PATH_MAX_CHARS;
 use super::{parse_args, Tool, ToolContext, ToolError};
-use crate::catalog::Catalog;
 use crate::sizer::{self, SizeQuery};
 use crate::sizing::{Estimate, Hardware};
 use crate::units::Bytes;
@@ -27,9 +26,7 @@ const KV_TYPES: &[&str] = &["f32", "f16", "bf16", "q8_0", "q4_0"];
 const MAX_CTX: u64 = 1 << 20;
 
 fn catalog_names() -> Vec<String> {
-    Catalog::shipped()
-        .map(|c| c.names().map(str::to_owned).collect())
-        .unwrap_or_default()
+    sizer::catalog_model_names()
 }
 
 fn preset_names() -> Vec<String> {
