@@ -37,7 +37,7 @@ impl Tool for ReadBlob {
             "type": "object",
             "properties": {
                 "blob": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-                "offset": {"type": "integer", "minimum": 0},
+                "offset": {"type": "integer", "minimum": 0, "maximum": 100_000_000},
                 "length": {"type": "integer", "minimum": 1, "maximum": PAGE_CHARS}
             },
             "required": ["blob"],

@@ -145,8 +145,8 @@ impl Tool for ReadFile {
             "type": "object",
             "properties": {
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
-                "start_line": {"type": "integer", "minimum": 1},
-                "end_line": {"type": "integer", "minimum": 1}
+                "start_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000},
+                "end_line": {"type": "integer", "minimum": 1, "maximum": 10_000_000}
             },
             "required": ["path"],
             "additionalProperties": false
