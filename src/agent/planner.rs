@@ -140,6 +140,7 @@ You cannot compute, read files or know sizes yourself: you only see what tools r
 Reply with exactly ONE JSON object and nothing else:\n\
 {{\"thought\": \"<one short sentence: what you will do next>\", \"tool\": \"<tool name>\", \"args\": {{<arguments>}}}}\n\n\
 Rules:\n\
+- Your first reply calls a tool: facts and results come only from observations.\n\
 - Choose the tool whose description fits the task; follow what the description says.\n\
 - As soon as an observation gives the answer, call {FINAL_ANSWER} with the value copied from the observation.\n\
 - Never repeat a call: its observation is already above. Answer from it or use another tool.\n\
@@ -160,7 +161,7 @@ Rules:\n\
 Task: <question>\n\
 {{\"thought\": \"<which tool gives the fact>\", \"tool\": \"<tool name>\", \"args\": {{<arguments>}}}}\n\
 Observation: <text that contains the fact>\n\
-{{\"thought\": \"The observation answers the task.\", \"tool\": \"{FINAL_ANSWER}\", \"args\": {{\"answer\": \"<the value, copied from the observation>\"}}}}\n"
+{{\"thought\": \"<where the observation states it>\", \"tool\": \"{FINAL_ANSWER}\", \"args\": {{\"answer\": \"<the value, copied from the observation>\"}}}}\n"
     ));
     s
 }
