@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 
 use crate::catalog::Catalog;
+use crate::hw::HostMemory;
 use crate::runtime::decoder::EngineKind;
 use crate::runtime::gguf::GgufHeader;
 use crate::sizing::{
@@ -355,15 +356,10 @@ pub fn this_machine(device: &str) -> anyhow::Result<Hardware> {
     }
 }
 
-/// `(MemTotal, MemAvailable)` from the text of /proc/meminfo.
+/// `(MemTotal, MemAvailable)` from the text of /proc/meminfo (the probe's parser,
+/// [`HostMemory::parse`]).
 pub fn parse_meminfo(text: &str) -> Option<(Bytes, Option<Bytes>)> {
-    let field = |key: &str| -> Option<Bytes> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        let rest = line[key.len()..].trim_start_matches(':').trim();
-        let kib: u64 = rest.split_whitespace().next()?.parse().ok()?;
-        kib.checked_mul(1024).map(Bytes)
-    };
-    Some((field("MemTotal")?, field("MemAvailable")))
+    HostMemory::parse(text).map(|m| (m.total, m.available))
 }
 
 /// Where the calibration profile for `device` lives: `$BOYD_HOME/profiles/<device>.toml`.

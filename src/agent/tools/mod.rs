@@ -343,23 +343,20 @@ impl Toolset {
 
     /// A set holding only the tool named `name` (empty when there is none).
     pub fn only(&self, name: &str) -> Self {
-        Self {
-            tools: self
-                .tools
-                .iter()
-                .filter(|t| t.name() == name)
-                .cloned()
-                .collect(),
-        }
+        self.filtered(|t| t.name() == name)
     }
 
     /// The same set without the tool named `name`.
     pub fn without(&self, name: &str) -> Self {
+        self.filtered(|t| t.name() != name)
+    }
+
+    fn filtered(&self, keep: impl Fn(&dyn Tool) -> bool) -> Self {
         Self {
             tools: self
                 .tools
                 .iter()
-                .filter(|t| t.name() != name)
+                .filter(|t| keep(t.as_ref()))
                 .cloned()
                 .collect(),
         }
