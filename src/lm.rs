@@ -144,6 +144,13 @@ pub struct Usage {
     pub kv_bytes: u64,
     /// Tokens in the cache after the request.
     pub context_used: usize,
+    /// Forward passes after the prefill: one per sampled token, or one per batch of a sampled
+    /// token and the tokens an output constraint forced after it.
+    #[serde(default)]
+    pub decode_passes: usize,
+    /// Generated tokens an output constraint forced (emitted without sampling).
+    #[serde(default)]
+    pub forced_tokens: usize,
 }
 
 /// A finished generation.

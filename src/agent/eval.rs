@@ -305,6 +305,12 @@ pub struct TaskResult {
     pub reused_tokens: usize,
     /// Generated tokens.
     pub generated_tokens: usize,
+    /// Forward passes after the prefills (batched forced tokens count once).
+    #[serde(default)]
+    pub decode_passes: usize,
+    /// Generated tokens the output constraint forced.
+    #[serde(default)]
+    pub forced_tokens: usize,
     /// Unparseable planner outputs.
     pub parse_failures: usize,
     /// Wall time in seconds.
@@ -505,6 +511,8 @@ pub fn run_task(
         prefilled_tokens: outcome.usage.prefilled_tokens,
         reused_tokens: outcome.usage.reused_tokens,
         generated_tokens: outcome.usage.generated_tokens,
+        decode_passes: outcome.usage.decode_passes,
+        forced_tokens: outcome.usage.forced_tokens,
         parse_failures: outcome.parse_failures,
         elapsed_s: outcome.elapsed_s,
         run_id: outcome.run_id,

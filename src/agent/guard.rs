@@ -155,7 +155,7 @@ pub fn repeat_message(error: &str) -> String {
 /// and what to do with it.
 pub fn repeat_success_message(observation: &str) -> String {
     format!(
-        "System guard: you already ran this exact action. It returned:\n{observation}\nAnswer the task now with final_answer, copying the values from it."
+        "System guard: you already ran this exact action. It returned:\n{observation}\nIf this holds the answer, call final_answer now; otherwise use a different tool."
     )
 }
 

@@ -5,6 +5,7 @@
 //! is always derived from typed `Step`s, so each step's prompt extends the previous one and the
 //! runtime reuses the KV prefix. This module never imports candle.
 
+pub mod answer;
 pub mod approval;
 pub mod audit;
 pub mod condense;

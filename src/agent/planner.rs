@@ -15,6 +15,7 @@ use crate::lm::{
     SamplingParams, Usage,
 };
 
+use super::answer::{answer_messages, clean_answer, AnswerOutput, ANSWER_MAX_TOKENS};
 use super::guard::canonical_json;
 use super::parse::{parse_action, ActionParseError};
 use super::tools::{Toolset, FINAL_ANSWER};
@@ -27,8 +28,12 @@ pub struct PlannerInput<'a> {
     pub task: &'a str,
     /// Steps so far (with observations possibly collapsed).
     pub steps: &'a [Step],
-    /// The tools available.
+    /// The tools available (shown in the prompt).
     pub tools: &'a Toolset,
+    /// The tools the output constraint allows this step, when narrower than `tools` (the first
+    /// step may not answer yet; after a repeated call only `final_answer` is left). The prompt
+    /// still lists `tools`, so the KV prefix of earlier steps stays valid.
+    pub allowed: Option<&'a Toolset>,
     /// Cancellation.
     pub cancel: &'a CancelToken,
 }
@@ -80,6 +85,18 @@ pub trait Planner {
     /// Tokens the next request would need (prompt plus room to answer), when the planner can tell.
     fn estimate_tokens(&self, _input: &PlannerInput<'_>) -> Option<usize> {
         None
+    }
+    /// Write the final answer to `task` from the steps' observations with a short, focused
+    /// request (see `agent::answer`). `None` when this planner cannot (a scripted planner
+    /// without scripted answers) or there is nothing to answer from.
+    fn answer(
+        &mut self,
+        _task: &str,
+        _steps: &[Step],
+        _overview: Option<&str>,
+        _cancel: &CancelToken,
+    ) -> Result<Option<AnswerOutput>, PlannerError> {
+        Ok(None)
     }
 }
 
@@ -326,13 +343,14 @@ impl<'m> LmPlanner<'m> {
 
     /// The request for the next step (public so tests and benches can inspect it).
     pub fn request(&self, input: &PlannerInput<'_>) -> GenRequest {
+        let allowed = input.allowed.unwrap_or(input.tools);
         let constraint = match self.config.constraint {
             ConstraintMode::JsonSchema => Some(Constraint::JsonSchema(action_schema(
-                input.tools,
+                allowed,
                 self.config.thought_max_chars,
             ))),
             ConstraintMode::Lark => Some(Constraint::Lark(lark_grammar(
-                input.tools,
+                allowed,
                 self.config.thought_max_chars,
             ))),
             ConstraintMode::None => None,
@@ -400,6 +418,41 @@ impl Planner for LmPlanner<'_> {
         let chars = message_chars(&render_messages(input.task, input.steps, input.tools));
         Some((chars as f64 / self.chars_per_token).ceil() as usize + self.config.max_tokens)
     }
+
+    fn answer(
+        &mut self,
+        task: &str,
+        steps: &[Step],
+        overview: Option<&str>,
+        cancel: &CancelToken,
+    ) -> Result<Option<AnswerOutput>, PlannerError> {
+        let Some(messages) = answer_messages(task, steps, overview) else {
+            return Ok(None);
+        };
+        let req = GenRequest {
+            messages,
+            sampling: self.config.sampling.clone(),
+            max_tokens: ANSWER_MAX_TOKENS,
+            stop: vec!["\n".into()],
+            constraint: None,
+        };
+        let out = self
+            .model
+            .generate(&req, &mut |_| {}, cancel)
+            .map_err(|e| match e {
+                LmError::ContextExceeded { .. } => PlannerError::ContextExhausted {
+                    detail: e.to_string(),
+                },
+                other => PlannerError::Lm(other),
+            })?;
+        if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
+            return Err(PlannerError::Cancelled);
+        }
+        Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
+            answer,
+            usage: out.usage,
+        }))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,6 +499,11 @@ pub struct ScriptedPlanner {
     turns: VecDeque<ScriptedTurn>,
     /// The messages rendered at each call (what an `LmPlanner` would have sent).
     pub prompts: Vec<Vec<ChatMessage>>,
+    /// The tools the constraint allowed at each call (`PlannerInput::allowed`, else all shown).
+    pub allowed: Vec<Vec<String>>,
+    /// The messages of each answer step (see `Planner::answer`).
+    pub answer_prompts: Vec<Vec<ChatMessage>>,
+    answers: VecDeque<String>,
     context_window: Option<usize>,
 }
 
@@ -455,8 +513,18 @@ impl ScriptedPlanner {
         Self {
             turns: turns.into_iter().collect(),
             prompts: Vec::new(),
+            allowed: Vec::new(),
+            answer_prompts: Vec::new(),
+            answers: VecDeque::new(),
             context_window: None,
         }
+    }
+
+    /// Answer steps return these answers in turn (without them, `answer` gives `None` and the
+    /// scripted `final_answer` arguments stand).
+    pub fn with_answers<S: Into<String>>(mut self, answers: impl IntoIterator<Item = S>) -> Self {
+        self.answers = answers.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Pretend to have a context of `tokens` (4 characters per token).
@@ -475,6 +543,15 @@ impl Planner for ScriptedPlanner {
         let messages = render_messages(input.task, input.steps, input.tools);
         let prompt_tokens = Self::tokens_of(&messages);
         self.prompts.push(messages);
+        self.allowed.push(
+            input
+                .allowed
+                .unwrap_or(input.tools)
+                .names()
+                .iter()
+                .map(|n| n.to_string())
+                .collect(),
+        );
         let turn = self
             .turns
             .pop_front()
@@ -518,6 +595,32 @@ impl Planner for ScriptedPlanner {
 
     fn context_window(&self) -> Option<usize> {
         self.context_window
+    }
+
+    fn answer(
+        &mut self,
+        task: &str,
+        steps: &[Step],
+        overview: Option<&str>,
+        _cancel: &CancelToken,
+    ) -> Result<Option<AnswerOutput>, PlannerError> {
+        let Some(messages) = answer_messages(task, steps, overview) else {
+            return Ok(None);
+        };
+        let Some(answer) = self.answers.pop_front() else {
+            return Ok(None);
+        };
+        let prompt_tokens = Self::tokens_of(&messages);
+        self.answer_prompts.push(messages);
+        Ok(Some(AnswerOutput {
+            usage: Usage {
+                prompt_tokens,
+                prefilled_tokens: prompt_tokens,
+                generated_tokens: answer.len().div_ceil(4),
+                ..Usage::default()
+            },
+            answer,
+        }))
     }
 
     fn estimate_tokens(&self, input: &PlannerInput<'_>) -> Option<usize> {

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::lm::{CancelToken, Usage};
 
+use super::answer::{AnswerMode, AnswerOutput};
 use super::condense::{self, Condenser};
 use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCache, Verdict};
 use super::parse::ActionParseError;
@@ -50,6 +51,13 @@ pub struct Limits {
     pub observation_limit: usize,
     /// Whether irreversible tools may run without approval (otherwise the run escalates).
     pub allow_irreversible: bool,
+    /// Who writes the final answer (see `agent::answer`).
+    pub answer: AnswerMode,
+    /// Show the workspace's top-level listing under the task (as coding agents give their
+    /// environment), so the first step can name a file that exists.
+    pub show_workspace: bool,
+    /// Type the file tools' path arguments by the workspace (see `tools::choices`).
+    pub typed_paths: bool,
 }
 
 impl Default for Limits {
@@ -63,6 +71,9 @@ impl Default for Limits {
             stuck_after: 3,
             observation_limit: condense::DEFAULT_LIMIT,
             allow_irreversible: false,
+            answer: AnswerMode::default(),
+            show_workspace: true,
+            typed_paths: true,
         }
     }
 }
@@ -216,6 +227,43 @@ pub fn run(
         blob_dir: lp.run_dir.blob_dir(),
         cancel: cancel.clone(),
     };
+    // What the planner reads as the task: the task, and the workspace's top level when asked.
+    let overview = if limits.show_workspace {
+        workspace_overview(tools, &ctx)
+    } else {
+        None
+    };
+    let planner_task = match &overview {
+        Some(o) => format!("{task}\n\nFiles in the workspace:\n{o}"),
+        None => task.to_string(),
+    };
+    // In an empty workspace the file readers can only fail: a small model otherwise lists
+    // folders that do not exist instead of computing (measured on the dev split).
+    let empty_workspace = ctx
+        .workspace
+        .as_ref()
+        .is_some_and(|w| std::fs::read_dir(w.root()).is_ok_and(|mut d| d.next().is_none()));
+    let narrowed;
+    let tools = if empty_workspace {
+        narrowed = super::tools::files::FILE_READERS
+            .iter()
+            .fold(tools.clone(), |t, name| t.without(name));
+        &narrowed
+    } else {
+        tools
+    };
+    // In a small workspace, path arguments are typed: an enum of the paths there (and the
+    // files the task names), so the constraint cannot produce a path that does not exist.
+    let typed;
+    let tools = match ctx.workspace.as_ref() {
+        Some(w) if limits.typed_paths && !empty_workspace => {
+            typed = super::tools::choices::constrain_paths(tools, w.root(), task);
+            &typed
+        }
+        _ => tools,
+    };
+    let original_task = task;
+    let task = planner_task.as_str();
     let mut steps: Vec<Step> = Vec::new();
     let mut cache = ActionCache::new(limits.stuck_after);
     let mut totals = UsageTotals::default();
@@ -223,7 +271,7 @@ pub fn run(
     let mut answer: Option<String> = None;
     let mut detail: Option<String> = None;
     // Set when the model repeated an action that had succeeded: the next step may only answer.
-    let mut answer_now = false;
+    let mut banned: Option<String> = None;
 
     let stop = loop {
         if cancel.is_cancelled() {
@@ -253,7 +301,7 @@ pub fn run(
         }
         // The tools shown this step: `read_blob` only once an observation was condensed into
         // a blob (offered earlier, a small model pages blobs that do not exist).
-        let offered = offered_tools(tools, &steps, answer_now);
+        let offered = offered_tools(tools, &steps);
         let tools = &offered;
         // Context budget: collapse older observations when the next request comes near the
         // context; stop when even that is not enough.
@@ -262,6 +310,7 @@ pub fn run(
                 task,
                 steps: &steps,
                 tools,
+                allowed: None,
                 cancel,
             };
             if let Some(est) = planner.estimate_tokens(&input) {
@@ -288,6 +337,7 @@ pub fn run(
                             task,
                             steps: &steps,
                             tools,
+                            allowed: None,
                             cancel,
                         };
                         let after = planner.estimate_tokens(&input).unwrap_or(est);
@@ -312,11 +362,13 @@ pub fn run(
 
         let index = steps.len() + 1;
         let step_start = Instant::now();
+        let allowed = allowed_tools(tools, &steps, banned.as_deref());
         let out = {
             let input = PlannerInput {
                 task,
                 steps: &steps,
                 tools,
+                allowed: allowed.as_ref(),
                 cancel,
             };
             match planner.next(&input) {
@@ -330,8 +382,9 @@ pub fn run(
             }
         };
         let plan_s = step_start.elapsed().as_secs_f64();
-        answer_now = false;
+        banned = None;
         totals.add(&out.usage);
+        let mut usage = out.usage.clone();
         (lp.on_event)(&AgentEvent::Decided {
             index,
             thought: &out.thought,
@@ -357,6 +410,21 @@ pub fn run(
                 (None, obs)
             }
             Ok(Action::Final { answer: a }) => {
+                let a = match answer_step(
+                    planner,
+                    limits,
+                    original_task,
+                    &steps,
+                    overview.as_deref(),
+                    cancel,
+                )? {
+                    Some(o) => {
+                        totals.add(&o.usage);
+                        add_usage(&mut usage, &o.usage);
+                        o.answer
+                    }
+                    None => a,
+                };
                 finished = Some(StopReason::Completed);
                 answer = Some(a.clone());
                 let obs = Observation::new(ObservationKind::Final, a.clone());
@@ -365,6 +433,21 @@ pub fn run(
             Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
                 match FinalAnswer::answer_from_args(&args) {
                     Ok(a) => {
+                        let a = match answer_step(
+                            planner,
+                            limits,
+                            original_task,
+                            &steps,
+                            overview.as_deref(),
+                            cancel,
+                        )? {
+                            Some(o) => {
+                                totals.add(&o.usage);
+                                add_usage(&mut usage, &o.usage);
+                                o.answer
+                            }
+                            None => a,
+                        };
                         finished = Some(StopReason::Completed);
                         answer = Some(a.clone());
                         (
@@ -399,7 +482,9 @@ pub fn run(
                         Observation::new(ObservationKind::Guard, repeat_message(&error))
                     }
                     Verdict::RepeatOfSuccess { observation } => {
-                        answer_now = true;
+                        // The result is on screen; the next step may answer or use another
+                        // tool, but not this one again (greedy decoding would repeat it).
+                        banned = Some(name.clone());
                         Observation::new(
                             ObservationKind::Guard,
                             repeat_success_message(&observation),
@@ -469,7 +554,7 @@ pub fn run(
                 tool_s,
                 total_s: step_start.elapsed().as_secs_f64(),
             },
-            usage: out.usage,
+            usage,
         };
         lp.run_dir.append(&Record::Step(step.clone()))?;
         (lp.on_event)(&AgentEvent::Observed { step: &step });
@@ -479,13 +564,57 @@ pub fn run(
         }
     };
 
+    // A run the step limit or the stuck guard ended may still hold the answer in what it
+    // observed: ask for it (one more model call, recorded as a step).
+    let mut stop = stop;
+    let observed = steps
+        .iter()
+        .any(|s| s.observation.kind == ObservationKind::Output);
+    if matches!(stop, StopReason::MaxSteps | StopReason::Stuck) && answer.is_none() && observed {
+        let step_start = Instant::now();
+        if let Some(o) = answer_step(
+            planner,
+            limits,
+            original_task,
+            &steps,
+            overview.as_deref(),
+            cancel,
+        )? {
+            totals.add(&o.usage);
+            let step = Step {
+                index: steps.len() + 1,
+                thought: format!("{}: answer from the observations", stop.as_str()),
+                action: Some(Action::Final {
+                    answer: o.answer.clone(),
+                }),
+                raw: String::new(),
+                observation: Observation::new(ObservationKind::Final, o.answer.clone()),
+                fingerprint: None,
+                timings: StepTimings {
+                    plan_s: step_start.elapsed().as_secs_f64(),
+                    tool_s: 0.0,
+                    total_s: step_start.elapsed().as_secs_f64(),
+                },
+                usage: o.usage,
+            };
+            lp.run_dir.append(&Record::Step(step.clone()))?;
+            (lp.on_event)(&AgentEvent::Observed { step: &step });
+            steps.push(step);
+            detail = Some(format!(
+                "{}; answered from the observations",
+                detail.unwrap_or_else(|| stop.as_str().to_string())
+            ));
+            answer = Some(o.answer);
+            stop = StopReason::Completed;
+        }
+    }
     if stop == StopReason::Cancelled && detail.is_none() {
         detail = Some("cancelled by the user".into());
     }
     let outcome = RunOutcome {
         run_id,
         run_dir: run_path,
-        task: task.to_string(),
+        task: original_task.to_string(),
         stop,
         answer,
         detail,
@@ -501,19 +630,85 @@ pub fn run(
     Ok(outcome)
 }
 
-/// The tools offered to the planner for the next step: only `final_answer` right after the
-/// model repeated an action that had succeeded (its result is on screen; greedy decoding would
-/// repeat it again), and `read_blob` only once there is a blob to page.
-fn offered_tools(tools: &Toolset, steps: &[Step], answer_now: bool) -> Toolset {
-    if answer_now && tools.get(FINAL_ANSWER).is_some() {
-        return tools.only(FINAL_ANSWER);
-    }
+/// The tools shown to the planner for the next step: `read_blob` only once there is a blob to
+/// page (shown earlier, a small model pages blobs that do not exist).
+fn offered_tools(tools: &Toolset, steps: &[Step]) -> Toolset {
     let has_blob = steps.iter().any(|s| s.observation.blob.is_some());
     if has_blob {
         tools.clone()
     } else {
         tools.without(super::tools::blob::READ_BLOB)
     }
+}
+
+/// The tools the constraint allows this step, when fewer than those shown: the first step
+/// must call a tool (facts come from observations; a small model otherwise answers from its
+/// own guesses), and right after a repeated successful call that tool is left out (answering
+/// straight away cut runs short: the model repeated `list_dir` before searching the log it
+/// listed; measured on the dev split).
+fn allowed_tools(tools: &Toolset, steps: &[Step], banned: Option<&str>) -> Option<Toolset> {
+    if let Some(name) = banned {
+        if name != FINAL_ANSWER && tools.get(name).is_some() {
+            return Some(tools.without(name));
+        }
+    }
+    let others = tools.iter().any(|t| t.name() != FINAL_ANSWER);
+    if steps.is_empty() && others && tools.get(FINAL_ANSWER).is_some() {
+        return Some(tools.without(FINAL_ANSWER));
+    }
+    None
+}
+
+/// Most lines of the workspace overview shown under the task.
+const OVERVIEW_MAX_LINES: usize = 25;
+
+/// The workspace's top level as `list_dir` shows it, when the tool set lists directories.
+fn workspace_overview(tools: &Toolset, ctx: &ToolContext) -> Option<String> {
+    let list = tools.get(super::tools::files::LIST_DIR)?;
+    let root = ctx.workspace.as_ref()?.root();
+    // An empty workspace adds nothing worth the tokens.
+    std::fs::read_dir(root).ok()?.next()?.ok()?;
+    let text = call_tool(list.as_ref(), serde_json::json!({"path": "."}), ctx).ok()?;
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= OVERVIEW_MAX_LINES {
+        return Some(text);
+    }
+    let mut shown = lines[..OVERVIEW_MAX_LINES].join("\n");
+    shown.push_str(&format!(
+        "\n... ({} more lines: call list_dir)",
+        lines.len() - OVERVIEW_MAX_LINES
+    ));
+    Some(shown)
+}
+
+/// Ask the planner for the answer from the observations, when the run's answer mode says so.
+fn answer_step(
+    planner: &mut dyn Planner,
+    limits: &Limits,
+    task: &str,
+    steps: &[Step],
+    overview: Option<&str>,
+    cancel: &CancelToken,
+) -> Result<Option<AnswerOutput>, AgentError> {
+    if limits.answer != AnswerMode::Observations {
+        return Ok(None);
+    }
+    match planner.answer(task, steps, overview, cancel) {
+        Ok(o) => Ok(o),
+        Err(PlannerError::Cancelled) => Ok(None),
+        Err(e) => Err(AgentError::Planner(e)),
+    }
+}
+
+fn add_usage(to: &mut Usage, u: &Usage) {
+    to.prompt_tokens += u.prompt_tokens;
+    to.reused_tokens += u.reused_tokens;
+    to.prefilled_tokens += u.prefilled_tokens;
+    to.generated_tokens += u.generated_tokens;
+    to.prefill_s += u.prefill_s;
+    to.decode_s += u.decode_s;
+    to.decode_passes += u.decode_passes;
+    to.forced_tokens += u.forced_tokens;
 }
 
 fn stuck_message(count: usize) -> String {
@@ -524,12 +719,7 @@ fn stuck_message(count: usize) -> String {
 pub fn total_usage(steps: &[Step]) -> Usage {
     let mut u = Usage::default();
     for s in steps {
-        u.prompt_tokens += s.usage.prompt_tokens;
-        u.reused_tokens += s.usage.reused_tokens;
-        u.prefilled_tokens += s.usage.prefilled_tokens;
-        u.generated_tokens += s.usage.generated_tokens;
-        u.prefill_s += s.usage.prefill_s;
-        u.decode_s += s.usage.decode_s;
+        add_usage(&mut u, &s.usage);
     }
     u
 }

@@ -200,6 +200,12 @@ pub struct UsageTotals {
     pub prefilled_tokens: usize,
     /// Generated tokens.
     pub generated_tokens: usize,
+    /// Forward passes after the prefills (see `Usage::decode_passes`).
+    #[serde(default)]
+    pub decode_passes: usize,
+    /// Generated tokens an output constraint forced.
+    #[serde(default)]
+    pub forced_tokens: usize,
 }
 
 impl UsageTotals {
@@ -209,6 +215,8 @@ impl UsageTotals {
         self.reused_tokens += u.reused_tokens;
         self.prefilled_tokens += u.prefilled_tokens;
         self.generated_tokens += u.generated_tokens;
+        self.decode_passes += u.decode_passes;
+        self.forced_tokens += u.forced_tokens;
     }
 }
 

@@ -62,8 +62,17 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
     if !g.json {
         println!(
-            "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>7}  ANSWER",
-            "TASK", "RESULT", "STOP", "STEPS", "PREFILL", "REUSED", "GEN", "TIME"
+            "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>6} {:>6} {:>7}  ANSWER",
+            "TASK",
+            "RESULT",
+            "STOP",
+            "STEPS",
+            "PREFILL",
+            "REUSED",
+            "GEN",
+            "FORCED",
+            "PASSES",
+            "TIME"
         );
     }
     for task in &tasks {
@@ -81,7 +90,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         if !g.json {
             let answer = super::answer_cell(r.answer.as_deref());
             println!(
-                "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>6.1}s  {}",
+                "{:<22} {:<6} {:<17} {:>5} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6.1}s  {}",
                 r.id,
                 if r.passed { "pass" } else { "FAIL" },
                 r.stop.as_str(),
@@ -89,6 +98,8 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                 r.prefilled_tokens,
                 r.reused_tokens,
                 r.generated_tokens,
+                r.forced_tokens,
+                r.decode_passes,
                 r.elapsed_s,
                 answer
             );
@@ -237,6 +248,15 @@ fn print_summary(report: &EvalReport, loop_name: &str) {
         report.planner,
         report.elapsed_s
     );
+    let generated: usize = report.results.iter().map(|r| r.generated_tokens).sum();
+    let forced: usize = report.results.iter().map(|r| r.forced_tokens).sum();
+    let passes: usize = report.results.iter().map(|r| r.decode_passes).sum();
+    if generated > 0 {
+        println!(
+            "{generated} tokens generated, {forced} forced by the constraint, {passes} decode passes ({:.0} % of generated)",
+            100.0 * passes as f64 / generated as f64
+        );
+    }
     if report.categories.len() > 1 {
         println!(
             "\n{:<16} {:>6} {:>6} {:>6}",

@@ -9,6 +9,7 @@ use anyhow::Context as _;
 use clap::ValueEnum;
 
 use super::GlobalOpts;
+use crate::agent::answer::AnswerMode;
 use crate::agent::planner::{ConstraintMode, LmPlanner, LmPlannerConfig};
 use crate::agent::react::{self, AgentEvent, Limits};
 use crate::agent::rundir::{boyd_home, RunDir};
@@ -38,6 +39,24 @@ pub enum ConstraintArg {
     Lark,
     /// No constraint (tolerant parsing only).
     None,
+}
+
+/// `--answer` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerArg {
+    /// A focused request over the tool outputs writes the answer.
+    Observations,
+    /// The planner's final_answer argument is the answer.
+    Planner,
+}
+
+impl From<AnswerArg> for AnswerMode {
+    fn from(a: AnswerArg) -> Self {
+        match a {
+            AnswerArg::Observations => AnswerMode::Observations,
+            AnswerArg::Planner => AnswerMode::Planner,
+        }
+    }
 }
 
 impl From<ConstraintArg> for ConstraintMode {
@@ -71,6 +90,18 @@ pub struct AgentOpts {
     /// Output constraint for the model's actions.
     #[arg(long, value_enum, default_value = "json-schema")]
     pub constraint: ConstraintArg,
+    /// Who writes the final answer: `observations` (a short request over the tool outputs, run
+    /// when the planner answers, repeats a call, or hits the step limit) or `planner` (the
+    /// planner's own final_answer argument, the plain ReAct loop).
+    #[arg(long, value_enum, default_value = "observations")]
+    pub answer: AnswerArg,
+    /// Do not show the workspace's top-level listing under the task.
+    #[arg(long)]
+    pub no_overview: bool,
+    /// Keep free-text path arguments (by default, in a workspace of at most 300 paths, the file
+    /// tools' paths are constrained to the paths there and the files the task names).
+    #[arg(long)]
+    pub free_paths: bool,
     /// Where the model runs (in-process or an OpenAI-compatible server).
     #[command(flatten)]
     pub backend: super::backend::BackendOpts,
@@ -89,6 +120,9 @@ impl AgentOpts {
             max_steps: self.max_steps,
             wall_clock: Some(Duration::from_secs_f64(self.timeout)),
             max_generated_tokens: self.max_tokens,
+            answer: self.answer.into(),
+            show_workspace: !self.no_overview,
+            typed_paths: !self.free_paths,
             ..Limits::default()
         })
     }

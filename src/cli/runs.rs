@@ -109,12 +109,14 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                             s.observation.text.lines().take(12).collect::<Vec<_>>().join("\n      ")
                         );
                         println!(
-                            "    ({:.2} s; prompt {} tokens: {} prefilled, {} reused; {} generated)",
+                            "    ({:.2} s; prompt {} tokens: {} prefilled, {} reused; {} generated, {} forced, {} decode passes)",
                             s.timings.total_s,
                             s.usage.prompt_tokens,
                             s.usage.prefilled_tokens,
                             s.usage.reused_tokens,
-                            s.usage.generated_tokens
+                            s.usage.generated_tokens,
+                            s.usage.forced_tokens,
+                            s.usage.decode_passes
                         );
                     }
                     Record::Collapse {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use llguidance::api::TopLevelGrammar;
-use llguidance::toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie};
+use llguidance::toktrie::{ApproximateTokEnv, TokEnv, TokRxInfo, TokTrie, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 use serde_json::{json, Value};
 
@@ -70,6 +70,11 @@ pub trait TokenConstraint {
     fn commit(&mut self, token: u32) -> Result<(), ConstraintError>;
     /// Whether the output is complete and admits nothing more: generation must end.
     fn is_done(&self) -> bool;
+    /// The tokens the constraint forces next, already committed (the caller emits them
+    /// without sampling). Empty when the next token is a real choice.
+    fn take_forced(&mut self) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// Time spent computing masks.
@@ -137,15 +142,30 @@ impl GrammarVocab {
                     }),
             );
         }
-        Self::from_words(words, &special, &tok.eos_ids())
+        // Forced tokens (fast-forward) need the model's own tokenization of the forced bytes;
+        // a tokenizer that prefixes a space to every text cannot tokenize a fragment alone.
+        let encoder: Option<Encoder> = (!tok.adds_space_prefix()).then(|| {
+            let t = tok.clone();
+            Arc::new(move |s: &str| t.encode_with(s, false, false).ok()) as Encoder
+        });
+        Self::build(words, &special, &tok.eos_ids(), encoder)
     }
 
     /// A vocabulary from raw token bytes; `special[id]` marks tokens no grammar text may match
     /// (end-of-generation ids are allowed exactly where the grammar is complete).
     pub fn from_words(
+        words: Vec<Vec<u8>>,
+        special: &[bool],
+        eos: &[u32],
+    ) -> Result<Self, ConstraintError> {
+        Self::build(words, special, eos, None)
+    }
+
+    fn build(
         mut words: Vec<Vec<u8>>,
         special: &[bool],
         eos: &[u32],
+        encoder: Option<Encoder>,
     ) -> Result<Self, ConstraintError> {
         let n = words.len();
         let vocab = u32::try_from(n)
@@ -170,7 +190,10 @@ impl GrammarVocab {
         // The trie builder asserts on malformed input; keep any such panic inside this call.
         let trie = std::panic::catch_unwind(|| TokTrie::from(&info, &words).with_eos_tokens(&eos))
             .map_err(|_| ConstraintError::Vocabulary("the token trie could not be built".into()))?;
-        let env: TokEnv = Arc::new(ApproximateTokEnv::new(trie));
+        let env: TokEnv = match encoder {
+            Some(encode) => Arc::new(CanonicalTokEnv { trie, encode }),
+            None => Arc::new(ApproximateTokEnv::new(trie)),
+        };
         let mut factory = ParserFactory::new_simple(&env)
             .map_err(|e| ConstraintError::Vocabulary(e.to_string()))?;
         factory.quiet();
@@ -211,6 +234,34 @@ impl GrammarVocab {
             mask: TokenMask::none(self.vocab_size),
             stats: MaskStats::default(),
         })
+    }
+}
+
+/// The model's tokenizer on a text fragment (`None` when it fails).
+type Encoder = Arc<dyn Fn(&str) -> Option<Vec<u32>> + Send + Sync>;
+
+/// A token environment whose tokenization is the model's own, so llguidance may force tokens
+/// (fast-forward): a forced `", "args": ` becomes the ids the model would have produced.
+struct CanonicalTokEnv {
+    trie: TokTrie,
+    encode: Encoder,
+}
+
+impl TokenizerEnv for CanonicalTokEnv {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<u32> {
+        // Forced bytes that are not whole UTF-8 fall back to the trie's greedy split.
+        std::str::from_utf8(s)
+            .ok()
+            .and_then(|text| (self.encode)(text))
+            .unwrap_or_else(|| self.trie.greedy_tokenize(s))
+    }
+
+    fn tokenize_is_canonical(&self) -> bool {
+        true
     }
 }
 
@@ -295,5 +346,14 @@ impl TokenConstraint for GrammarConstraint {
 
     fn is_done(&self) -> bool {
         self.matcher.is_stopped() && !self.matcher.is_error()
+    }
+
+    fn take_forced(&mut self) -> Vec<u32> {
+        if self.matcher.is_stopped() {
+            return Vec::new();
+        }
+        // llguidance's fast-forward tokens: forced bytes tokenized canonically, without the
+        // last token when a longer one could still start there.
+        self.matcher.consume_ff_tokens()
     }
 }

@@ -138,7 +138,9 @@ impl LocalModel {
                 .unwrap_or_default(),
         };
         Ok(Self {
-            session: Session::new(decoder, ctx).with_prefill_chunk(opts.runtime.prefill_chunk),
+            session: Session::new(decoder, ctx)
+                .with_prefill_chunk(opts.runtime.prefill_chunk)
+                .with_fast_forward(opts.runtime.fast_forward),
             tokenizer,
             name,
             grammar: None,

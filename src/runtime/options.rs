@@ -21,6 +21,8 @@ pub const KERNELS_ENV: &str = "BOYD_KERNELS";
 pub const PREFILL_CHUNK_ENV: &str = "BOYD_PREFILL_CHUNK";
 /// Environment variable asking for the native engine's per-operation profile (`1`).
 pub const PROFILE_ENV: &str = "BOYD_PROFILE";
+/// Environment variable turning off the batched pass over constraint-forced tokens (`0`).
+pub const FAST_FORWARD_ENV: &str = "BOYD_FAST_FORWARD";
 
 /// The native engine's time per operation over its life, handed to a [`ProfileSink`] when the
 /// model is dropped.
@@ -73,6 +75,8 @@ pub struct RuntimeOptions {
     pub prefill_chunk: usize,
     /// Time every operation of the native engine and hand the totals here on drop.
     pub profile: Option<ProfileSink>,
+    /// Run the tokens an output constraint forces in one batched pass (default on).
+    pub fast_forward: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -82,6 +86,7 @@ impl Default for RuntimeOptions {
             kernels: KernelChoice::Auto,
             prefill_chunk: PREFILL_CHUNK,
             profile: None,
+            fast_forward: true,
         }
     }
 }
@@ -95,8 +100,8 @@ impl RuntimeOptions {
         }
     }
 
-    /// `BOYD_ENGINE`, `BOYD_KERNELS` and `BOYD_PREFILL_CHUNK` (the CLI calls this once; an
-    /// unknown value is warned about and ignored). The profile sink stays `None`: whether one
+    /// `BOYD_ENGINE`, `BOYD_KERNELS`, `BOYD_PREFILL_CHUNK` and `BOYD_FAST_FORWARD` (the CLI
+    /// calls this once; an unknown value is warned about and ignored). The profile sink stays `None`: whether one
     /// is wanted is [`RuntimeOptions::profile_requested`], and where it goes is the caller's.
     pub fn from_env() -> Self {
         Self {
@@ -104,6 +109,7 @@ impl RuntimeOptions {
             kernels: kernels_from_env(),
             prefill_chunk: prefill_chunk_from_env(),
             profile: None,
+            fast_forward: std::env::var(FAST_FORWARD_ENV).map_or(true, |v| v != "0"),
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use boyd::agent::answer::AnswerMode;
 use boyd::agent::condense::sha256_hex;
 use boyd::agent::eval::{parse_suite, run_task, Checker, EvalOptions, EvalTask};
 use boyd::agent::parse::{parse_action, ActionParseError};
@@ -264,6 +265,8 @@ fn polling_tools_are_exempt_from_stuck() {
 #[test]
 fn repeated_failed_action_gets_a_guard_observation() {
     let e = env();
+    // Not an empty workspace (there, the file readers are not offered at all).
+    std::fs::write(e.ws.path().join("other.txt"), "x\n").expect("write");
     let tools = Toolset::builtin(None);
     let missing = ScriptedTurn::tool("read_file", json!({"path": "nope.txt"}));
     let (out, _) = run_script(
@@ -773,6 +776,8 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
         r#"{"thought": "add one", "tool": "calculator", "args": {"expression": "41 + 1"}}"#,
         r#"{"thought": "check", "tool": "calculator", "args": {"expression": "42 * 1"}}"#,
         r#"{"thought": "done", "tool": "final_answer", "args": {"answer": "42"}}"#,
+        // The answer step's reply (a plain line over the tool outputs).
+        "42",
     ];
     let mut lm = FakeLm {
         replies: replies.iter().map(|s| s.to_string()).collect(),
@@ -799,7 +804,12 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
     assert_eq!(out.parse_failures, 0);
     assert!(streamed.contains("final_answer"));
     let steps = steps_of(&out);
-    assert_eq!(lm.requests.len(), 5);
+    // Five planner steps, then the answer step: unconstrained, one line, over the outputs.
+    assert_eq!(lm.requests.len(), 6);
+    let answer_req = lm.requests.pop().expect("answer request");
+    assert!(answer_req.constraint.is_none());
+    assert_eq!(answer_req.stop, vec!["\n".to_string()]);
+    assert!(answer_req.messages[1].content.contains("[3] calculator"));
     for k in 1..lm.requests.len() {
         let prev = &lm.requests[k - 1].messages;
         let cur = &lm.requests[k].messages;
@@ -836,8 +846,13 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
             .iter()
             .filter_map(|b| b["properties"]["tool"]["const"].as_str())
             .collect();
-        // read_blob is offered only once an observation was condensed into a blob.
-        assert_eq!(names, tools.without("read_blob").names());
+        // read_blob is offered only once an observation was condensed into a blob; the first
+        // step must call a tool before it may answer.
+        let mut expected = tools.without("read_blob").names();
+        if std::ptr::eq(r, &lm.requests[0]) {
+            expected.retain(|n| *n != "final_answer");
+        }
+        assert_eq!(names, expected);
         assert!(branches
             .iter()
             .all(|b| b["required"] == json!(["thought", "tool", "args"])));
@@ -845,7 +860,7 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
 }
 
 #[test]
-fn a_repeated_success_returns_the_old_result_and_the_next_step_may_only_answer() {
+fn a_repeated_success_returns_the_old_result_and_the_next_step_may_not_repeat_it() {
     let e = env();
     let tools = Toolset::builtin(None).with(Echo::new("lookup", "port = 8088"));
     let (out, p) = run_script(
@@ -863,7 +878,9 @@ fn a_repeated_success_returns_the_old_result_and_the_next_step_may_only_answer()
     assert_eq!(s[1].observation.kind, ObservationKind::Guard);
     assert!(s[1].observation.text.contains("port = 8088"));
     assert!(s[1].observation.text.contains("final_answer"));
-    // The third prompt offers final_answer alone; the first offered everything but read_blob.
+    // The first step's constraint allows every tool but final_answer (facts come from a tool
+    // first); after the repeat, every tool but the repeated one. Every prompt lists the same
+    // tools (all but read_blob), so the KV prefix of earlier steps stays valid.
     let tools_in = |k: usize| -> Vec<String> {
         p.prompts[k][0]
             .content
@@ -873,9 +890,173 @@ fn a_repeated_success_returns_the_old_result_and_the_next_step_may_only_answer()
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(tools_in(2), vec!["final_answer"]);
-    assert!(tools_in(0).contains(&"lookup".to_string()));
+    let lookup = "lookup".to_string();
+    let fin = "final_answer".to_string();
+    assert!(p.allowed[0].contains(&lookup) && !p.allowed[0].contains(&fin));
+    assert!(p.allowed[1].contains(&lookup) && p.allowed[1].contains(&fin));
+    assert!(!p.allowed[2].contains(&lookup) && p.allowed[2].contains(&fin));
+    assert!(p.allowed[2].contains(&"calculator".to_string()));
+    assert_eq!(tools_in(2), tools_in(0));
+    assert!(tools_in(0).contains(&lookup));
     assert!(!tools_in(0).contains(&"read_blob".to_string()));
+}
+
+#[test]
+fn the_answer_step_writes_the_final_answer_from_the_observations() {
+    let e = env();
+    let tools = Toolset::builtin(None).with(Echo::new("lookup", "web 8080\ndb 5433"));
+    // The planner's own answer is wrong; the answer step sees the tool output and the task.
+    let mut p = ScriptedPlanner::new(vec![
+        ScriptedTurn::tool("lookup", json!({})),
+        ScriptedTurn::answer("8080"),
+    ])
+    .with_answers(["5433"]);
+    let out = run_with(&e, &mut p, &tools, &Limits::default(), &CancelToken::new());
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("5433"));
+    assert_eq!(p.answer_prompts.len(), 1);
+    let user = &p.answer_prompts[0][1].content;
+    assert!(user.contains("[1] lookup\nweb 8080\ndb 5433"), "{user}");
+    assert!(user.contains("Question: test task"), "{user}");
+    // The step records the planner's draft (raw) and the final answer.
+    let s = steps_of(&out);
+    assert_eq!(s[1].observation.text, "5433");
+
+    // With the planner writing answers, its own answer stands and no answer step runs.
+    let limits = Limits {
+        answer: AnswerMode::Planner,
+        ..Limits::default()
+    };
+    let mut p = ScriptedPlanner::new(vec![
+        ScriptedTurn::tool("lookup", json!({})),
+        ScriptedTurn::answer("8080"),
+    ])
+    .with_answers(["5433"]);
+    let out = run_with(&e, &mut p, &tools, &limits, &CancelToken::new());
+    assert_eq!(out.answer.as_deref(), Some("8080"));
+    assert!(p.answer_prompts.is_empty());
+}
+
+#[test]
+fn the_planner_sees_the_workspace_top_level_and_no_file_readers_in_an_empty_one() {
+    let e = env();
+    std::fs::write(e.ws.path().join("config.toml"), "port = 1\n").expect("write");
+    std::fs::create_dir(e.ws.path().join("data")).expect("mkdir");
+    std::fs::write(e.ws.path().join("data/a.csv"), "x\n").expect("write");
+    std::fs::create_dir(e.ws.path().join("data/sub")).expect("mkdir");
+    std::fs::write(e.ws.path().join("data/sub/b.csv"), "y\n").expect("write");
+    let tools = Toolset::builtin(None);
+    let (_, p) = run_script(
+        &e,
+        vec![calc("1+1"), ScriptedTurn::answer("2")],
+        &tools,
+        &Limits::default(),
+    );
+    let task = &p.prompts[0][1].content;
+    assert!(
+        task.starts_with("Task: test task\n\nFiles in the workspace"),
+        "{task}"
+    );
+    assert!(task.contains("config.toml"), "{task}");
+    // Folders count their own files and all files below them.
+    assert!(
+        task.contains("data/ (1 file, 2 with its subfolders)"),
+        "{task}"
+    );
+    assert!(p.allowed[0].contains(&"read_file".to_string()));
+    // Turned off, the task stands alone.
+    let limits = Limits {
+        show_workspace: false,
+        ..Limits::default()
+    };
+    let (_, p) = run_script(
+        &e,
+        vec![calc("1+1"), ScriptedTurn::answer("2")],
+        &tools,
+        &limits,
+    );
+    assert_eq!(p.prompts[0][1].content, "Task: test task");
+
+    // An empty workspace: no listing, and the file readers are neither shown nor allowed.
+    let e = env();
+    let (out, p) = run_script(
+        &e,
+        vec![calc("1+1"), ScriptedTurn::answer("2")],
+        &tools,
+        &Limits::default(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(p.prompts[0][1].content, "Task: test task");
+    for name in ["read_file", "list_dir", "search_text"] {
+        assert!(!p.allowed[0].contains(&name.to_string()), "{name}");
+        assert!(
+            !p.prompts[0][0].content.contains(&format!("- {name}:")),
+            "{name}"
+        );
+    }
+    assert!(p.allowed[0].contains(&"calculator".to_string()));
+}
+
+#[test]
+fn a_stuck_run_or_the_step_limit_ends_with_an_answer_from_the_observations() {
+    let e = env();
+    let tools = Toolset::builtin(None).with(Echo::new("lookup", "port = 8088"));
+    let mut p = ScriptedPlanner::new(vec![
+        ScriptedTurn::tool("lookup", json!({})),
+        ScriptedTurn::tool("lookup", json!({})),
+        ScriptedTurn::tool("lookup", json!({})),
+    ])
+    .with_answers(["8088"]);
+    let out = run_with(&e, &mut p, &tools, &Limits::default(), &CancelToken::new());
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("8088"));
+    assert_eq!(out.steps, 4);
+    let detail = out.detail.as_deref().expect("detail");
+    assert!(
+        detail.contains("3 times") && detail.contains("answered from"),
+        "{detail}"
+    );
+
+    // The step limit: one more step, the answer step's, and the detail says why.
+    let limits = Limits {
+        max_steps: 2,
+        ..Limits::default()
+    };
+    let mut p =
+        ScriptedPlanner::new(vec![calc("1+1"), calc("2+2"), calc("3+3")]).with_answers(["4"]);
+    let out = run_with(
+        &e,
+        &mut p,
+        &Toolset::builtin(None),
+        &limits,
+        &CancelToken::new(),
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("4"));
+    assert_eq!(out.steps, 3);
+    let detail = out.detail.as_deref().expect("detail");
+    assert!(
+        detail.contains("steps taken") && detail.contains("answered from"),
+        "{detail}"
+    );
+    let s = steps_of(&out);
+    assert_eq!(s[2].observation.kind, ObservationKind::Final);
+
+    // Nothing observed (every step failed to parse): no answer step, the limit stands.
+    let mut p = ScriptedPlanner::new(vec![
+        ScriptedTurn::Raw("garbage".into()),
+        ScriptedTurn::Raw("more garbage".into()),
+    ])
+    .with_answers(["never"]);
+    let out = run_with(
+        &e,
+        &mut p,
+        &Toolset::builtin(None),
+        &limits,
+        &CancelToken::new(),
+    );
+    assert_eq!(out.stop, StopReason::MaxSteps);
+    assert!(out.answer.is_none());
 }
 
 #[test]
@@ -951,6 +1132,7 @@ fn lark_constraint_names_every_tool_in_order() {
         task: "t",
         steps: &[],
         tools: &tools,
+        allowed: None,
         cancel: &cancel,
     };
     let req = planner.request(&input);

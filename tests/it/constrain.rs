@@ -271,35 +271,79 @@ fn synthetic_model_lark_output_is_forced() {
 fn constraint_done_ends_generation_in_the_session() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut model = synth_model(dir.path());
-    let mut g = model
-        .constraint_state(&Constraint::Lark("start: \"ab\"\n".into()))
-        .expect("compile");
     let prompt = model.tokenizer().encode("hello", false).expect("encode");
     let opts = GenOptions {
         sampling: SamplingParams::default(),
         max_tokens: 100,
         eos: model.tokenizer().eos_ids(),
     };
-    let mut seen = Vec::new();
-    let out = model
-        .session_mut()
-        .generate_constrained(
-            &prompt,
-            &opts,
-            Some(&mut g),
-            &CancelToken::new(),
-            &mut |t| {
-                seen.push(t);
-                Flow::Continue
-            },
-        )
-        .expect("generate");
-    assert_eq!(out.finish, FinishReason::ConstraintDone);
-    assert_eq!(out.tokens, vec![u32::from(b'a'), u32::from(b'b')]);
-    assert_eq!(seen, out.tokens);
-    assert_eq!(g.stats().masks, 2);
-    // The last token is emitted but not run, like a stop: the cache ends before it.
-    assert_eq!(model.session().cached_tokens().len(), prompt.len() + 1);
+    // Token by token (fast-forward off), then with the forced tokens run in one pass: the
+    // same output, the same cache, no masks and no decode passes.
+    for ff in [false, true] {
+        let mut g = model
+            .constraint_state(&Constraint::Lark("start: \"ab\"\n".into()))
+            .expect("compile");
+        model.session_mut().reset();
+        model.session_mut().set_fast_forward(ff);
+        let mut seen = Vec::new();
+        let out = model
+            .session_mut()
+            .generate_constrained(
+                &prompt,
+                &opts,
+                Some(&mut g),
+                &CancelToken::new(),
+                &mut |t| {
+                    seen.push(t);
+                    Flow::Continue
+                },
+            )
+            .expect("generate");
+        assert_eq!(out.finish, FinishReason::ConstraintDone, "ff {ff}");
+        assert_eq!(out.tokens, vec![u32::from(b'a'), u32::from(b'b')]);
+        assert_eq!(seen, out.tokens);
+        assert_eq!(g.stats().masks, if ff { 0 } else { 2 });
+        assert_eq!(out.usage.forced_tokens, if ff { 2 } else { 0 });
+        assert_eq!(out.usage.decode_passes, if ff { 0 } else { 1 });
+        assert_eq!(out.usage.prompt_tokens, prompt.len());
+        assert_eq!(out.usage.generated_tokens, 2);
+        // The last token is emitted but not run, like a stop: the cache ends before it.
+        assert_eq!(model.session().cached_tokens().len(), prompt.len() + 1);
+    }
+}
+
+#[test]
+fn fast_forward_gives_the_same_actions_in_fewer_passes() {
+    // Greedy agent actions on a synthetic model: forced tokens (keys, tool names) run in
+    // batches; the text is the same as token by token, and passes < generated tokens.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut model = synth_model(dir.path());
+    let tools = Toolset::builtin(None);
+    let c = Constraint::Lark(lark_grammar(&tools, 40));
+    let mut texts = Vec::new();
+    for ff in [false, true] {
+        model.session_mut().reset();
+        model.session_mut().set_fast_forward(ff);
+        let out = model
+            .generate(
+                &request(c.clone(), 0.0, 1, 300),
+                &mut |_| {},
+                &CancelToken::new(),
+            )
+            .expect("generate");
+        if ff {
+            assert!(out.usage.forced_tokens > 0, "{:?}", out.usage);
+            assert!(
+                out.usage.decode_passes + out.usage.forced_tokens <= out.usage.generated_tokens,
+                "{:?}",
+                out.usage
+            );
+        } else {
+            assert_eq!(out.usage.forced_tokens, 0);
+        }
+        texts.push(out.text);
+    }
+    assert_eq!(texts[0], texts[1]);
 }
 
 #[test]
@@ -426,6 +470,7 @@ fn qwen_constrained_actions_parse() {
                 task,
                 steps: &[],
                 tools: &tools,
+                allowed: None,
                 cancel: &cancel,
             };
             let out = planner.next(&input).expect("planner");
@@ -496,6 +541,7 @@ fn smollm2_constrained_actions_parse() {
             task: "What is 1234 * 5678?",
             steps: &[],
             tools: &tools,
+            allowed: None,
             cancel: &cancel,
         };
         let out = planner.next(&input).expect("planner");

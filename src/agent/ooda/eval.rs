@@ -153,6 +153,8 @@ pub async fn run_task(
         prefilled_tokens: u.prefilled_tokens,
         reused_tokens: u.reused_tokens,
         generated_tokens: u.generated_tokens,
+        decode_passes: u.decode_passes,
+        forced_tokens: u.forced_tokens,
         parse_failures: outcome.counters.parse_failures,
         elapsed_s: outcome.elapsed_s,
         run_id: outcome.run_id.clone(),

@@ -237,13 +237,16 @@ fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut 
         } else if ft.is_dir() {
             out.dirs += 1;
             let inner = count_direct_files(&ent.path());
-            push_line(
-                out,
+            let all = count_all_files(&ent.path(), 0);
+            let counts = if all == inner {
+                plural(inner, "file", "files")
+            } else {
                 format!(
-                    "{shown}/ ({inner} file{})",
-                    if inner == 1 { "" } else { "s" }
-                ),
-            );
+                    "{}, {all} with its subfolders",
+                    plural(inner, "file", "files")
+                )
+            };
+            push_line(out, format!("{shown}/ ({counts})"));
             if recursive && depth < 32 {
                 list_into(&ent.path(), &format!("{shown}/"), true, depth + 1, out);
             }
@@ -275,13 +278,37 @@ fn count_direct_files(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Regular files in `dir` and every folder below it (links not followed, 32 levels at most).
+fn count_all_files(dir: &Path, depth: usize) -> usize {
+    if depth > 32 {
+        return 0;
+    }
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_file() => 1,
+                    Ok(t) if t.is_dir() => count_all_files(&e.path(), depth + 1),
+                    _ => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The name of the `list_dir` tool.
+pub const LIST_DIR: &str = "list_dir";
+
+/// The tools that only read the workspace's files: nothing to offer in an empty workspace.
+pub const FILE_READERS: [&str; 3] = ["read_file", LIST_DIR, "search_text"];
+
 impl Tool for ListDir {
     fn name(&self) -> &str {
-        "list_dir"
+        LIST_DIR
     }
     fn needs_workspace(&self) -> bool {
         true

@@ -16,6 +16,7 @@ use crate::lm::CancelToken;
 
 pub mod blob;
 pub mod calculator;
+pub mod choices;
 pub mod files;
 pub mod jail;
 pub mod sandbox;

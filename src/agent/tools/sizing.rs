@@ -269,12 +269,13 @@ impl Tool for HardwareInfo {
         "hardware"
     }
     fn description(&self) -> &str {
-        "Memory size, usable memory and memory bandwidth of a hardware preset (a GPU or Apple chip) or of this machine (preset \"this\"). Use it for questions about hardware."
+        "Memory size, usable memory and memory bandwidth of one hardware preset (a GPU or Apple chip, named as in the task) or of this machine (preset \"this\"). Use it for questions about hardware; to compare two presets, call it once for each."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
             "properties": {"preset": {"enum": self.presets}},
+            "required": ["preset"],
             "additionalProperties": false
         })
     }

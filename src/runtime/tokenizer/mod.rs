@@ -326,6 +326,12 @@ impl GgufTokenizer {
         self.eog.binary_search(&id).is_ok()
     }
 
+    /// Whether every text is tokenized with a space put in front (SentencePiece's
+    /// `add_space_prefix`): such a tokenizer cannot tokenize a fragment of a longer text alone.
+    pub fn adds_space_prefix(&self) -> bool {
+        self.add_space_prefix
+    }
+
     /// Tokenize `text` with special tokens parsed (`<|im_start|>` becomes one id); with
     /// `add_special`, BOS/EOS are added as the model's metadata asks.
     pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {

@@ -1,0 +1,259 @@
+//! Path arguments typed by the workspace: in a small workspace, the file tools' `path`
+//! arguments become an enum of the paths that exist (plus any file the task names), so the
+//! output constraint can only produce a path the tool will accept.
+//!
+//! A 0.5B planner shown `config.toml` in the listing still called `read_file` with `"."` and
+//! `list_dir` with a folder the task mentioned but the workspace lacks. With the enum, a wrong
+//! path is not a sentence the grammar allows. A file the task names that does not exist stays
+//! in the enum on purpose: reading it is how the agent learns, from the tool's not-found
+//! error, that it is missing.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use super::{RiskProfile, Tool, ToolContext, ToolError, Toolset};
+
+/// Workspaces with more paths than this keep free-text path arguments.
+pub const MAX_CHOICES: usize = 300;
+
+/// Folders not shown to the agent's path choices.
+const SKIPPED_DIRS: &[&str] = &[".boyd", ".git"];
+
+/// The paths in a workspace, relative to its root, with `/` separators.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkspacePaths {
+    /// Regular files.
+    pub files: Vec<String>,
+    /// Folders (without a trailing `/`).
+    pub dirs: Vec<String>,
+}
+
+impl WorkspacePaths {
+    /// Walk `root` (links not followed, 16 levels at most); `None` when there are more than
+    /// [`MAX_CHOICES`] paths.
+    pub fn scan(root: &Path) -> Option<Self> {
+        let mut out = Self::default();
+        walk(root, "", 0, &mut out)?;
+        out.files.sort();
+        out.dirs.sort();
+        Some(out)
+    }
+}
+
+fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut WorkspacePaths) -> Option<()> {
+    if depth > 16 {
+        return Some(());
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Some(());
+    };
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let Ok(ft) = ent.file_type() else { continue };
+        let rel = format!("{prefix}{name}");
+        if ft.is_dir() {
+            if depth == 0 && SKIPPED_DIRS.contains(&name.as_str()) {
+                continue;
+            }
+            out.dirs.push(rel.clone());
+            walk(&ent.path(), &format!("{rel}/"), depth + 1, out)?;
+        } else if ft.is_file() {
+            out.files.push(rel);
+        }
+        if out.files.len() + out.dirs.len() > MAX_CHOICES {
+            return None;
+        }
+    }
+    Some(())
+}
+
+/// Relative file and folder names the task mentions (`deps.toml`, `logs/worker.log`,
+/// `reports/`), normalized; absolute paths and `..` are left out.
+pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
+    static FILE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    static DIR: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let file = FILE.get_or_init(|| {
+        regex::Regex::new(
+            r"(?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-][A-Za-z0-9_.-]*\.[A-Za-z][A-Za-z0-9]{0,5}\b",
+        )
+        .ok()
+    });
+    let dir = DIR.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.-]+/)+").ok());
+    let clean = |p: &str| -> Option<String> {
+        let p = p.trim_start_matches("./").trim_end_matches('/');
+        (!p.is_empty() && !p.starts_with('/') && !p.split('/').any(|c| c == ".."))
+            .then(|| p.to_string())
+    };
+    // A match right after a `/` is the tail of an absolute path.
+    let after_slash = |start: usize| task[..start].ends_with('/');
+    let files: Vec<String> = file
+        .as_ref()
+        .map(|re| {
+            re.find_iter(task)
+                .filter(|m| !after_slash(m.start()))
+                .filter_map(|m| clean(m.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let dirs: Vec<String> = dir
+        .as_ref()
+        .map(|re| {
+            re.find_iter(task)
+                .filter(|m| !after_slash(m.start()))
+                .filter(|m| {
+                    // A folder named on its own ("data/"), not the folder part of a file path.
+                    !task[m.end()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+                .filter_map(|m| clean(m.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    (files, dirs)
+}
+
+/// A file tool whose `path` argument is an enum of workspace paths.
+struct PathChoices {
+    inner: Arc<dyn Tool>,
+    choices: Vec<String>,
+}
+
+impl Tool for PathChoices {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn args_schema(&self) -> Value {
+        let mut schema = self.inner.args_schema();
+        if let Some(path) = schema
+            .get_mut("properties")
+            .and_then(Value::as_object_mut)
+            .and_then(|p| p.get_mut("path"))
+        {
+            *path = serde_json::json!({ "enum": self.choices });
+        }
+        schema
+    }
+    fn needs_workspace(&self) -> bool {
+        self.inner.needs_workspace()
+    }
+    fn risk(&self) -> RiskProfile {
+        self.inner.risk()
+    }
+    fn polls(&self) -> bool {
+        self.inner.polls()
+    }
+    fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.inner.call(args, ctx)
+    }
+}
+
+fn dedup(mut v: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|x| seen.insert(x.clone()));
+    v
+}
+
+/// `tools` with the path arguments of `read_file`, `list_dir` and `search_text` typed by the
+/// workspace at `root` and the paths `task` names; `tools` unchanged when the workspace is
+/// too large to enumerate.
+pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
+    let Some(ws) = WorkspacePaths::scan(root) else {
+        return tools.clone();
+    };
+    let (task_files, task_dirs) = paths_in_task(task);
+    let files = dedup(ws.files.iter().cloned().chain(task_files).collect());
+    let dirs = dedup(
+        std::iter::once(".".to_string())
+            .chain(ws.dirs.iter().cloned())
+            .chain(task_dirs)
+            .collect(),
+    );
+    let mut out = tools.clone();
+    let plan: [(&str, Vec<String>); 3] = [
+        ("read_file", files.clone()),
+        (super::files::LIST_DIR, dirs.clone()),
+        (
+            "search_text",
+            dedup(dirs.into_iter().chain(files).collect()),
+        ),
+    ];
+    for (name, choices) in plan {
+        if choices.is_empty() {
+            continue;
+        }
+        if let Some(inner) = tools.get(name) {
+            out.add(Arc::new(PathChoices {
+                inner: inner.clone(),
+                choices,
+            }));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_task_names_files_and_folders() {
+        let (f, d) = paths_in_task(
+            "Add up reports/q3.csv and ./reports/q4.csv; how many files are in data/? Not /etc/passwd.x or ../up.txt",
+        );
+        assert_eq!(f, vec!["reports/q3.csv", "reports/q4.csv"]);
+        assert_eq!(d, vec!["data"]);
+        let (f, _) =
+            paths_in_task("Which version of serde_json is pinned in deps.toml? It is 1.0.128.");
+        assert_eq!(f, vec!["deps.toml"]);
+    }
+
+    #[test]
+    fn file_tools_get_an_enum_of_existing_and_named_paths() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join("logs/old")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join(".boyd")).expect("mkdir");
+        std::fs::write(dir.path().join("config.toml"), "x").expect("write");
+        std::fs::write(dir.path().join("logs/old/a.log"), "x").expect("write");
+        let tools = constrain_paths(
+            &Toolset::builtin(None),
+            dir.path(),
+            "What is in secrets.toml?",
+        );
+        let names: Vec<&str> = tools.names();
+        assert_eq!(
+            names,
+            Toolset::builtin(None).names(),
+            "same tools, same order"
+        );
+        let read = tools.get("read_file").expect("test value").args_schema();
+        assert_eq!(
+            read["properties"]["path"]["enum"],
+            serde_json::json!(["config.toml", "logs/old/a.log", "secrets.toml"])
+        );
+        assert_eq!(read["required"], serde_json::json!(["path"]));
+        let list = tools.get("list_dir").expect("test value").args_schema();
+        assert_eq!(
+            list["properties"]["path"]["enum"],
+            serde_json::json!([".", "logs", "logs/old"])
+        );
+        assert_eq!(list["properties"]["recursive"]["type"], "boolean");
+        assert!(
+            tools.get("calculator").expect("test value").args_schema()["properties"]["expression"].is_object()
+        );
+    }
+
+    #[test]
+    fn a_large_workspace_keeps_free_text_paths() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for i in 0..=MAX_CHOICES {
+            std::fs::write(dir.path().join(format!("f{i}.txt")), "x").expect("write");
+        }
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), "t");
+        let read = tools.get("read_file").expect("test value").args_schema();
+        assert!(read["properties"]["path"].get("enum").is_none());
+    }
+}
