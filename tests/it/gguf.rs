@@ -1351,26 +1351,6 @@ fn fit_estimate_reads_only_the_header() {
     assert!(matches!(fit::decide(&e, false), Ok(Fit::Fits { .. })));
 }
 
-#[test]
-fn meminfo_parsing() {
-    let text =
-        "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
-    assert_eq!(
-        fit::parse_meminfo(text),
-        Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
-    );
-    assert_eq!(
-        fit::parse_meminfo("MemTotal: 1024 kB\n"),
-        Some((Bytes(1 << 20), None))
-    );
-    assert_eq!(fit::parse_meminfo("MemAvailable: 5 kB\n"), None);
-    assert_eq!(fit::parse_meminfo("MemTotal: lots\n"), None);
-    assert_eq!(
-        fit::parse_meminfo("MemTotal: 99999999999999999999 kB\n"),
-        None
-    );
-}
-
 /// `LocalModel::load_with` refuses before reading any tensor, and `force` loads anyway.
 #[test]
 fn load_refuses_a_model_that_does_not_fit_before_allocating_tensors() {
