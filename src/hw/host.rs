@@ -80,7 +80,10 @@ mod tests {
             total: Bytes(Bytes::GIB),
             available: None,
         };
-        assert_eq!(host_hardware(mem, 0).expect("hardware").free, Bytes(Bytes::GIB));
+        assert_eq!(
+            host_hardware(mem, 0).expect("hardware").free,
+            Bytes(Bytes::GIB)
+        );
     }
 
     #[test]

@@ -45,7 +45,12 @@ impl OpenAiModel {
         }
     }
 
-    pub(super) fn read_error(&self, url: &str, e: CappedReadError, what: &'static str) -> RemoteError {
+    pub(super) fn read_error(
+        &self,
+        url: &str,
+        e: CappedReadError,
+        what: &'static str,
+    ) -> RemoteError {
         match e {
             CappedReadError::TooLarge(limit) => RemoteError::TooLarge {
                 url: url.into(),
@@ -134,7 +139,10 @@ impl OpenAiModel {
         }
     }
 
-    pub(super) fn get_json(&mut self, path: &str) -> Result<Value, (RemoteError, Option<Duration>)> {
+    pub(super) fn get_json(
+        &mut self,
+        path: &str,
+    ) -> Result<Value, (RemoteError, Option<Duration>)> {
         let url = self.url(path);
         self.requests += 1;
         let resp = self.check(&url, self.request("GET", &url).call())?;
@@ -156,21 +164,51 @@ impl OpenAiModel {
         &mut self,
         mut f: impl FnMut(&mut Self) -> Result<T, (RemoteError, Option<Duration>)>,
     ) -> Result<T, RemoteError> {
-        let mut delay = self.config.backoff;
-        let mut attempt = 0;
+        let mut backoff = Backoff::new(self.config.backoff, self.config.retries);
         loop {
             match f(self) {
                 Ok(v) => return Ok(v),
-                Err((e, retry_after)) if e.is_transient() && attempt < self.config.retries => {
-                    attempt += 1;
-                    let wait = retry_after.unwrap_or(delay);
-                    tracing::warn!("{e}; retry {attempt}/{} in {wait:?}", self.config.retries);
-                    std::thread::sleep(wait);
-                    delay = (delay * 2).min(Duration::from_secs(8));
+                Err((e, retry_after)) => {
+                    if !backoff.retry(&e, retry_after) {
+                        return Err(e);
+                    }
                 }
-                Err((e, _)) => return Err(e),
             }
         }
+    }
+}
+
+/// Retries of transient failures ([`RemoteError::is_transient`]) with exponential backoff: the
+/// first wait is the configured one, doubling per retry up to 8 s; a server's `Retry-After`
+/// wins over it.
+pub(super) struct Backoff {
+    delay: Duration,
+    attempt: u32,
+    retries: u32,
+}
+
+impl Backoff {
+    /// At most `retries` retries, the first after `first`.
+    pub(super) fn new(first: Duration, retries: u32) -> Self {
+        Self {
+            delay: first,
+            attempt: 0,
+            retries,
+        }
+    }
+
+    /// Whether to try again after `e`: when it is transient and retries are left, after
+    /// waiting (`retry_after` when the server gave one).
+    pub(super) fn retry(&mut self, e: &RemoteError, retry_after: Option<Duration>) -> bool {
+        if !e.is_transient() || self.attempt >= self.retries {
+            return false;
+        }
+        self.attempt += 1;
+        let wait = retry_after.unwrap_or(self.delay);
+        tracing::warn!("{e}; retry {}/{} in {wait:?}", self.attempt, self.retries);
+        std::thread::sleep(wait);
+        self.delay = (self.delay * 2).min(Duration::from_secs(8));
+        true
     }
 }
 

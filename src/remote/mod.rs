@@ -269,8 +269,7 @@ impl OpenAiModel {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<GenOutput, RemoteError> {
-        let mut delay = self.config.backoff;
-        let mut attempt = 0;
+        let mut backoff = http::Backoff::new(self.config.backoff, self.config.retries);
         loop {
             let constrained = self.structured_ok && req.constraint.is_some();
             let body = self.body(req, messages, constrained);
@@ -292,16 +291,12 @@ impl OpenAiModel {
                     );
                     self.structured_ok = false;
                 }
-                Err((e, retry_after))
-                    if e.is_transient() && !emitted && attempt < self.config.retries =>
-                {
-                    attempt += 1;
-                    let wait = retry_after.unwrap_or(delay);
-                    tracing::warn!("{e}; retry {attempt}/{} in {wait:?}", self.config.retries);
-                    std::thread::sleep(wait);
-                    delay = (delay * 2).min(Duration::from_secs(8));
+                // Never once text has reached the caller.
+                Err((e, retry_after)) => {
+                    if emitted || !backoff.retry(&e, retry_after) {
+                        return Err(e);
+                    }
                 }
-                Err((e, _)) => return Err(e),
             }
         }
     }

@@ -9,7 +9,7 @@
 //! the native engine uses them directly, the candle engine uploads the same numbers.
 
 use crate::runtime::decoder::DecoderError;
-use crate::runtime::gguf::GgufError;
+use crate::runtime::gguf::{GgufError, GgufHeader, TensorInfo};
 use crate::sizing::{ArchParams, Architecture, RopeScaling};
 
 type Result<T> = std::result::Result<T, DecoderError>;
@@ -44,6 +44,23 @@ pub struct MatrixTensor {
     pub rows: usize,
     /// Columns: the input width.
     pub cols: usize,
+}
+
+/// The table entry of tensor `name`, which must exist and have `shape` (outermost first):
+/// the check both engines' loaders make before reading a tensor's bytes.
+pub fn shaped_tensor(header: &GgufHeader, name: &str, shape: &[usize]) -> Result<TensorInfo> {
+    let info = header
+        .tensor(name)
+        .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
+    let found = info.shape();
+    if found != shape {
+        return Err(DecoderError::Shape {
+            name: name.to_string(),
+            expected: shape.to_vec(),
+            found,
+        });
+    }
+    Ok(info.clone())
 }
 
 /// Reads named, shaped tensors in one engine's representation.
@@ -348,7 +365,11 @@ mod tests {
         assert!(!qwen2.rope.interleaved && qwen2.qkv_bias && !qwen2.qk_norm);
         let qwen3 = BlockSpec::new(&params(Architecture::Qwen3)).expect("runnable");
         assert!(!qwen3.rope.interleaved && !qwen3.qkv_bias && qwen3.qk_norm);
-        assert_eq!(llama.output(), None, "tied embeddings have no output tensor");
+        assert_eq!(
+            llama.output(),
+            None,
+            "tied embeddings have no output tensor"
+        );
     }
 
     #[test]
@@ -358,7 +379,10 @@ mod tests {
         let mut p = params(Architecture::Llama);
         p.head_dim = 7;
         p.head_dim_v = 7;
-        assert!(BlockSpec::new(&p).expect_err("refused").to_string().contains("even"));
+        assert!(BlockSpec::new(&p)
+            .expect_err("refused")
+            .to_string()
+            .contains("even"));
     }
 
     #[test]

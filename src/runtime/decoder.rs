@@ -24,8 +24,10 @@ use std::sync::Arc;
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 
-use crate::runtime::block::{BlockSpec, LayerWeights, MatrixTensor, VectorTensor, WeightSource};
-use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
+use crate::runtime::block::{
+    shaped_tensor, BlockSpec, LayerWeights, MatrixTensor, VectorTensor, WeightSource,
+};
+use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
 use crate::runtime::native::{self, NativeModel};
 use crate::runtime::options::RuntimeOptions;
@@ -96,31 +98,15 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn info(&self, name: &str) -> Result<TensorInfo> {
-        self.file
-            .header
-            .tensor(name)
-            .cloned()
-            .ok_or_else(|| GgufError::MissingTensor(name.to_string()).into())
-    }
-
     fn qtensor(&mut self, name: &str, shape: &[usize]) -> Result<QTensor> {
-        let info = self.info(name)?;
-        let found = info.shape();
-        if found != shape {
-            return Err(DecoderError::Shape {
-                name: name.to_string(),
-                expected: shape.to_vec(),
-                found,
-            });
-        }
+        let info = shaped_tensor(&self.file.header, name, shape)?;
         let dtype = candle_dtype(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
             name: name.to_string(),
             ty: info.ggml_type.name(),
         })?;
         let data = self.file.tensor_data(&info)?;
         self.loaded_bytes += info.bytes;
-        Ok(qtensor_from_ggml(dtype, &data, found, self.device)?)
+        Ok(qtensor_from_ggml(dtype, &data, info.shape(), self.device)?)
     }
 }
 
@@ -129,7 +115,9 @@ impl WeightSource for Loader<'_> {
     type Vector = Tensor;
 
     fn matrix(&mut self, t: &MatrixTensor) -> Result<QMatMul> {
-        Ok(QMatMul::from_qtensor(self.qtensor(&t.name, &[t.rows, t.cols])?)?)
+        Ok(QMatMul::from_qtensor(
+            self.qtensor(&t.name, &[t.rows, t.cols])?,
+        )?)
     }
 
     fn vector(&mut self, t: &VectorTensor) -> Result<Tensor> {

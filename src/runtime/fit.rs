@@ -17,7 +17,9 @@ use candle_core::Device;
 
 use crate::hw;
 use crate::runtime::gguf::{GgufError, GgufHeader};
-use crate::sizing::{self, weights, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH};
+use crate::sizing::{
+    self, weights, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH,
+};
 use crate::units::Bytes;
 
 /// Why the fit check refused a load.

@@ -17,7 +17,9 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::kernels::cpu::{Acts, Kernels, QMatrix, QType};
-use crate::runtime::block::{BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource};
+use crate::runtime::block::{
+    shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,
+};
 use crate::runtime::decoder::DecoderError;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::KvCache;
@@ -207,14 +209,6 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn info(&self, name: &str) -> Result<TensorInfo> {
-        self.file
-            .header
-            .tensor(name)
-            .cloned()
-            .ok_or_else(|| GgufError::MissingTensor(name.to_string()).into())
-    }
-
     fn read(&mut self, info: &TensorInfo, rows: usize, cols: usize) -> Result<QMatrix> {
         let ty = kernel_type(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
             name: info.name.clone(),
@@ -232,27 +226,12 @@ impl WeightSource for Loader<'_> {
     type Vector = Vec<f32>;
 
     fn matrix(&mut self, t: &MatrixTensor) -> Result<QMatrix> {
-        let info = self.info(&t.name)?;
-        let found = info.shape();
-        if found != [t.rows, t.cols] {
-            return Err(DecoderError::Shape {
-                name: t.name.clone(),
-                expected: vec![t.rows, t.cols],
-                found,
-            });
-        }
+        let info = shaped_tensor(&self.file.header, &t.name, &[t.rows, t.cols])?;
         self.read(&info, t.rows, t.cols)
     }
 
     fn vector(&mut self, t: &VectorTensor) -> Result<Vec<f32>> {
-        let info = self.info(&t.name)?;
-        if info.shape() != [t.len] {
-            return Err(DecoderError::Shape {
-                name: t.name.clone(),
-                expected: vec![t.len],
-                found: info.shape(),
-            });
-        }
+        let info = shaped_tensor(&self.file.header, &t.name, &[t.len])?;
         let m = self.read(&info, 1, t.len)?;
         let mut out = vec![0f32; t.len];
         m.dequantize_row(0, &mut out);
