@@ -6,7 +6,7 @@
 use std::io::Cursor;
 
 use boyd::runtime::fit;
-use boyd::runtime::gguf::{GgufHeader, Limits};
+use boyd::runtime::gguf::{GgufHeader, HeaderLimits};
 use boyd::runtime::tokenizer::GgufTokenizer;
 use boyd::sizing::{Backend, Hardware, KvDtype};
 use boyd::units::{Bytes, BytesPerSec};
@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let len = data.len() as u64;
-    let Ok(header) = GgufHeader::read(Cursor::new(data), len, Limits::default()) else {
+    let Ok(header) = GgufHeader::read(Cursor::new(data), len, HeaderLimits::default()) else {
         return;
     };
     // Invariants of an accepted header.

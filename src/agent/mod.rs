@@ -24,6 +24,6 @@ pub use planner::{
     LmPlanner, LmPlannerConfig, Planner, PlannerError, PlannerInput, PlannerOutput,
     ScriptedPlanner, ScriptedTurn,
 };
-pub use react::{run, AgentError, AgentEvent, Limits};
+pub use react::{AgentError, AgentEvent, Limits};
 pub use tools::{Tool, ToolError, ToolErrorKind, Toolset};
 pub use types::{Action, Observation, ObservationKind, RunOutcome, Step, StopReason};

@@ -57,7 +57,6 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
     if let Some(name) = &args.hw {
         return Ok(Hardware::preset(name)?);
     }
-    let mem = HostMemory::read()?;
     let backend = match g.device.as_str() {
         "cpu" => Backend::Cpu,
         spec => Probe::for_device(spec)?.backend(),
@@ -65,19 +64,9 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
     if backend != Backend::Cpu {
         return gpu_hardware(&g.device);
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Ok(Hardware::new(
-        "this",
-        &format!("this machine ({cores} CPU threads)"),
-        Backend::Cpu,
-        mem.total,
-        1.0,
-        super::size::ASSUMED_HOST_BANDWIDTH,
-        cores as f64 * super::size::ASSUMED_FLOPS_PER_CORE,
-        "RAM from /proc/meminfo; bandwidth measured by boyd validate",
-    )?
-    .with_free(mem.available.unwrap_or(mem.total))
-    .with_threads(cores))
+    let mut hw = crate::hw::this_machine()?;
+    hw.source = "RAM from /proc/meminfo; bandwidth measured by boyd validate".into();
+    Ok(hw)
 }
 
 /// Matrix throughput assumed for a GPU no preset describes (a mid-range data-centre part);

@@ -65,4 +65,20 @@ mod tests {
         );
         assert_eq!(kib_field("VmRSSx: 1 kB", "VmRSS"), None);
     }
+
+    /// Moved from the runtime's fit check, whose parser this one replaced.
+    #[test]
+    fn meminfo_parsing() {
+        let parse = |t: &str| HostMemory::parse(t).map(|m| (m.total, m.available));
+        let text =
+            "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
+        assert_eq!(
+            parse(text),
+            Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
+        );
+        assert_eq!(parse("MemTotal: 1024 kB\n"), Some((Bytes(1 << 20), None)));
+        assert_eq!(parse("MemAvailable: 5 kB\n"), None);
+        assert_eq!(parse("MemTotal: lots\n"), None);
+        assert_eq!(parse("MemTotal: 99999999999999999999 kB\n"), None);
+    }
 }

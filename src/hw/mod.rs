@@ -8,11 +8,13 @@
 //! implementation behind the interface changes.
 //!
 //! Reading `/proc` and `/sys` is I/O, so it lives here rather than in `sizing`; nothing here
-//! prints. `boyd probe` renders a [`ProbeReport`]; `boyd validate` uses the measured bandwidth
+//! prints. `/proc/meminfo` is parsed in one place ([`HostMemory`]) and "this machine" as sizing
+//! hardware is built in one place ([`this_machine`]). `boyd probe` renders a [`ProbeReport`]; `boyd validate` uses the measured bandwidth
 //! to calibrate the sizing model.
 
 pub mod bandwidth;
 pub mod cpu;
+pub mod host;
 pub mod memory;
 
 #[cfg(feature = "cuda")]
@@ -33,6 +35,7 @@ use serde::Serialize;
 
 pub use bandwidth::{BandwidthConfig, BandwidthResult};
 pub use cpu::CpuInfo;
+pub use host::this_machine;
 pub use memory::HostMemory;
 
 use crate::sizing::Backend;

@@ -18,12 +18,18 @@
 //! `max_reply_bytes`, one line of an event stream by `max_line_bytes`, and an error body by
 //! [`ERROR_BODY_LIMIT`] (read that far, the rest ignored). A reply over a limit is the typed
 //! [`RemoteError::TooLarge`], never an unbounded allocation.
+//!
+//! Files: this one holds the configuration, connecting, the request body and the retry policy
+//! of a generation; `http` requests, bounded reads and the mapping of HTTP failures to
+//! [`RemoteError`]; `stream` one streamed completion (server-sent events, `sse`); `error` the
+//! error type and the parsing of servers' error messages.
 
 mod error;
+mod http;
 pub mod sse;
+mod stream;
 
-use std::io::{BufRead, BufReader, Read};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -32,7 +38,7 @@ use crate::lm::{
     LanguageModel, LmError, Role, Usage,
 };
 
-use error::{context_numbers, error_message, is_structured_rejection};
+use error::is_structured_rejection;
 pub use error::{is_context_error, RemoteError};
 
 /// Which structured-output dialect requests carry.
@@ -210,168 +216,6 @@ impl OpenAiModel {
         self.structured_ok
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.api)
-    }
-
-    fn transport_error(&self, url: &str, t: &ureq::Transport) -> RemoteError {
-        let detail = t.to_string();
-        let timed_out = t.kind() == ureq::ErrorKind::Io
-            && (detail.contains("timed out") || detail.contains("WouldBlock"));
-        if timed_out {
-            RemoteError::Timeout {
-                url: url.into(),
-                secs: self.config.read_timeout.as_secs_f64(),
-            }
-        } else {
-            RemoteError::Unreachable {
-                url: url.into(),
-                detail,
-            }
-        }
-    }
-
-    fn io_error(&self, url: &str, e: &std::io::Error) -> RemoteError {
-        match e.kind() {
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => RemoteError::Timeout {
-                url: url.into(),
-                secs: self.config.read_timeout.as_secs_f64(),
-            },
-            _ => RemoteError::Unreachable {
-                url: url.into(),
-                detail: e.to_string(),
-            },
-        }
-    }
-
-    fn read_error(&self, url: &str, e: CappedReadError, what: &'static str) -> RemoteError {
-        match e {
-            CappedReadError::TooLarge(limit) => RemoteError::TooLarge {
-                url: url.into(),
-                what,
-                limit,
-            },
-            CappedReadError::Io(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                RemoteError::Protocol {
-                    url: url.into(),
-                    detail: format!("the reply is not UTF-8 text: {e}"),
-                }
-            }
-            CappedReadError::Io(e) => self.io_error(url, &e),
-        }
-    }
-
-    fn status_error(&self, url: &str, status: u16, body: &str) -> RemoteError {
-        let (message, v) = error_message(body);
-        match status {
-            401 | 403 => RemoteError::Unauthorized {
-                url: url.into(),
-                status,
-                message,
-                key_hint: if self.config.api_key.is_some() {
-                    "a key was sent"
-                } else {
-                    "no key was sent"
-                },
-            },
-            400 | 413 | 422 if is_context_error(&message, v.as_ref()) => {
-                let (prompt, context) = context_numbers(&message, v.as_ref());
-                let max_new = message.find(" in the completion").and_then(|i| {
-                    let d: String = message[..i]
-                        .chars()
-                        .rev()
-                        .take_while(|c| c.is_ascii_digit())
-                        .collect();
-                    d.chars().rev().collect::<String>().parse().ok()
-                });
-                RemoteError::ContextLength {
-                    message,
-                    prompt,
-                    context,
-                    max_new,
-                }
-            }
-            404 if message.to_ascii_lowercase().contains("model") => RemoteError::UnknownModel {
-                url: url.into(),
-                model: self.model.clone(),
-                message,
-            },
-            _ => RemoteError::Http {
-                url: url.into(),
-                status,
-                message,
-            },
-        }
-    }
-
-    fn request(&self, method: &str, url: &str) -> ureq::Request {
-        let mut r = self.agent.request(method, url);
-        if let Some(k) = &self.config.api_key {
-            r = r.set("Authorization", &format!("Bearer {k}"));
-        }
-        r
-    }
-
-    /// Map a ureq result to a response or a typed error (reading the error body).
-    fn check(
-        &self,
-        url: &str,
-        r: Result<ureq::Response, ureq::Error>,
-    ) -> Result<ureq::Response, (RemoteError, Option<Duration>)> {
-        match r {
-            Ok(resp) => Ok(resp),
-            Err(ureq::Error::Status(status, resp)) => {
-                let retry_after = resp
-                    .header("Retry-After")
-                    .and_then(|s| s.trim().parse::<f64>().ok())
-                    .filter(|s| s.is_finite() && *s >= 0.0)
-                    .map(|s| Duration::from_secs_f64(s.min(60.0)));
-                let body = read_error_body(resp.into_reader());
-                Err((self.status_error(url, status, &body), retry_after))
-            }
-            Err(ureq::Error::Transport(t)) => Err((self.transport_error(url, &t), None)),
-        }
-    }
-
-    fn get_json(&mut self, path: &str) -> Result<Value, (RemoteError, Option<Duration>)> {
-        let url = self.url(path);
-        self.requests += 1;
-        let resp = self.check(&url, self.request("GET", &url).call())?;
-        let text = read_capped(resp.into_reader(), self.config.max_reply_bytes)
-            .map_err(|e| (self.read_error(&url, e, "a reply"), None))?;
-        serde_json::from_str(&text).map_err(|e| {
-            (
-                RemoteError::Protocol {
-                    url,
-                    detail: format!("not JSON: {e}"),
-                },
-                None,
-            )
-        })
-    }
-
-    /// Run `f` with retries of transient errors and exponential backoff.
-    fn with_retries<T>(
-        &mut self,
-        mut f: impl FnMut(&mut Self) -> Result<T, (RemoteError, Option<Duration>)>,
-    ) -> Result<T, RemoteError> {
-        let mut delay = self.config.backoff;
-        let mut attempt = 0;
-        loop {
-            match f(self) {
-                Ok(v) => return Ok(v),
-                Err((e, retry_after)) if e.is_transient() && attempt < self.config.retries => {
-                    attempt += 1;
-                    let wait = retry_after.unwrap_or(delay);
-                    tracing::warn!("{e}; retry {attempt}/{} in {wait:?}", self.config.retries);
-                    std::thread::sleep(wait);
-                    delay = (delay * 2).min(Duration::from_secs(8));
-                }
-                Err((e, _)) => return Err(e),
-            }
-        }
-    }
-
     /// The JSON body of a chat completion request.
     pub fn body(&self, req: &GenRequest, messages: &[ChatMessage], constrained: bool) -> Value {
         let msgs: Vec<Value> = messages
@@ -417,159 +261,6 @@ impl OpenAiModel {
         b
     }
 
-    /// One streamed request. Returns the text, finish reason and usage.
-    fn stream_once(
-        &mut self,
-        body: &Value,
-        on_text: &mut dyn FnMut(&str),
-        cancel: &CancelToken,
-        emitted: &mut bool,
-    ) -> Result<GenOutput, (RemoteError, Option<Duration>)> {
-        let url = self.url("/chat/completions");
-        self.requests += 1;
-        let t0 = Instant::now();
-        let resp = self.check(
-            &url,
-            self.request("POST", &url)
-                .set("Content-Type", "application/json")
-                .set("Accept", "text/event-stream")
-                .send_string(&body.to_string()),
-        )?;
-        let is_sse = resp
-            .header("Content-Type")
-            .is_some_and(|c| c.contains("event-stream"));
-        let proto = |detail: String| {
-            (
-                RemoteError::Protocol {
-                    url: url.clone(),
-                    detail,
-                },
-                None,
-            )
-        };
-        let mut reader = BufReader::new(resp.into_reader());
-        if !is_sse {
-            // A server that ignores `stream: true` answers with one JSON completion.
-            let text = read_capped(reader, self.config.max_reply_bytes)
-                .map_err(|e| (self.read_error(&url, e, "a reply"), None))?;
-            let v: Value =
-                serde_json::from_str(&text).map_err(|e| proto(format!("not JSON: {e}")))?;
-            let content = v
-                .pointer("/choices/0/message/content")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if !content.is_empty() {
-                *emitted = true;
-                on_text(&content);
-            }
-            let finish = v
-                .pointer("/choices/0/finish_reason")
-                .and_then(Value::as_str)
-                .map(finish_reason)
-                .unwrap_or(FinishReason::Eos);
-            let mut usage = Usage::default();
-            sse::read_usage(&v, &mut usage);
-            usage.decode_s = t0.elapsed().as_secs_f64();
-            return Ok(GenOutput {
-                text: content,
-                finish,
-                usage,
-            });
-        }
-        let mut text = String::new();
-        let mut finish = None;
-        let mut usage = Usage::default();
-        let mut first_token: Option<Instant> = None;
-        let mut events = sse::Events::default();
-        let mut line = String::new();
-        let max_line = self.config.max_line_bytes;
-        let max_reply = self.config.max_reply_bytes;
-        let mut total = 0usize;
-        loop {
-            if cancel.is_cancelled() {
-                finish = Some(FinishReason::Cancelled);
-                break;
-            }
-            line.clear();
-            let n = (&mut reader)
-                .take(max_line as u64 + 1)
-                .read_line(&mut line)
-                .map_err(|e| (self.io_error(&url, &e), None))?;
-            if n == 0 {
-                break;
-            }
-            total += n;
-            let over = if n > max_line {
-                Some(("one event-stream line", max_line))
-            } else if total > max_reply {
-                Some(("a reply", max_reply))
-            } else {
-                None
-            };
-            if let Some((what, limit)) = over {
-                return Err((
-                    RemoteError::TooLarge {
-                        url: url.clone(),
-                        what,
-                        limit,
-                    },
-                    None,
-                ));
-            }
-            let Some(data) = events.push_line(&line) else {
-                continue;
-            };
-            if data.trim() == "[DONE]" {
-                break;
-            }
-            let v: Value = serde_json::from_str(&data)
-                .map_err(|e| proto(format!("bad event {data:?}: {e}")))?;
-            if v.get("error").is_some() {
-                let (message, _) = error_message(&data);
-                return Err((self.status_error(&url, 500, &message), None));
-            }
-            if let Some(piece) = v
-                .pointer("/choices/0/delta/content")
-                .and_then(Value::as_str)
-            {
-                if !piece.is_empty() {
-                    first_token.get_or_insert_with(Instant::now);
-                    *emitted = true;
-                    text.push_str(piece);
-                    on_text(piece);
-                }
-            }
-            if let Some(f) = v
-                .pointer("/choices/0/finish_reason")
-                .and_then(Value::as_str)
-            {
-                finish = Some(finish_reason(f));
-            }
-            sse::read_usage(&v, &mut usage);
-        }
-        let end = Instant::now();
-        if usage.prefill_s == 0.0 && usage.decode_s == 0.0 {
-            let ft = first_token.unwrap_or(end);
-            usage.prefill_s = (ft - t0).as_secs_f64();
-            usage.decode_s = (end - ft).as_secs_f64();
-        }
-        let finish =
-            match finish {
-                Some(f) => f,
-                None if cancel.is_cancelled() => FinishReason::Cancelled,
-                None => return Err(proto(
-                    "the stream ended without a finish_reason (server crashed or connection cut)"
-                        .into(),
-                )),
-            };
-        Ok(GenOutput {
-            text,
-            finish,
-            usage,
-        })
-    }
-
     /// One request with retries (transient errors, before any text was streamed).
     fn generate_once(
         &mut self,
@@ -578,8 +269,7 @@ impl OpenAiModel {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<GenOutput, RemoteError> {
-        let mut delay = self.config.backoff;
-        let mut attempt = 0;
+        let mut backoff = http::Backoff::new(self.config.backoff, self.config.retries);
         loop {
             let constrained = self.structured_ok && req.constraint.is_some();
             let body = self.body(req, messages, constrained);
@@ -601,56 +291,14 @@ impl OpenAiModel {
                     );
                     self.structured_ok = false;
                 }
-                Err((e, retry_after))
-                    if e.is_transient() && !emitted && attempt < self.config.retries =>
-                {
-                    attempt += 1;
-                    let wait = retry_after.unwrap_or(delay);
-                    tracing::warn!("{e}; retry {attempt}/{} in {wait:?}", self.config.retries);
-                    std::thread::sleep(wait);
-                    delay = (delay * 2).min(Duration::from_secs(8));
+                // Never once text has reached the caller.
+                Err((e, retry_after)) => {
+                    if emitted || !backoff.retry(&e, retry_after) {
+                        return Err(e);
+                    }
                 }
-                Err((e, _)) => return Err(e),
             }
         }
-    }
-}
-
-/// Why [`read_capped`] failed.
-#[derive(Debug)]
-enum CappedReadError {
-    /// More than this many bytes came.
-    TooLarge(usize),
-    /// The read failed (or the text is not UTF-8).
-    Io(std::io::Error),
-}
-
-/// Read all of `r` as UTF-8 text, refusing more than `limit` bytes (reads at most `limit + 1`).
-fn read_capped(r: impl Read, limit: usize) -> Result<String, CappedReadError> {
-    let mut buf = Vec::new();
-    r.take(limit as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(CappedReadError::Io)?;
-    if buf.len() > limit {
-        return Err(CappedReadError::TooLarge(limit));
-    }
-    String::from_utf8(buf)
-        .map_err(|e| CappedReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-}
-
-/// The first [`ERROR_BODY_LIMIT`] bytes of an error reply as text (lossy); the rest is not read.
-fn read_error_body(r: impl Read) -> String {
-    let mut buf = Vec::new();
-    let _ = r.take(ERROR_BODY_LIMIT as u64).read_to_end(&mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// An OpenAI finish reason as ours.
-fn finish_reason(s: &str) -> FinishReason {
-    match s {
-        "length" => FinishReason::Length,
-        "stop" => FinishReason::Stop,
-        _ => FinishReason::Eos,
     }
 }
 
@@ -709,6 +357,9 @@ impl LanguageModel for OpenAiModel {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{BufRead, BufReader, Read};
+
+    use super::error::{context_numbers, error_message};
     use super::*;
 
     #[test]

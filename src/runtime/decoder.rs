@@ -2,10 +2,11 @@
 //!
 //! Llama, Mistral, Qwen2 and Qwen3 share one block: RMS norm → attention with RoPE and grouped
 //! KV heads → residual → RMS norm → SwiGLU feed-forward → residual. Their differences are
-//! switches read from `ArchParams`: biases on Q/K/V (Qwen2), per-head RMS norms on Q and K
-//! (Qwen3), the RoPE pairing (llama.cpp stores llama/mistral weights for interleaved pairs and
-//! qwen for split halves), tied output embeddings, and a sliding window. There is one
-//! implementation and one KV cache (`kv_cache::KvCache`), not a copied file per model.
+//! switches read from `ArchParams` once, into `block::BlockSpec`: biases on Q/K/V (Qwen2),
+//! per-head RMS norms on Q and K (Qwen3), the RoPE pairing (llama.cpp stores llama/mistral
+//! weights for interleaved pairs and qwen for split halves), tied output embeddings, and a
+//! sliding window. Both engines load their weights and RoPE tables through that one spec, and
+//! share one KV cache (`kv_cache::KvCache`); there is no copied file per model.
 //!
 //! The engine is chosen at load ([`EngineKind`], from `RuntimeOptions`): the native CPU engine
 //! (`runtime::native`, boyd's own kernels in `kernels::cpu`) on the CPU when it handles every
@@ -23,11 +24,14 @@ use std::sync::Arc;
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 
-use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
+use crate::runtime::block::{
+    shaped_tensor, BlockSpec, LayerWeights, MatrixTensor, VectorTensor, WeightSource,
+};
+use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
 use crate::runtime::native::{self, NativeModel};
 use crate::runtime::options::RuntimeOptions;
-use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType, RopeScaling};
+use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType};
 
 /// Errors building or running the decoder.
 #[derive(Debug, thiserror::Error)]
@@ -94,74 +98,44 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn info(&self, name: &str) -> Result<TensorInfo> {
-        self.file
-            .header
-            .tensor(name)
-            .cloned()
-            .ok_or_else(|| GgufError::MissingTensor(name.to_string()).into())
-    }
-
     fn qtensor(&mut self, name: &str, shape: &[usize]) -> Result<QTensor> {
-        let info = self.info(name)?;
-        let found = info.shape();
-        if found != shape {
-            return Err(DecoderError::Shape {
-                name: name.to_string(),
-                expected: shape.to_vec(),
-                found,
-            });
-        }
+        let info = shaped_tensor(&self.file.header, name, shape)?;
         let dtype = candle_dtype(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
             name: name.to_string(),
             ty: info.ggml_type.name(),
         })?;
         let data = self.file.tensor_data(&info)?;
         self.loaded_bytes += info.bytes;
-        Ok(qtensor_from_ggml(dtype, &data, found, self.device)?)
+        Ok(qtensor_from_ggml(dtype, &data, info.shape(), self.device)?)
+    }
+}
+
+impl WeightSource for Loader<'_> {
+    type Matrix = QMatMul;
+    type Vector = Tensor;
+
+    fn matrix(&mut self, t: &MatrixTensor) -> Result<QMatMul> {
+        Ok(QMatMul::from_qtensor(
+            self.qtensor(&t.name, &[t.rows, t.cols])?,
+        )?)
     }
 
-    fn matmul(&mut self, name: &str, out: usize, inp: usize) -> Result<QMatMul> {
-        Ok(QMatMul::from_qtensor(self.qtensor(name, &[out, inp])?)?)
-    }
-
-    fn vector(&mut self, name: &str, len: usize) -> Result<Tensor> {
+    fn vector(&mut self, t: &VectorTensor) -> Result<Tensor> {
         Ok(self
-            .qtensor(name, &[len])?
+            .qtensor(&t.name, &[t.len])?
             .dequantize(self.device)?
             .to_dtype(DType::F32)?)
     }
 
-    fn opt_vector(&mut self, name: &str, len: usize) -> Result<Option<Tensor>> {
-        if self.file.header.tensor(name).is_none() {
-            return Ok(None);
-        }
-        self.vector(name, len).map(Some)
+    fn has(&self, name: &str) -> bool {
+        self.file.header.tensor(name).is_some()
     }
 }
 
-struct Attention {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    bq: Option<Tensor>,
-    bk: Option<Tensor>,
-    bv: Option<Tensor>,
-    q_norm: Option<Tensor>,
-    k_norm: Option<Tensor>,
-    wo: QMatMul,
-}
+/// One block's weights on the candle engine.
+type Block = LayerWeights<QMatMul, Tensor>;
 
-struct Block {
-    attn_norm: Tensor,
-    attn: Attention,
-    ffn_norm: Tensor,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
-}
-
-/// Precomputed RoPE cos/sin tables, `(positions, head_dim / 2)`.
+/// The RoPE tables ([`BlockSpec::rope_tables`]) as tensors, `(positions, head_dim / 2)`.
 struct Rope {
     cos: Tensor,
     sin: Tensor,
@@ -169,27 +143,13 @@ struct Rope {
 }
 
 impl Rope {
-    fn new(p: &ArchParams, positions: usize, device: &Device) -> Result<Self> {
-        let half = p.head_dim as usize / 2;
-        let scale = match p.rope_scaling {
-            Some(RopeScaling::Linear { factor }) if factor > 0.0 => 1.0 / factor,
-            _ => 1.0,
-        };
-        let inv_freq: Vec<f32> = (0..half)
-            .map(|i| 1.0 / p.rope_base.powf(2.0 * i as f32 / p.head_dim as f32))
-            .collect();
-        let mut angles = Vec::with_capacity(positions * half);
-        for pos in 0..positions {
-            let pos = pos as f32 * scale;
-            angles.extend(inv_freq.iter().map(|f| pos * f));
-        }
-        let angles = Tensor::from_vec(angles, (positions, half), device)?;
+    fn new(spec: &BlockSpec, positions: usize, device: &Device) -> Result<Self> {
+        let tables = spec.rope_tables(positions);
+        let shape = (tables.positions(), tables.half());
         Ok(Self {
-            cos: angles.cos()?,
-            sin: angles.sin()?,
-            // llama.cpp's converter permutes llama/mistral Q/K rows for adjacent-pair rotation;
-            // qwen models keep the split-halves ("neox") layout.
-            interleaved: matches!(p.architecture, Architecture::Llama | Architecture::Mistral),
+            cos: Tensor::from_vec(tables.cos, shape, device)?,
+            sin: Tensor::from_vec(tables.sin, shape, device)?,
+            interleaved: spec.rope.interleaved,
         })
     }
 
@@ -284,6 +244,7 @@ enum Engine {
 /// A llama-family decoder with its weights on one device.
 pub struct Decoder {
     params: ArchParams,
+    spec: BlockSpec,
     device: Device,
     engine: Engine,
     /// Positions the RoPE table covers (caps the KV cache length).
@@ -342,16 +303,7 @@ impl Decoder {
     ) -> Result<Self> {
         let engine = opts.engine;
         let params = file.header.arch_params()?;
-        if !params.architecture.runnable() {
-            return Err(DecoderError::NotRunnable(params.architecture));
-        }
-        if params.head_dim != params.head_dim_v || params.head_dim % 2 != 0 {
-            return Err(GgufError::Inconsistent(format!(
-                "head dims k={} v={} are not equal and even",
-                params.head_dim, params.head_dim_v
-            ))
-            .into());
-        }
+        let spec = BlockSpec::new(&params)?;
         let positions = (params.context_length as usize).min(max_positions).max(1);
         let native = match engine {
             EngineKind::Candle => false,
@@ -368,9 +320,10 @@ impl Decoder {
         };
         if native {
             let mut loaded = 0u64;
-            let model = NativeModel::load(file, &params, positions, &mut loaded, opts)?;
+            let model = NativeModel::load(file, &spec, positions, &mut loaded, opts)?;
             return Ok(Self {
                 params,
+                spec,
                 device: device.clone(),
                 engine: Engine::Native(Box::new(model)),
                 positions,
@@ -379,69 +332,31 @@ impl Decoder {
                 },
             });
         }
-        let (h, hd) = (params.hidden as usize, params.head_dim as usize);
-        let (nh, nkv) = (params.n_heads as usize, params.n_kv_heads as usize);
-        let (ffn, vocab) = (params.ffn as usize, params.vocab as usize);
-        let arch = params.architecture;
         let mut l = Loader {
             file,
             device,
             loaded_bytes: 0,
         };
-        let embed = Arc::new(l.qtensor("token_embd.weight", &[vocab, h])?);
+        let embed = spec.embedding();
+        let embed = Arc::new(l.qtensor(&embed.name, &[embed.rows, embed.cols])?);
         // Every layer has tensors, so the file's tensor count bounds the reservation even when
         // `block_count` is absurd (the missing `blk.N` tensor is then the error).
-        let mut blocks =
-            Vec::with_capacity((params.n_layers as usize).min(l.file.header.tensors.len()));
-        for i in 0..params.n_layers {
-            let n = |s: &str| format!("blk.{i}.{s}");
-            let bias = |l: &mut Loader, s: &str, len| -> Result<Option<Tensor>> {
-                if arch.qkv_bias() {
-                    l.vector(&n(s), len).map(Some)
-                } else {
-                    l.opt_vector(&n(s), len)
-                }
-            };
-            let attn = Attention {
-                wq: l.matmul(&n("attn_q.weight"), nh * hd, h)?,
-                wk: l.matmul(&n("attn_k.weight"), nkv * hd, h)?,
-                wv: l.matmul(&n("attn_v.weight"), nkv * hd, h)?,
-                bq: bias(&mut l, "attn_q.bias", nh * hd)?,
-                bk: bias(&mut l, "attn_k.bias", nkv * hd)?,
-                bv: bias(&mut l, "attn_v.bias", nkv * hd)?,
-                q_norm: if arch.qk_norm() {
-                    Some(l.vector(&n("attn_q_norm.weight"), hd)?)
-                } else {
-                    None
-                },
-                k_norm: if arch.qk_norm() {
-                    Some(l.vector(&n("attn_k_norm.weight"), hd)?)
-                } else {
-                    None
-                },
-                wo: l.matmul(&n("attn_output.weight"), h, nh * hd)?,
-            };
-            blocks.push(Block {
-                attn_norm: l.vector(&n("attn_norm.weight"), h)?,
-                attn,
-                ffn_norm: l.vector(&n("ffn_norm.weight"), h)?,
-                gate: l.matmul(&n("ffn_gate.weight"), ffn, h)?,
-                up: l.matmul(&n("ffn_up.weight"), ffn, h)?,
-                down: l.matmul(&n("ffn_down.weight"), h, ffn)?,
-            });
+        let mut blocks = Vec::with_capacity(spec.n_layers.min(l.file.header.tensors.len()));
+        for i in 0..spec.n_layers {
+            blocks.push(spec.load_layer(i, &mut l)?);
         }
-        let norm = l.vector("output_norm.weight", h)?;
-        let output = if params.tied_embeddings {
-            QMatMul::from_arc(embed.clone())?
-        } else {
-            l.matmul("output.weight", vocab, h)?
+        let norm = l.vector(&spec.output_norm())?;
+        let output = match spec.output() {
+            None => QMatMul::from_arc(embed.clone())?,
+            Some(t) => l.matrix(&t)?,
         };
         let loaded = LoadedBytes {
             file_tensors: l.loaded_bytes,
         };
-        let rope = Rope::new(&params, positions, device)?;
+        let rope = Rope::new(&spec, positions, device)?;
         Ok(Self {
             params,
+            spec,
             device: device.clone(),
             engine: Engine::Candle(CandleModel {
                 embed,
@@ -544,17 +459,18 @@ impl Decoder {
         let mut x = m.embed.embedding(&ids)?.unsqueeze(0)?; // (1, t, hidden)
         let mask = self.mask(t, pos)?;
         for (i, b) in m.blocks.iter().enumerate() {
-            let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, self.params.norm_eps)?;
-            let a = self.attention(&m.rope, i, &b.attn, &h, pos, mask.as_ref(), cache)?;
+            let eps = self.spec.norm_eps;
+            let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, eps)?;
+            let a = self.attention(&m.rope, i, b, &h, pos, mask.as_ref(), cache)?;
             x = (x + a)?;
-            let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, self.params.norm_eps)?;
+            let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, eps)?;
             let g = b.gate.forward(&h)?.silu()?;
             let u = b.up.forward(&h)?;
             x = (x + b.down.forward(&(g * u)?)?)?;
         }
         cache.advance(t);
         let x = if all { x } else { x.narrow(1, t - 1, 1)? };
-        let x = candle_nn::ops::rms_norm(&x, &m.norm, self.params.norm_eps)?;
+        let x = candle_nn::ops::rms_norm(&x, &m.norm, self.spec.norm_eps)?;
         let logits = m.output.forward(&x)?.squeeze(0)?;
         Ok(if all { logits } else { logits.squeeze(0)? })
     }
@@ -563,7 +479,7 @@ impl Decoder {
     /// cached position is visible (a single decode step inside the window).
     fn mask(&self, t: usize, pos: usize) -> Result<Option<Tensor>> {
         let total = pos + t;
-        let window = self.params.sliding_window.map(|w| w as usize);
+        let window = self.spec.sliding_window;
         if t == 1 && window.is_none_or(|w| total <= w) {
             return Ok(None);
         }
@@ -585,19 +501,15 @@ impl Decoder {
         &self,
         rope: &Rope,
         layer: usize,
-        a: &Attention,
+        a: &Block,
         x: &Tensor,
         pos: usize,
         mask: Option<&Tensor>,
         cache: &mut KvCache,
     ) -> Result<Tensor> {
         let (_, t, _) = x.dims3()?;
-        let p = &self.params;
-        let (nh, nkv, hd) = (
-            p.n_heads as usize,
-            p.n_kv_heads as usize,
-            p.head_dim as usize,
-        );
+        let p = &self.spec;
+        let (nh, nkv, hd) = (p.n_heads, p.n_kv_heads, p.head_dim);
         let proj = |w: &QMatMul, b: &Option<Tensor>, heads: usize| -> Result<Tensor> {
             let mut y = w.forward(x)?;
             if let Some(b) = b {
@@ -607,10 +519,11 @@ impl Decoder {
                 .transpose(1, 2)?
                 .contiguous()?)
         };
-        let mut q = proj(&a.wq, &a.bq, nh)?;
-        let mut k = proj(&a.wk, &a.bk, nkv)?;
-        let v = proj(&a.wv, &a.bv, nkv)?;
-        if let (Some(qn), Some(kn)) = (&a.q_norm, &a.k_norm) {
+        let [bq, bk, bv] = &a.bias;
+        let mut q = proj(&a.wq, bq, nh)?;
+        let mut k = proj(&a.wk, bk, nkv)?;
+        let v = proj(&a.wv, bv, nkv)?;
+        if let Some((qn, kn)) = &a.qk_norm {
             q = candle_nn::ops::rms_norm(&q, qn, p.norm_eps)?;
             k = candle_nn::ops::rms_norm(&k, kn, p.norm_eps)?;
         }
@@ -623,7 +536,7 @@ impl Decoder {
             (k.to_dtype(q.dtype())?, v.to_dtype(q.dtype())?)
         };
         let total = k.dim(2)?;
-        let group = nh / nkv;
+        let group = p.group();
         // Fold the query heads of each KV head into rows: (1, nkv, group * t, hd).
         let q = q.reshape((1, nkv, group * t, hd))?;
         let scale = 1.0 / (hd as f64).sqrt();

@@ -9,16 +9,18 @@
 //!
 //! The decision ([`decide`]) is a pure function of an [`Estimate`], so it is tested without a
 //! machine of any particular size. Free memory comes from the OS: on the CPU it is `MemAvailable`
-//! from `/proc/meminfo`. For CUDA and Metal boyd has no in-process free-memory query yet; the check
-//! is skipped there with a warning unless the caller supplies the hardware.
+//! from `/proc/meminfo`, read through `hw::this_machine`. For CUDA and Metal boyd has no
+//! in-process free-memory query yet; the check is skipped there with a warning unless the caller
+//! supplies the hardware.
 
 use candle_core::Device;
 
+use crate::hw;
 use crate::runtime::gguf::{GgufError, GgufHeader};
 use crate::sizing::{
-    self, weights, Backend, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH,
+    self, weights, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH,
 };
-use crate::units::{Bytes, BytesPerSec};
+use crate::units::Bytes;
 
 /// Why the fit check refused a load.
 #[derive(Debug, thiserror::Error)]
@@ -177,43 +179,15 @@ pub fn estimate(
     Ok(sizing::estimate(&input, hw)?)
 }
 
-/// `MemTotal` and `MemAvailable` from the text of `/proc/meminfo`.
-pub fn parse_meminfo(text: &str) -> Option<(Bytes, Option<Bytes>)> {
-    let field = |key: &str| -> Option<Bytes> {
-        let line = text.lines().find(|l| l.split(':').next() == Some(key))?;
-        let kib: u64 = line
-            .split(':')
-            .nth(1)?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()?;
-        kib.checked_mul(1024).map(Bytes)
-    };
-    Some((field("MemTotal")?, field("MemAvailable")))
-}
-
-/// The hardware to check against when loading onto `device`: for the CPU, this machine's RAM
-/// with `MemAvailable` as free memory. `None` when boyd cannot tell the free memory (GPUs, or
-/// no `/proc/meminfo`).
+/// The hardware to check against when loading onto `device`: for the CPU, this machine
+/// ([`hw::this_machine`]: its RAM with `MemAvailable` as free), named `cpu`. `None` when boyd
+/// cannot tell the free memory (GPUs, or no `/proc/meminfo`).
 pub fn device_hardware(device: &Device) -> Option<Hardware> {
     if !device.is_cpu() {
         return None;
     }
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let (total, available) = parse_meminfo(&text)?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Hardware::new(
-        "cpu",
-        "this machine",
-        Backend::Cpu,
-        total,
-        1.0,
-        // Bandwidth and FLOP/s only matter for speed, not for the fit.
-        BytesPerSec(51.2e9),
-        cores as f64 * 320e9,
-        "/proc/meminfo (MemAvailable as free)",
-    )
-    .ok()
-    .map(|hw| hw.with_free(available.unwrap_or(total)).with_threads(cores))
+    // Bandwidth and FLOP/s only matter for speed, not for the fit.
+    let mut hw = hw::this_machine().ok()?;
+    hw.name = "cpu".into();
+    Some(hw)
 }

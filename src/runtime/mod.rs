@@ -4,6 +4,7 @@
 //! reuses cached prefixes, and `LocalModel`, the `LanguageModel` over all of it. Tuning knobs
 //! arrive in `options::RuntimeOptions`; nothing here reads the environment for them.
 
+pub mod block;
 pub mod chat_template;
 pub mod constrain;
 pub mod decoder;

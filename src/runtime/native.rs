@@ -8,19 +8,23 @@
 //! product each when their formats agree, activations are quantized once per product, and
 //! attention reads the contiguous host KV cache once per KV head.
 //!
-//! The arithmetic is that of the candle path (same RoPE tables, same RMS norm, same 8-bit
-//! activation blocks), so the two agree to float rounding; the tests hold them together.
+//! The arithmetic is that of the candle path (the same `block::BlockSpec`, so the same tensors,
+//! switches and RoPE tables; the same RMS norm and 8-bit activation blocks), so the two agree
+//! to float rounding; the tests hold them together.
 
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use crate::kernels::cpu::{Acts, Kernels, QMatrix, QType};
+use crate::runtime::block::{
+    shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,
+};
 use crate::runtime::decoder::DecoderError;
-use crate::runtime::gguf::{GgufError, GgufFile};
+use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::KvCache;
 use crate::runtime::options::{EngineProfile, ProfileSink, RuntimeOptions};
-use crate::sizing::{ArchParams, Architecture, GgmlType, RopeScaling};
+use crate::sizing::GgmlType;
 
 type Result<T> = std::result::Result<T, DecoderError>;
 
@@ -186,83 +190,57 @@ impl Prof {
 /// A llama-family model on the native CPU engine.
 #[derive(Debug)]
 pub struct NativeModel {
-    p: ArchParams,
+    spec: BlockSpec,
     embed: QMatrix,
     output: Option<QMatrix>,
     layers: Vec<Layer>,
     norm: Vec<f32>,
-    cos: Vec<f32>,
-    sin: Vec<f32>,
-    interleaved: bool,
+    rope: RopeTables,
     kernels: &'static Kernels,
     scratch: Mutex<Scratch>,
     /// Where the per-operation profile goes on drop (profiling is on when set).
     profile_sink: Option<ProfileSink>,
 }
 
-fn matrix(
-    file: &mut GgufFile,
-    name: &str,
-    rows: usize,
-    cols: usize,
-    loaded: &mut u64,
-) -> Result<QMatrix> {
-    let info = file
-        .header
-        .tensor(name)
-        .cloned()
-        .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
-    let found = info.shape();
-    if found != [rows, cols] {
-        return Err(DecoderError::Shape {
-            name: name.to_string(),
-            expected: vec![rows, cols],
-            found,
-        });
-    }
-    let ty = kernel_type(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
-        name: name.to_string(),
-        ty: info.ggml_type.name(),
-    })?;
-    let data = file.tensor_data(&info)?;
-    *loaded += info.bytes;
-    QMatrix::new(ty, rows, cols, data)
-        .map_err(|e| GgufError::Inconsistent(format!("tensor {name:?}: {e}")).into())
+/// Reads tensors of a validated file into the kernels' formats, counting the bytes read.
+struct Loader<'a> {
+    file: &'a mut GgufFile,
+    loaded: &'a mut u64,
 }
 
-fn vector(file: &mut GgufFile, name: &str, len: usize, loaded: &mut u64) -> Result<Vec<f32>> {
-    let info = file
-        .header
-        .tensor(name)
-        .cloned()
-        .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
-    if info.shape() != [len] {
-        return Err(DecoderError::Shape {
-            name: name.to_string(),
-            expected: vec![len],
-            found: info.shape(),
-        });
+impl Loader<'_> {
+    fn read(&mut self, info: &TensorInfo, rows: usize, cols: usize) -> Result<QMatrix> {
+        let ty = kernel_type(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
+            name: info.name.clone(),
+            ty: info.ggml_type.name(),
+        })?;
+        let data = self.file.tensor_data(info)?;
+        *self.loaded += info.bytes;
+        QMatrix::new(ty, rows, cols, data)
+            .map_err(|e| GgufError::Inconsistent(format!("tensor {:?}: {e}", info.name)).into())
     }
-    let m = matrix_from_vector(file, &info, len, loaded)?;
-    let mut out = vec![0f32; len];
-    m.dequantize_row(0, &mut out);
-    Ok(out)
 }
 
-fn matrix_from_vector(
-    file: &mut GgufFile,
-    info: &crate::runtime::gguf::TensorInfo,
-    len: usize,
-    loaded: &mut u64,
-) -> Result<QMatrix> {
-    let ty = kernel_type(info.ggml_type).ok_or_else(|| DecoderError::UnsupportedType {
-        name: info.name.clone(),
-        ty: info.ggml_type.name(),
-    })?;
-    let data = file.tensor_data(info)?;
-    *loaded += info.bytes;
-    QMatrix::new(ty, 1, len, data)
-        .map_err(|e| GgufError::Inconsistent(format!("tensor {:?}: {e}", info.name)).into())
+impl WeightSource for Loader<'_> {
+    type Matrix = QMatrix;
+    type Vector = Vec<f32>;
+
+    fn matrix(&mut self, t: &MatrixTensor) -> Result<QMatrix> {
+        let info = shaped_tensor(&self.file.header, &t.name, &[t.rows, t.cols])?;
+        self.read(&info, t.rows, t.cols)
+    }
+
+    fn vector(&mut self, t: &VectorTensor) -> Result<Vec<f32>> {
+        let info = shaped_tensor(&self.file.header, &t.name, &[t.len])?;
+        let m = self.read(&info, 1, t.len)?;
+        let mut out = vec![0f32; t.len];
+        m.dequantize_row(0, &mut out);
+        Ok(out)
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.file.header.tensor(name).is_some()
+    }
 }
 
 fn rms_norm(x: &mut [f32], src: &[f32], w: &[f32], eps: f32) {
@@ -277,96 +255,43 @@ fn rms_norm(x: &mut [f32], src: &[f32], w: &[f32], eps: f32) {
 }
 
 impl NativeModel {
-    /// Load every tensor of a validated file; RoPE tables cover `positions` positions. The
-    /// kernel set and profiling come from `opts`.
+    /// Load every tensor of a validated file as `spec` names them; RoPE tables cover
+    /// `positions` positions. The kernel set and profiling come from `opts`.
     pub fn load(
         file: &mut GgufFile,
-        p: &ArchParams,
+        spec: &BlockSpec,
         positions: usize,
         loaded: &mut u64,
         opts: &RuntimeOptions,
     ) -> Result<Self> {
-        let (h, hd) = (p.hidden as usize, p.head_dim as usize);
-        let (nh, nkv) = (p.n_heads as usize, p.n_kv_heads as usize);
-        let (ffn, vocab) = (p.ffn as usize, p.vocab as usize);
-        let arch = p.architecture;
-        let embed = matrix(file, "token_embd.weight", vocab, h, loaded)?;
-        let mut layers = Vec::with_capacity((p.n_layers as usize).min(file.header.tensors.len()));
-        for i in 0..p.n_layers {
-            let n = |s: &str| format!("blk.{i}.{s}");
-            let bias =
-                |f: &mut GgufFile, s: &str, len: usize, l: &mut u64| -> Result<Option<Vec<f32>>> {
-                    if arch.qkv_bias() || f.header.tensor(&n(s)).is_some() {
-                        vector(f, &n(s), len, l).map(Some)
-                    } else {
-                        Ok(None)
-                    }
-                };
-            let bq = bias(file, "attn_q.bias", nh * hd, loaded)?;
-            let bk = bias(file, "attn_k.bias", nkv * hd, loaded)?;
-            let bv = bias(file, "attn_v.bias", nkv * hd, loaded)?;
-            let (q_norm, k_norm) = if arch.qk_norm() {
-                (
-                    Some(vector(file, &n("attn_q_norm.weight"), hd, loaded)?),
-                    Some(vector(file, &n("attn_k_norm.weight"), hd, loaded)?),
-                )
-            } else {
-                (None, None)
-            };
-            let wq = matrix(file, &n("attn_q.weight"), nh * hd, h, loaded)?;
-            let wk = matrix(file, &n("attn_k.weight"), nkv * hd, h, loaded)?;
-            let wv = matrix(file, &n("attn_v.weight"), nkv * hd, h, loaded)?;
-            let wo = matrix(file, &n("attn_output.weight"), h, nh * hd, loaded)?;
-            let gate = matrix(file, &n("ffn_gate.weight"), ffn, h, loaded)?;
-            let up = matrix(file, &n("ffn_up.weight"), ffn, h, loaded)?;
-            let down = matrix(file, &n("ffn_down.weight"), h, ffn, loaded)?;
+        let layer_bound = spec.n_layers.min(file.header.tensors.len());
+        let mut l = Loader { file, loaded };
+        let embed = l.matrix(&spec.embedding())?;
+        let mut layers = Vec::with_capacity(layer_bound);
+        for i in 0..spec.n_layers {
+            let w = spec.load_layer(i, &mut l)?;
+            let (q_norm, k_norm) = w.qk_norm.unzip();
             layers.push(Layer {
-                attn_norm: vector(file, &n("attn_norm.weight"), h, loaded)?,
-                qkv: Proj::new(vec![wq, wk, wv]),
-                bias: [bq, bk, bv],
+                attn_norm: w.attn_norm,
+                qkv: Proj::new(vec![w.wq, w.wk, w.wv]),
+                bias: w.bias,
                 q_norm,
                 k_norm,
-                wo,
-                ffn_norm: vector(file, &n("ffn_norm.weight"), h, loaded)?,
-                gate_up: Proj::new(vec![gate, up]),
-                down,
+                wo: w.wo,
+                ffn_norm: w.ffn_norm,
+                gate_up: Proj::new(vec![w.gate, w.up]),
+                down: w.down,
             });
         }
-        let norm = vector(file, "output_norm.weight", h, loaded)?;
-        let output = if p.tied_embeddings {
-            None
-        } else {
-            Some(matrix(file, "output.weight", vocab, h, loaded)?)
-        };
-        let half = hd / 2;
-        let scale = match p.rope_scaling {
-            Some(RopeScaling::Linear { factor }) if factor > 0.0 => 1.0 / factor,
-            _ => 1.0,
-        };
-        let inv: Vec<f32> = (0..half)
-            .map(|i| 1.0 / p.rope_base.powf(2.0 * i as f32 / hd as f32))
-            .collect();
-        let (mut cos, mut sin) = (
-            Vec::with_capacity(positions * half),
-            Vec::with_capacity(positions * half),
-        );
-        for pos in 0..positions {
-            let pos = pos as f32 * scale;
-            for f in &inv {
-                let a = pos * f;
-                cos.push(a.cos());
-                sin.push(a.sin());
-            }
-        }
+        let norm = l.vector(&spec.output_norm())?;
+        let output = spec.output().map(|t| l.matrix(&t)).transpose()?;
         Ok(Self {
-            p: p.clone(),
+            spec: spec.clone(),
             embed,
             output,
             layers,
             norm,
-            cos,
-            sin,
-            interleaved: matches!(arch, Architecture::Llama | Architecture::Mistral),
+            rope: spec.rope_tables(positions),
             kernels: Kernels::get_for(opts.kernels),
             scratch: Mutex::new(Scratch {
                 prof: Prof {
@@ -384,31 +309,6 @@ impl NativeModel {
         self.kernels.name
     }
 
-    /// Rotate `x` (`heads × head_dim`) for position `pos`.
-    fn rope(&self, x: &mut [f32], pos: usize) {
-        let hd = self.p.head_dim as usize;
-        let half = hd / 2;
-        let (c, s) = (
-            &self.cos[pos * half..(pos + 1) * half],
-            &self.sin[pos * half..(pos + 1) * half],
-        );
-        for head in x.chunks_exact_mut(hd) {
-            if self.interleaved {
-                for i in 0..half {
-                    let (a, b) = (head[2 * i], head[2 * i + 1]);
-                    head[2 * i] = a * c[i] - b * s[i];
-                    head[2 * i + 1] = a * s[i] + b * c[i];
-                }
-            } else {
-                for i in 0..half {
-                    let (a, b) = (head[i], head[i + half]);
-                    head[i] = a * c[i] - b * s[i];
-                    head[i + half] = a * s[i] + b * c[i];
-                }
-            }
-        }
-    }
-
     /// Run `tokens` at the cache's position, append their K/V, and return the logits of the
     /// last token (`vocab`) or of every token (`tokens × vocab`).
     pub fn forward(&self, tokens: &[u32], cache: &mut KvCache, all: bool) -> Result<Vec<f32>> {
@@ -416,16 +316,16 @@ impl NativeModel {
         if t == 0 {
             return Err(candle_core::Error::Msg("forward called with no tokens".into()).into());
         }
-        let p = &self.p;
-        let (h, hd) = (p.hidden as usize, p.head_dim as usize);
-        let (nh, nkv) = (p.n_heads as usize, p.n_kv_heads as usize);
-        let vocab = p.vocab as usize;
+        let p = &self.spec;
+        let (h, hd) = (p.hidden, p.head_dim);
+        let (nh, nkv) = (p.n_heads, p.n_kv_heads);
+        let vocab = p.vocab;
         let pos = cache.len();
-        if pos + t > self.cos.len() / (hd / 2) {
+        if pos + t > self.rope.positions() {
             return Err(candle_core::Error::Msg(format!(
                 "positions {pos}..{} exceed the RoPE table of {} positions",
                 pos + t,
-                self.cos.len() / (hd / 2)
+                self.rope.positions()
             ))
             .into());
         }
@@ -450,9 +350,9 @@ impl NativeModel {
         }
         s.xn.resize(t * h, 0.0);
         s.prof.lap(0);
-        let group = nh / nkv;
+        let group = p.group();
         let scale = 1.0 / (hd as f32).sqrt();
-        let window = p.sliding_window.map(|w| w as usize);
+        let window = p.sliding_window;
         for (li, l) in self.layers.iter().enumerate() {
             rms_norm(&mut s.xn, &s.x, &l.attn_norm, p.norm_eps);
             s.acts.set(&s.xn, h);
@@ -483,8 +383,10 @@ impl NativeModel {
             }
             s.prof.lap(2);
             for i in 0..t {
-                self.rope(&mut s.q[i * nh * hd..(i + 1) * nh * hd], pos + i);
-                self.rope(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
+                self.rope
+                    .rotate(&mut s.q[i * nh * hd..(i + 1) * nh * hd], pos + i);
+                self.rope
+                    .rotate(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
             }
             // Append K/V: the cache is [kv_head][capacity][head_dim] per layer.
             {
@@ -548,7 +450,7 @@ impl NativeModel {
                 .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
             s.prof.lap(6);
             k.silu_mul(&mut s.gate, &s.up);
-            s.acts.set(&s.gate, p.ffn as usize);
+            s.acts.set(&s.gate, p.ffn);
             s.prof.lap(7);
             k.matmul(&l.down, &mut s.acts, &mut s.tmp);
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);

@@ -10,7 +10,7 @@ use boyd::agent::audit::{
 };
 use boyd::agent::parse::parse_action;
 use boyd::agent::tools::{Sandbox, SandboxError};
-use boyd::runtime::gguf::{GgufHeader, Limits};
+use boyd::runtime::gguf::{GgufHeader, HeaderLimits};
 use boyd::runtime::tokenizer::GgufTokenizer;
 
 use crate::alloc::measure;
@@ -39,13 +39,17 @@ fn corpus_gguf_header_replays() {
     for path in corpus("gguf_header") {
         let bytes = std::fs::read(&path).expect("read corpus file");
         let (res, s) = measure(|| {
-            GgufHeader::read(Cursor::new(&bytes), bytes.len() as u64, Limits::default())
-                .and_then(|h| h.check_data(bytes.len() as u64).map(|()| h))
-                .map(|h| {
-                    // what a loader does next with a valid header
-                    let _ = h.arch_params();
-                    let _ = GgufTokenizer::from_header(&h);
-                })
+            GgufHeader::read(
+                Cursor::new(&bytes),
+                bytes.len() as u64,
+                HeaderLimits::default(),
+            )
+            .and_then(|h| h.check_data(bytes.len() as u64).map(|()| h))
+            .map(|h| {
+                // what a loader does next with a valid header
+                let _ = h.arch_params();
+                let _ = GgufTokenizer::from_header(&h);
+            })
         });
         let ok_expected = path.extension().is_some_and(|e| e == "ok");
         assert_eq!(res.is_ok(), ok_expected, "{}: {res:?}", path.display());

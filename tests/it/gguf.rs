@@ -9,7 +9,9 @@ use std::path::Path;
 
 use boyd::runtime::decoder::{Decoder, DecoderError};
 use boyd::runtime::fit::{self, Fit, FitError};
-use boyd::runtime::gguf::{Array, GgufError, GgufFile, GgufHeader, GgufWriter, Limits, Value};
+use boyd::runtime::gguf::{
+    Array, GgufError, GgufFile, GgufHeader, GgufWriter, HeaderLimits, Value,
+};
 use boyd::runtime::local::{LoadError, LoadOptions, LocalModel};
 use boyd::runtime::synth::{self, SynthSpec};
 use boyd::runtime::tokenizer::{GgufTokenizer, TokenizerError};
@@ -96,8 +98,12 @@ struct Model {
 impl Model {
     fn synth(spec: &SynthSpec) -> Self {
         let bytes = synth::build(spec).expect("synth");
-        let h = GgufHeader::read(Cursor::new(&bytes), bytes.len() as u64, Limits::default())
-            .expect("synth header");
+        let h = GgufHeader::read(
+            Cursor::new(&bytes),
+            bytes.len() as u64,
+            HeaderLimits::default(),
+        )
+        .expect("synth header");
         let tensors = h
             .tensors
             .iter()
@@ -184,7 +190,11 @@ fn case(name: &'static str, bytes: Vec<u8>, want: Want) -> Case {
 }
 
 fn read_header(bytes: &[u8]) -> Result<GgufHeader, GgufError> {
-    let h = GgufHeader::read(Cursor::new(bytes), bytes.len() as u64, Limits::default())?;
+    let h = GgufHeader::read(
+        Cursor::new(bytes),
+        bytes.len() as u64,
+        HeaderLimits::default(),
+    )?;
     h.check_data(bytes.len() as u64)?;
     Ok(h)
 }
@@ -1170,7 +1180,11 @@ fn huge_claims_allocate_almost_nothing() {
     ];
     for (name, bytes) in claims {
         let (res, s) = measure(|| {
-            GgufHeader::read(Cursor::new(&bytes), bytes.len() as u64, Limits::default())
+            GgufHeader::read(
+                Cursor::new(&bytes),
+                bytes.len() as u64,
+                HeaderLimits::default(),
+            )
         });
         assert!(res.is_err(), "{name}");
         assert!(s.peak < 4096 && s.largest < 4096, "{name}: {s:?}");
@@ -1188,7 +1202,8 @@ fn array_claim_within_a_big_file_reserves_little() {
     p.extend_from_slice(&vec![0u8; 1 << 20]);
     let bytes = one_kv(b"tokenizer.ggml.tokens", 9, &p);
     // Claim the file is 1 GiB so the count check alone does not refuse it.
-    let (res, s) = measure(|| GgufHeader::read(Cursor::new(&bytes), 1 << 30, Limits::default()));
+    let (res, s) =
+        measure(|| GgufHeader::read(Cursor::new(&bytes), 1 << 30, HeaderLimits::default()));
     assert!(matches!(res, Err(GgufError::Truncated { .. })), "{res:?}");
     // 131072 empty Strings are 3 MiB; a 2^24 reservation would be 384 MiB.
     assert!(s.largest <= 8 << 20, "{s:?}");
@@ -1349,26 +1364,6 @@ fn fit_estimate_reads_only_the_header() {
     assert_eq!(e.ctx, 512, "ctx is capped at the training context");
     assert_eq!(e.memory.weights.0, h.tensor_bytes());
     assert!(matches!(fit::decide(&e, false), Ok(Fit::Fits { .. })));
-}
-
-#[test]
-fn meminfo_parsing() {
-    let text =
-        "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
-    assert_eq!(
-        fit::parse_meminfo(text),
-        Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
-    );
-    assert_eq!(
-        fit::parse_meminfo("MemTotal: 1024 kB\n"),
-        Some((Bytes(1 << 20), None))
-    );
-    assert_eq!(fit::parse_meminfo("MemAvailable: 5 kB\n"), None);
-    assert_eq!(fit::parse_meminfo("MemTotal: lots\n"), None);
-    assert_eq!(
-        fit::parse_meminfo("MemTotal: 99999999999999999999 kB\n"),
-        None
-    );
 }
 
 /// `LocalModel::load_with` refuses before reading any tensor, and `force` loads anyway.

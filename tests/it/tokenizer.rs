@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use boyd::lm::{ChatMessage, Role};
-use boyd::runtime::gguf::{Array, GgufHeader, GgufWriter, Limits, Value};
+use boyd::runtime::gguf::{Array, GgufHeader, GgufWriter, HeaderLimits, Value};
 use boyd::runtime::tokenizer::{GgufTokenizer, TokenType, TokenizerError, VocabKind};
 
 use crate::common;
@@ -32,7 +32,7 @@ fn byte_chars() -> Vec<char> {
 
 fn header(w: &GgufWriter) -> GgufHeader {
     let bytes = w.to_bytes();
-    GgufHeader::read(&bytes[..], bytes.len() as u64, Limits::default())
+    GgufHeader::read(&bytes[..], bytes.len() as u64, HeaderLimits::default())
         .expect("synthetic GGUF parses")
 }
 

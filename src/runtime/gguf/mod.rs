@@ -32,9 +32,9 @@ const PREALLOC_CAP: usize = 1 << 12;
 /// Default tensor-data alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 
-/// Caps applied while reading; every one is far above what real models use.
+/// Caps applied while reading a GGUF header; every one is far above what real models use.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub struct HeaderLimits {
     /// Most tensors in one file.
     pub max_tensors: u64,
     /// Most metadata key/value pairs.
@@ -49,7 +49,7 @@ pub struct Limits {
     pub max_dims: u32,
 }
 
-impl Default for Limits {
+impl Default for HeaderLimits {
     fn default() -> Self {
         Self {
             max_tensors: 1 << 16,
@@ -296,7 +296,7 @@ impl GgufHeader {
         Self::read(
             std::io::BufReader::with_capacity(1 << 16, file),
             len,
-            Limits::default(),
+            HeaderLimits::default(),
         )
     }
 
@@ -419,7 +419,7 @@ impl GgufFile {
         let header = GgufHeader::read(
             std::io::BufReader::with_capacity(1 << 16, &file),
             file_len,
-            Limits::default(),
+            HeaderLimits::default(),
         )?;
         header.check_data(file_len)?;
         Ok(Self {

@@ -1,5 +1,5 @@
 //! The header parser: a cursor that checks every count and length against the bytes that
-//! remain (and the caps in [`Limits`]) before allocating, and the tensor-table checks.
+//! remain (and the caps in [`HeaderLimits`]) before allocating, and the tensor-table checks.
 
 use super::*;
 
@@ -9,7 +9,7 @@ struct Cur<R> {
     inner: R,
     pos: u64,
     len: u64,
-    limits: Limits,
+    limits: HeaderLimits,
 }
 
 impl<R: Read> Cur<R> {
@@ -187,7 +187,7 @@ pub(super) fn eof(e: std::io::Error, what: &str, offset: u64) -> GgufError {
 
 impl GgufHeader {
     /// Read a header from `reader`, which holds `len` bytes from its current position.
-    pub fn read<R: Read>(reader: R, len: u64, limits: Limits) -> Result<Self, GgufError> {
+    pub fn read<R: Read>(reader: R, len: u64, limits: HeaderLimits) -> Result<Self, GgufError> {
         let mut c = Cur {
             inner: reader,
             pos: 0,

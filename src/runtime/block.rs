@@ -1,0 +1,417 @@
+//! The llama-family transformer block as both engines run it: one description, read once from
+//! `ArchParams`, that the candle engine (`decoder`) and the native CPU engine (`native`) share.
+//!
+//! [`BlockSpec`] holds what the architecture decides — dimensions, the switches (Q/K/V biases,
+//! per-head Q/K norms, the RoPE pairing, tied output embeddings, the sliding window) — and the
+//! names and shapes of every tensor a block reads. [`BlockSpec::load_layer`] loads one block's
+//! weights through an engine's [`WeightSource`], so which tensors are required, optional or
+//! absent is decided here once. [`RopeTables`] are the cos/sin tables both engines rotate with:
+//! the native engine uses them directly, the candle engine uploads the same numbers.
+
+use crate::runtime::decoder::DecoderError;
+use crate::runtime::gguf::{GgufError, GgufHeader, TensorInfo};
+use crate::sizing::{ArchParams, Architecture, RopeScaling};
+
+type Result<T> = std::result::Result<T, DecoderError>;
+
+/// RoPE parameters: base frequency, the position scale of linear scaling, and the pairing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RopeSpec {
+    /// Base frequency (theta).
+    pub base: f32,
+    /// Positions are multiplied by this (`1 / factor` under linear scaling, else 1).
+    pub position_scale: f32,
+    /// Adjacent pairs `(2i, 2i + 1)` rotate together (llama.cpp permutes llama/mistral Q/K
+    /// rows for this); otherwise the split halves `(i, i + head_dim / 2)` do ("neox", qwen).
+    pub interleaved: bool,
+}
+
+/// A tensor of one dimension: its name in the file and its length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VectorTensor {
+    /// Tensor name.
+    pub name: String,
+    /// Number of elements.
+    pub len: usize,
+}
+
+/// A tensor of two dimensions: its name in the file, rows (outputs) and columns (inputs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixTensor {
+    /// Tensor name.
+    pub name: String,
+    /// Rows: the output width.
+    pub rows: usize,
+    /// Columns: the input width.
+    pub cols: usize,
+}
+
+/// The table entry of tensor `name`, which must exist and have `shape` (outermost first):
+/// the check both engines' loaders make before reading a tensor's bytes.
+pub fn shaped_tensor(header: &GgufHeader, name: &str, shape: &[usize]) -> Result<TensorInfo> {
+    let info = header
+        .tensor(name)
+        .ok_or_else(|| GgufError::MissingTensor(name.to_string()))?;
+    let found = info.shape();
+    if found != shape {
+        return Err(DecoderError::Shape {
+            name: name.to_string(),
+            expected: shape.to_vec(),
+            found,
+        });
+    }
+    Ok(info.clone())
+}
+
+/// Reads named, shaped tensors in one engine's representation.
+pub trait WeightSource {
+    /// The engine's weight matrix.
+    type Matrix;
+    /// The engine's vector (norm weights, biases).
+    type Vector;
+    /// Load a matrix, checking its shape.
+    fn matrix(&mut self, t: &MatrixTensor) -> Result<Self::Matrix>;
+    /// Load a vector, checking its length.
+    fn vector(&mut self, t: &VectorTensor) -> Result<Self::Vector>;
+    /// Whether the file has a tensor of this name.
+    fn has(&self, name: &str) -> bool;
+}
+
+/// One block's weights in an engine's representation.
+#[derive(Debug)]
+pub struct LayerWeights<M, V> {
+    /// RMS-norm weight before attention.
+    pub attn_norm: V,
+    /// Query projection.
+    pub wq: M,
+    /// Key projection.
+    pub wk: M,
+    /// Value projection.
+    pub wv: M,
+    /// Biases of Q, K and V, when present.
+    pub bias: [Option<V>; 3],
+    /// Per-head RMS-norm weights of Q and K, when the architecture has them.
+    pub qk_norm: Option<(V, V)>,
+    /// Attention output projection.
+    pub wo: M,
+    /// RMS-norm weight before the feed-forward.
+    pub ffn_norm: V,
+    /// SwiGLU gate projection.
+    pub gate: M,
+    /// SwiGLU up projection.
+    pub up: M,
+    /// Feed-forward down projection.
+    pub down: M,
+}
+
+/// The llama-family block of one model, as both engines run it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockSpec {
+    /// Number of blocks.
+    pub n_layers: usize,
+    /// Residual stream width.
+    pub hidden: usize,
+    /// Dimension of one attention head (keys and values alike).
+    pub head_dim: usize,
+    /// Query heads.
+    pub n_heads: usize,
+    /// Key/value heads (dividing `n_heads`).
+    pub n_kv_heads: usize,
+    /// Feed-forward inner width.
+    pub ffn: usize,
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// RMS-norm epsilon.
+    pub norm_eps: f32,
+    /// Each query sees at most this many positions (itself included), when set.
+    pub sliding_window: Option<usize>,
+    /// Q, K and V biases are required (Qwen2); other architectures use them when present.
+    pub qkv_bias: bool,
+    /// Per-head RMS norms on Q and K before RoPE (Qwen3).
+    pub qk_norm: bool,
+    /// The output projection is the token-embedding matrix.
+    pub tied_embeddings: bool,
+    /// Rotary position embedding.
+    pub rope: RopeSpec,
+}
+
+impl BlockSpec {
+    /// The block of a model the runtime can run, or why it cannot: an architecture supported
+    /// for sizing only, or unequal or odd head dimensions.
+    pub fn new(p: &ArchParams) -> Result<Self> {
+        if !p.architecture.runnable() {
+            return Err(DecoderError::NotRunnable(p.architecture));
+        }
+        if p.head_dim != p.head_dim_v || !p.head_dim.is_multiple_of(2) {
+            return Err(GgufError::Inconsistent(format!(
+                "head dims k={} v={} are not equal and even",
+                p.head_dim, p.head_dim_v
+            ))
+            .into());
+        }
+        let position_scale = match p.rope_scaling {
+            Some(RopeScaling::Linear { factor }) if factor > 0.0 => 1.0 / factor,
+            _ => 1.0,
+        };
+        Ok(Self {
+            n_layers: p.n_layers as usize,
+            hidden: p.hidden as usize,
+            head_dim: p.head_dim as usize,
+            n_heads: p.n_heads as usize,
+            n_kv_heads: p.n_kv_heads as usize,
+            ffn: p.ffn as usize,
+            vocab: p.vocab as usize,
+            norm_eps: p.norm_eps,
+            sliding_window: p.sliding_window.map(|w| w as usize),
+            qkv_bias: p.architecture.qkv_bias(),
+            qk_norm: p.architecture.qk_norm(),
+            tied_embeddings: p.tied_embeddings,
+            rope: RopeSpec {
+                base: p.rope_base,
+                position_scale,
+                interleaved: matches!(p.architecture, Architecture::Llama | Architecture::Mistral),
+            },
+        })
+    }
+
+    /// Query heads per key/value head.
+    pub fn group(&self) -> usize {
+        self.n_heads / self.n_kv_heads
+    }
+
+    /// The token embedding, `vocab × hidden`.
+    pub fn embedding(&self) -> MatrixTensor {
+        matrix("token_embd.weight", self.vocab, self.hidden)
+    }
+
+    /// The final RMS-norm weight.
+    pub fn output_norm(&self) -> VectorTensor {
+        vector("output_norm.weight", self.hidden)
+    }
+
+    /// The output projection, `vocab × hidden`, unless the embedding is tied.
+    pub fn output(&self) -> Option<MatrixTensor> {
+        (!self.tied_embeddings).then(|| matrix("output.weight", self.vocab, self.hidden))
+    }
+
+    /// Load block `layer` through `src`: biases are required when the architecture has them
+    /// and loaded when present otherwise; Q/K norms only when the architecture has them.
+    pub fn load_layer<S: WeightSource>(
+        &self,
+        layer: usize,
+        src: &mut S,
+    ) -> Result<LayerWeights<S::Matrix, S::Vector>> {
+        let n = |s: &str| format!("blk.{layer}.{s}");
+        let (h, hd, ffn) = (self.hidden, self.head_dim, self.ffn);
+        let (q, kv) = (self.n_heads * hd, self.n_kv_heads * hd);
+        let bias = |src: &mut S, s: &str, len| -> Result<Option<S::Vector>> {
+            let t = vector(&n(s), len);
+            if self.qkv_bias || src.has(&t.name) {
+                src.vector(&t).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let bias = [
+            bias(src, "attn_q.bias", q)?,
+            bias(src, "attn_k.bias", kv)?,
+            bias(src, "attn_v.bias", kv)?,
+        ];
+        let qk_norm = if self.qk_norm {
+            Some((
+                src.vector(&vector(&n("attn_q_norm.weight"), hd))?,
+                src.vector(&vector(&n("attn_k_norm.weight"), hd))?,
+            ))
+        } else {
+            None
+        };
+        Ok(LayerWeights {
+            wq: src.matrix(&matrix(&n("attn_q.weight"), q, h))?,
+            wk: src.matrix(&matrix(&n("attn_k.weight"), kv, h))?,
+            wv: src.matrix(&matrix(&n("attn_v.weight"), kv, h))?,
+            bias,
+            qk_norm,
+            wo: src.matrix(&matrix(&n("attn_output.weight"), h, q))?,
+            attn_norm: src.vector(&vector(&n("attn_norm.weight"), h))?,
+            ffn_norm: src.vector(&vector(&n("ffn_norm.weight"), h))?,
+            gate: src.matrix(&matrix(&n("ffn_gate.weight"), ffn, h))?,
+            up: src.matrix(&matrix(&n("ffn_up.weight"), ffn, h))?,
+            down: src.matrix(&matrix(&n("ffn_down.weight"), h, ffn))?,
+        })
+    }
+
+    /// The RoPE cos/sin tables for positions `0..positions`.
+    pub fn rope_tables(&self, positions: usize) -> RopeTables {
+        let hd = self.head_dim;
+        let half = hd / 2;
+        let inv_freq: Vec<f32> = (0..half)
+            .map(|i| 1.0 / self.rope.base.powf(2.0 * i as f32 / hd as f32))
+            .collect();
+        let (mut cos, mut sin) = (
+            Vec::with_capacity(positions * half),
+            Vec::with_capacity(positions * half),
+        );
+        for pos in 0..positions {
+            let pos = pos as f32 * self.rope.position_scale;
+            for f in &inv_freq {
+                let a = pos * f;
+                cos.push(a.cos());
+                sin.push(a.sin());
+            }
+        }
+        RopeTables {
+            cos,
+            sin,
+            half,
+            interleaved: self.rope.interleaved,
+        }
+    }
+}
+
+fn vector(name: &str, len: usize) -> VectorTensor {
+    VectorTensor {
+        name: name.to_string(),
+        len,
+    }
+}
+
+fn matrix(name: &str, rows: usize, cols: usize) -> MatrixTensor {
+    MatrixTensor {
+        name: name.to_string(),
+        rows,
+        cols,
+    }
+}
+
+/// Precomputed RoPE cos/sin values, `positions × head_dim / 2` each, row-major by position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RopeTables {
+    /// Cosines of the angles.
+    pub cos: Vec<f32>,
+    /// Sines of the angles.
+    pub sin: Vec<f32>,
+    half: usize,
+    interleaved: bool,
+}
+
+impl RopeTables {
+    /// Number of positions covered.
+    pub fn positions(&self) -> usize {
+        self.cos.len().checked_div(self.half).unwrap_or(0)
+    }
+
+    /// Half the head dimension: the width of one position's row.
+    pub fn half(&self) -> usize {
+        self.half
+    }
+
+    /// Rotate `x` (whole heads of `2 × half` values each) for position `pos`.
+    ///
+    /// # Panics
+    /// When `pos` is not below [`RopeTables::positions`] (callers check the range first).
+    pub fn rotate(&self, x: &mut [f32], pos: usize) {
+        let half = self.half;
+        let (c, s) = (
+            &self.cos[pos * half..(pos + 1) * half],
+            &self.sin[pos * half..(pos + 1) * half],
+        );
+        for head in x.chunks_exact_mut(2 * half) {
+            if self.interleaved {
+                for i in 0..half {
+                    let (a, b) = (head[2 * i], head[2 * i + 1]);
+                    head[2 * i] = a * c[i] - b * s[i];
+                    head[2 * i + 1] = a * s[i] + b * c[i];
+                }
+            } else {
+                for i in 0..half {
+                    let (a, b) = (head[i], head[i + half]);
+                    head[i] = a * c[i] - b * s[i];
+                    head[i + half] = a * s[i] + b * c[i];
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(architecture: Architecture) -> ArchParams {
+        ArchParams {
+            architecture,
+            n_layers: 2,
+            n_heads: 4,
+            n_kv_heads: 2,
+            head_dim: 8,
+            head_dim_v: 8,
+            hidden: 32,
+            ffn: 64,
+            vocab: 100,
+            rope_base: 10_000.0,
+            rope_scaling: None,
+            norm_eps: 1e-6,
+            context_length: 64,
+            sliding_window: None,
+            tied_embeddings: true,
+        }
+    }
+
+    #[test]
+    fn the_architecture_sets_the_switches() {
+        let llama = BlockSpec::new(&params(Architecture::Llama)).expect("runnable");
+        assert!(llama.rope.interleaved && !llama.qkv_bias && !llama.qk_norm);
+        let qwen2 = BlockSpec::new(&params(Architecture::Qwen2)).expect("runnable");
+        assert!(!qwen2.rope.interleaved && qwen2.qkv_bias && !qwen2.qk_norm);
+        let qwen3 = BlockSpec::new(&params(Architecture::Qwen3)).expect("runnable");
+        assert!(!qwen3.rope.interleaved && !qwen3.qkv_bias && qwen3.qk_norm);
+        assert_eq!(
+            llama.output(),
+            None,
+            "tied embeddings have no output tensor"
+        );
+    }
+
+    #[test]
+    fn unrunnable_or_odd_heads_are_refused() {
+        let e = BlockSpec::new(&params(Architecture::Gemma3)).expect_err("refused");
+        assert!(matches!(e, DecoderError::NotRunnable(_)), "{e}");
+        let mut p = params(Architecture::Llama);
+        p.head_dim = 7;
+        p.head_dim_v = 7;
+        assert!(BlockSpec::new(&p)
+            .expect_err("refused")
+            .to_string()
+            .contains("even"));
+    }
+
+    #[test]
+    fn linear_scaling_divides_positions() {
+        let mut p = params(Architecture::Qwen2);
+        p.rope_scaling = Some(RopeScaling::Linear { factor: 4.0 });
+        let scaled = BlockSpec::new(&p).expect("runnable").rope_tables(8);
+        let plain = BlockSpec::new(&params(Architecture::Qwen2))
+            .expect("runnable")
+            .rope_tables(8);
+        assert_eq!(scaled.positions(), 8);
+        // Position 4 scaled by 1/4 is position 1 unscaled.
+        assert_eq!(scaled.cos[4 * 4..5 * 4], plain.cos[4..8]);
+    }
+
+    #[test]
+    fn rotation_pairs_follow_the_layout() {
+        let spec = BlockSpec::new(&params(Architecture::Llama)).expect("runnable");
+        let t = spec.rope_tables(4);
+        // Only element 0 set: interleaved rotates it with element 1, split halves with 4.
+        let mut x = [1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        t.rotate(&mut x, 1);
+        assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[1] - 1f32.sin()).abs() < 1e-6);
+        assert_eq!(x[4], 0.0);
+        let spec = BlockSpec::new(&params(Architecture::Qwen3)).expect("runnable");
+        let t = spec.rope_tables(4);
+        let mut x = [1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        t.rotate(&mut x, 1);
+        assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[4] - 1f32.sin()).abs() < 1e-6);
+        assert_eq!(x[1], 0.0);
+    }
+}
