@@ -238,7 +238,8 @@ pub fn render_check(c: &crate::sizing::published::Check) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "fitted terms (the presets' defaults; seconds per token = sum of coefficient x term):"
+        "fitted terms (the presets' defaults; decode seconds per token = max(memory side: bytes \
+         terms, unpacking side: quantized weights) + the other terms; prefill = their sum):"
     );
     const DECODE: [&str; 8] = [
         "bytes/BW",

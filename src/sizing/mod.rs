@@ -18,6 +18,7 @@ pub mod error;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv;
+pub mod linfit;
 pub mod parallel;
 pub mod profile;
 pub mod published;
