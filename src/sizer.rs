@@ -40,6 +40,13 @@ pub struct SizeQuery {
     pub device: String,
     /// The CPU engine the runtime would pick (the CLI reads `BOYD_ENGINE` into it).
     pub engine: EngineKind,
+    /// Size llama.cpp's `-ngl N` split on a CUDA device (`None`: only when the model does not
+    /// fit, the split with the most layers on the GPU).
+    pub ngl: Option<u32>,
+    /// Host memory bandwidth for the layers left on the CPU, GB/s (default: assumed).
+    pub host_bw_gbs: Option<f64>,
+    /// Host RAM free for the layers left on the CPU, GiB (default: unknown for a preset).
+    pub host_mem_gib: Option<f64>,
 }
 
 impl SizeQuery {
@@ -55,6 +62,9 @@ impl SizeQuery {
             ubatch: DEFAULT_UBATCH,
             device: "cpu".into(),
             engine: EngineKind::default(),
+            ngl: None,
+            host_bw_gbs: None,
+            host_mem_gib: None,
         }
     }
 }
@@ -90,9 +100,94 @@ pub fn estimate_all(q: &SizeQuery, ctxs: &[u32]) -> anyhow::Result<Vec<Estimate>
             kv_dtype,
             ubatch: q.ubatch,
         };
-        out.push(sizing::estimate(&input, &hw).with_context(|| format!("sizing {}", q.model))?);
+        let mut e = sizing::estimate(&input, &hw).with_context(|| format!("sizing {}", q.model))?;
+        e.offload = offload_for(q, &input, &hw, e.fits)?;
+        out.push(e);
     }
     Ok(out)
+}
+
+/// Answer `q` at its own context once per `-ngl` value in `ngls`.
+pub fn estimate_ngl_sweep(q: &SizeQuery, ngls: &[u32]) -> anyhow::Result<Vec<Estimate>> {
+    ngls.iter()
+        .map(|&n| {
+            let q = SizeQuery {
+                ngl: Some(n),
+                ..q.clone()
+            };
+            estimate(&q)
+        })
+        .collect()
+}
+
+/// The partial-offload split for `input` on `hw`: the asked `-ngl`, or, when the model does
+/// not fit on a CUDA device, the split with the most layers on it. Metal shares one memory
+/// with the CPU and the CPU has nothing to offload to, so neither gets one.
+fn offload_for(
+    q: &SizeQuery,
+    input: &Input,
+    hw: &Hardware,
+    fits: bool,
+) -> anyhow::Result<Option<sizing::offload::Offload>> {
+    if hw.backend != Backend::Cuda {
+        if q.ngl.is_some() {
+            bail!(
+                "--ngl sizes a split between a CUDA GPU and the host; {} is a {} device",
+                hw.name,
+                hw.backend
+            );
+        }
+        return Ok(None);
+    }
+    if fits && q.ngl.is_none() {
+        return Ok(None);
+    }
+    let host = offload_host(q)?;
+    let link = sizing::offload::Link::pcie4_x16();
+    let (w, _) = sizing::weight_bytes(input)?;
+    let (a, kv, ctx, ub) = (&input.arch, input.kv_dtype, input.ctx, input.ubatch);
+    Ok(match q.ngl {
+        Some(n) => Some(sizing::offload::split(
+            a, &w, kv, ctx, ub, hw, &host, &link, n,
+        )?),
+        None => sizing::offload::best_split(a, &w, kv, ctx, ub, hw, &host, &link)?,
+    })
+}
+
+/// The host of a partial offload: `--host-bw` or the assumed desktop bandwidth, the CPU's
+/// hand-set speed terms, and `--host-mem-gib` as its free RAM (unknown otherwise: a preset GPU
+/// says nothing about the machine it sits in).
+pub fn offload_host(q: &SizeQuery) -> anyhow::Result<sizing::offload::Host> {
+    let bw = match q.host_bw_gbs {
+        Some(g) if g.is_finite() && g > 0.0 && g < 1e6 => g * 1e9,
+        Some(g) => bail!("--host-bw {g}: must be a positive number of GB/s"),
+        None => ASSUMED_HOST_BANDWIDTH.0,
+    };
+    let free = match q.host_mem_gib {
+        Some(g) if g.is_finite() && g > 0.0 && g < 1e9 => {
+            Some(Bytes((g * Bytes::GIB as f64) as u64))
+        }
+        Some(g) => bail!("--host-mem-gib {g}: must be a positive number of GiB"),
+        None => None,
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let source = match q.host_bw_gbs {
+        Some(g) => format!("host bandwidth {g} GB/s (--host-bw), CPU speed terms hand-set"),
+        None => "host bandwidth assumed 51.2 GB/s (dual-channel DDR4-3200; --host-bw to set), \
+                 CPU speed terms hand-set"
+            .to_owned(),
+    };
+    let hw = Hardware::new(
+        "host",
+        "the GPU's host CPU",
+        Backend::Cpu,
+        free.unwrap_or(Bytes(1 << 50)),
+        1.0,
+        BytesPerSec(bw),
+        cores as f64 * ASSUMED_FLOPS_PER_CORE,
+        &source,
+    )?;
+    Ok(sizing::offload::Host { hw, free })
 }
 
 /// The catalog's model names (shipped entries).
@@ -414,6 +509,40 @@ mod tests {
             Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
         );
         assert_eq!(parse_meminfo("MemFree: 1 kB"), None);
+    }
+
+    #[test]
+    fn a_model_that_does_not_fit_a_cuda_preset_gets_a_partial_offload() {
+        let mut q = SizeQuery::new("llama-3.1-70b", "rtx-4090");
+        q.quant = Some("Q4_K_M".into());
+        q.ctx = Some(8192);
+        q.host_mem_gib = Some(64.0);
+        let e = estimate(&q).expect("estimate");
+        let o = e.offload.expect("offload");
+        assert!(o.fits_gpu && o.ngl > 0 && o.gpu_layers < 80, "{o:?}");
+        assert_eq!(o.fits_host, Some(true));
+        assert!(o.decode_empty.0 > 0.5 && o.decode_empty.0 < e.speed.decode_empty.0);
+        // An asked split is sized whether or not it fits.
+        q.ngl = Some(81);
+        let all = estimate(&q).expect("estimate").offload.expect("offload");
+        assert!(!all.fits_gpu);
+        let sweep = estimate_ngl_sweep(&q, &[0, 40, 81]).expect("sweep");
+        let speeds: Vec<f64> = sweep
+            .iter()
+            .map(|e| e.offload.as_ref().expect("o").decode_empty.0)
+            .collect();
+        assert!(speeds[0] < speeds[1] && speeds[1] < speeds[2], "{speeds:?}");
+        // A model that fits gets none, and Metal refuses --ngl.
+        let small = SizeQuery {
+            quant: Some("Q4_K_M".into()),
+            ..SizeQuery::new("llama-3.1-8b", "rtx-4090")
+        };
+        assert!(estimate(&small).expect("e").offload.is_none());
+        let metal = SizeQuery {
+            ngl: Some(10),
+            ..SizeQuery::new("llama-3.1-8b", "m3-max")
+        };
+        assert!(estimate(&metal).is_err());
     }
 
     #[test]
