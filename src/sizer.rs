@@ -40,6 +40,13 @@ pub struct SizeQuery {
     pub device: String,
     /// The CPU engine the runtime would pick (the CLI reads `BOYD_ENGINE` into it).
     pub engine: EngineKind,
+    /// Size llama.cpp's `-ngl N` split on a CUDA device (`None`: only when the model does not
+    /// fit, the split with the most layers on the GPU).
+    pub ngl: Option<u32>,
+    /// Host memory bandwidth for the layers left on the CPU, GB/s (default: assumed).
+    pub host_bw_gbs: Option<f64>,
+    /// Host RAM free for the layers left on the CPU, GiB (default: unknown for a preset).
+    pub host_mem_gib: Option<f64>,
 }
 
 impl SizeQuery {
@@ -55,6 +62,9 @@ impl SizeQuery {
             ubatch: DEFAULT_UBATCH,
             device: "cpu".into(),
             engine: EngineKind::default(),
+            ngl: None,
+            host_bw_gbs: None,
+            host_mem_gib: None,
         }
     }
 }
@@ -90,9 +100,94 @@ pub fn estimate_all(q: &SizeQuery, ctxs: &[u32]) -> anyhow::Result<Vec<Estimate>
             kv_dtype,
             ubatch: q.ubatch,
         };
-        out.push(sizing::estimate(&input, &hw).with_context(|| format!("sizing {}", q.model))?);
+        let mut e = sizing::estimate(&input, &hw).with_context(|| format!("sizing {}", q.model))?;
+        e.offload = offload_for(q, &input, &hw, e.fits)?;
+        out.push(e);
     }
     Ok(out)
+}
+
+/// Answer `q` at its own context once per `-ngl` value in `ngls`.
+pub fn estimate_ngl_sweep(q: &SizeQuery, ngls: &[u32]) -> anyhow::Result<Vec<Estimate>> {
+    ngls.iter()
+        .map(|&n| {
+            let q = SizeQuery {
+                ngl: Some(n),
+                ..q.clone()
+            };
+            estimate(&q)
+        })
+        .collect()
+}
+
+/// The partial-offload split for `input` on `hw`: the asked `-ngl`, or, when the model does
+/// not fit on a CUDA device, the split with the most layers on it. Metal shares one memory
+/// with the CPU and the CPU has nothing to offload to, so neither gets one.
+fn offload_for(
+    q: &SizeQuery,
+    input: &Input,
+    hw: &Hardware,
+    fits: bool,
+) -> anyhow::Result<Option<sizing::offload::Offload>> {
+    if hw.backend != Backend::Cuda {
+        if q.ngl.is_some() {
+            bail!(
+                "--ngl sizes a split between a CUDA GPU and the host; {} is a {} device",
+                hw.name,
+                hw.backend
+            );
+        }
+        return Ok(None);
+    }
+    if fits && q.ngl.is_none() {
+        return Ok(None);
+    }
+    let host = offload_host(q)?;
+    let link = sizing::offload::Link::pcie4_x16();
+    let (w, _) = sizing::weight_bytes(input)?;
+    let (a, kv, ctx, ub) = (&input.arch, input.kv_dtype, input.ctx, input.ubatch);
+    Ok(match q.ngl {
+        Some(n) => Some(sizing::offload::split(
+            a, &w, kv, ctx, ub, hw, &host, &link, n,
+        )?),
+        None => sizing::offload::best_split(a, &w, kv, ctx, ub, hw, &host, &link)?,
+    })
+}
+
+/// The host of a partial offload: `--host-bw` or the assumed desktop bandwidth, the CPU's
+/// hand-set speed terms, and `--host-mem-gib` as its free RAM (unknown otherwise: a preset GPU
+/// says nothing about the machine it sits in).
+pub fn offload_host(q: &SizeQuery) -> anyhow::Result<sizing::offload::Host> {
+    let bw = match q.host_bw_gbs {
+        Some(g) if g.is_finite() && g > 0.0 && g < 1e6 => g * 1e9,
+        Some(g) => bail!("--host-bw {g}: must be a positive number of GB/s"),
+        None => ASSUMED_HOST_BANDWIDTH.0,
+    };
+    let free = match q.host_mem_gib {
+        Some(g) if g.is_finite() && g > 0.0 && g < 1e9 => {
+            Some(Bytes((g * Bytes::GIB as f64) as u64))
+        }
+        Some(g) => bail!("--host-mem-gib {g}: must be a positive number of GiB"),
+        None => None,
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let source = match q.host_bw_gbs {
+        Some(g) => format!("host bandwidth {g} GB/s (--host-bw), CPU speed terms hand-set"),
+        None => "host bandwidth assumed 51.2 GB/s (dual-channel DDR4-3200; --host-bw to set), \
+                 CPU speed terms hand-set"
+            .to_owned(),
+    };
+    let hw = Hardware::new(
+        "host",
+        "the GPU's host CPU",
+        Backend::Cpu,
+        free.unwrap_or(Bytes(1 << 50)),
+        1.0,
+        BytesPerSec(bw),
+        cores as f64 * ASSUMED_FLOPS_PER_CORE,
+        &source,
+    )?;
+    Ok(sizing::offload::Host { hw, free })
 }
 
 /// The catalog's model names (shipped entries).
@@ -317,30 +412,100 @@ pub fn hardware(name: &str, device: &str, mem_gib: Option<f64>) -> anyhow::Resul
     Ok(hw)
 }
 
-/// This machine: total and available RAM from /proc/meminfo, cores for the FLOP estimate,
-/// bandwidth assumed — or measured, when a calibration profile exists for `device`.
+/// What `--hw this` learns about the machine: the GPU at `--device` (when it is one and can
+/// be opened), the text of /proc/meminfo (when readable) and the CPU threads. Gathered by
+/// [`MachineFacts::probe`]; tests build it by hand.
+#[derive(Debug, Clone, Default)]
+pub struct MachineFacts {
+    /// The GPU the model would run on.
+    pub gpu: Option<GpuFacts>,
+    /// /proc/meminfo, when readable.
+    pub meminfo: Option<String>,
+    /// CPU threads.
+    pub cores: usize,
+}
+
+/// A GPU as its driver reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuFacts {
+    /// Backend.
+    pub backend: Backend,
+    /// Driver's device name (`NVIDIA GeForce RTX 4090`).
+    pub name: String,
+    /// Total device memory.
+    pub total: Bytes,
+    /// Free device memory now.
+    pub free: Bytes,
+}
+
+impl MachineFacts {
+    /// Probe this machine for `device` (`cpu`, `cuda`, `cuda:N`, `metal`, `auto`): only a
+    /// non-CPU spec opens a GPU, and an unreadable /proc/meminfo is left as `None`.
+    pub fn probe(device: &str) -> Self {
+        use crate::hw::DeviceProbe as _;
+        let gpu = if device == "cpu" {
+            None
+        } else {
+            crate::hw::Probe::for_device(device)
+                .ok()
+                .filter(|p| p.backend() != Backend::Cpu)
+                .and_then(|p| {
+                    let m = p.memory().ok()?;
+                    Some(GpuFacts {
+                        backend: p.backend(),
+                        name: p.name(),
+                        total: m.total,
+                        free: m.free,
+                    })
+                })
+        };
+        Self {
+            gpu,
+            meminfo: std::fs::read_to_string("/proc/meminfo").ok(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// This machine for `device`: its GPU when `device` names one that opened (the matching
+/// preset, or the driver's figures, with the driver's free memory), else the host's RAM from
+/// /proc/meminfo; with the calibration profile `boyd validate` saved for `device` when its
+/// backend matches.
 pub fn this_machine(device: &str) -> anyhow::Result<Hardware> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").context(
-        "cannot read /proc/meminfo to size for this machine; pick a preset with --hw (see --list-hw)",
-    )?;
-    let (total, available) = parse_meminfo(&meminfo)
-        .context("/proc/meminfo has no MemTotal; pick a preset with --hw")?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let hw = Hardware::new(
-        "this",
-        &format!("this machine ({cores} CPU threads)"),
-        Backend::Cpu,
-        total,
-        1.0,
-        ASSUMED_HOST_BANDWIDTH,
-        cores as f64 * ASSUMED_FLOPS_PER_CORE,
-        "RAM from /proc/meminfo (MemAvailable as free); bandwidth assumed 51.2 GB/s \
-         (dual-channel DDR4-3200) and 320 G int8 op/s per thread until `boyd validate` calibrates",
-    )?
-    .with_free(available.unwrap_or(total))
-    .with_threads(cores);
-    match load_profile(device)? {
-        Some((path, p)) if p.backend == Backend::Cpu => {
+    this_machine_from(&MachineFacts::probe(device), load_profile(device)?)
+}
+
+/// [`this_machine`] from gathered facts and the saved profile (no I/O).
+pub fn this_machine_from(
+    facts: &MachineFacts,
+    profile: Option<(PathBuf, Profile)>,
+) -> anyhow::Result<Hardware> {
+    let hw = match &facts.gpu {
+        Some(g) => Hardware::for_gpu(&g.name, g.backend, g.total, g.free)?,
+        None => {
+            let meminfo = facts.meminfo.as_deref().context(
+                "cannot read /proc/meminfo to size for this machine; pick a preset with --hw (see --list-hw)",
+            )?;
+            let (total, available) = parse_meminfo(meminfo)
+                .context("/proc/meminfo has no MemTotal; pick a preset with --hw")?;
+            let cores = facts.cores.max(1);
+            Hardware::new(
+                "this",
+                &format!("this machine ({cores} CPU threads)"),
+                Backend::Cpu,
+                total,
+                1.0,
+                ASSUMED_HOST_BANDWIDTH,
+                cores as f64 * ASSUMED_FLOPS_PER_CORE,
+                "RAM from /proc/meminfo (MemAvailable as free); bandwidth assumed 51.2 GB/s \
+                 (dual-channel DDR4-3200) and 320 G int8 op/s per thread until `boyd validate` calibrates",
+            )?
+            .with_free(available.unwrap_or(total))
+            .with_threads(cores)
+        }
+    };
+    match profile {
+        Some((path, p)) if p.backend == hw.backend => {
             tracing::info!(profile = %path.display(), "using calibration profile");
             Ok(p.apply(hw))
         }
@@ -348,7 +513,8 @@ pub fn this_machine(device: &str) -> anyhow::Result<Hardware> {
             tracing::warn!(
                 profile = %path.display(),
                 backend = %p.backend,
-                "calibration profile is for another backend; --hw this sizes the CPU host"
+                "calibration profile is for another backend; not applied to {}",
+                hw.backend
             );
             Ok(hw)
         }
@@ -414,6 +580,130 @@ mod tests {
             Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
         );
         assert_eq!(parse_meminfo("MemFree: 1 kB"), None);
+    }
+
+    fn profile(backend: Backend, device: &str) -> (PathBuf, Profile) {
+        let p = Profile {
+            version: crate::sizing::profile::PROFILE_VERSION,
+            device: device.into(),
+            backend,
+            description: "test".into(),
+            measured_at: "2026-12-01T00:00:00Z".into(),
+            boyd_version: "test".into(),
+            memory_total: None,
+            bandwidth: BytesPerSec(900e9),
+            matrix_flops: None,
+            decode_efficiency: 0.7,
+            prefill_efficiency: 0.4,
+            fixed_cost_s: 1e-3,
+            per_layer_cost_s: 0.0,
+            model: None,
+            overhead: None,
+        };
+        (PathBuf::from(format!("profiles/{device}.toml")), p)
+    }
+
+    const MEMINFO: &str = "MemTotal: 16318480 kB\nMemAvailable: 8000000 kB\n";
+
+    #[test]
+    fn this_on_a_cuda_host_sizes_the_gpu_with_its_free_memory_and_profile() {
+        let facts = MachineFacts {
+            gpu: Some(GpuFacts {
+                backend: Backend::Cuda,
+                name: "NVIDIA GeForce RTX 4090".into(),
+                total: Bytes(24_564 * Bytes::MIB),
+                free: Bytes(20 * Bytes::GIB),
+            }),
+            meminfo: None,
+            cores: 8,
+        };
+        // No /proc/meminfo needed: the GPU is what is sized.
+        let hw = this_machine_from(&facts, None).expect("gpu");
+        assert_eq!((hw.name.as_str(), hw.backend), ("rtx-4090", Backend::Cuda));
+        assert_eq!(hw.free, Bytes(20 * Bytes::GIB));
+        assert!(hw.speed.source.contains("published"), "{}", hw.speed.source);
+        // The GPU's saved calibration profile replaces the speed terms and bandwidth.
+        let hw = this_machine_from(&facts, Some(profile(Backend::Cuda, "cuda"))).expect("gpu");
+        assert_eq!(hw.bandwidth, BytesPerSec(900e9));
+        assert_eq!(hw.speed.decode_efficiency, 0.7);
+        // A CPU profile is not applied to the GPU.
+        let hw = this_machine_from(&facts, Some(profile(Backend::Cpu, "cuda"))).expect("gpu");
+        assert_eq!(hw.bandwidth.0, 1008e9);
+        // A GPU no preset describes: the driver's memory, assumed speed figures.
+        let odd = MachineFacts {
+            gpu: Some(GpuFacts {
+                name: "Tesla T4".into(),
+                total: Bytes(15 * Bytes::GIB),
+                free: Bytes(14 * Bytes::GIB),
+                ..facts.gpu.clone().expect("gpu")
+            }),
+            ..facts.clone()
+        };
+        let hw = this_machine_from(&odd, None).expect("t4");
+        assert_eq!(
+            (hw.name.as_str(), hw.description.as_str()),
+            ("this", "Tesla T4")
+        );
+        assert_eq!(
+            (hw.memory, hw.free),
+            (Bytes(15 * Bytes::GIB), Bytes(14 * Bytes::GIB))
+        );
+    }
+
+    #[test]
+    fn this_on_the_cpu_needs_meminfo_and_presets_never_do() {
+        let cpu = MachineFacts {
+            gpu: None,
+            meminfo: Some(MEMINFO.into()),
+            cores: 4,
+        };
+        let hw = this_machine_from(&cpu, Some(profile(Backend::Cpu, "cpu"))).expect("cpu");
+        assert_eq!(hw.backend, Backend::Cpu);
+        assert_eq!(hw.free, Bytes(8_000_000 * 1024));
+        assert_eq!(hw.bandwidth, BytesPerSec(900e9), "the CPU profile applies");
+        let unreadable = MachineFacts {
+            meminfo: None,
+            ..cpu
+        };
+        let err = this_machine_from(&unreadable, None).expect_err("no meminfo");
+        assert!(format!("{err:#}").contains("--hw"), "{err:#}");
+        // A preset is sized from the embedded table alone.
+        let hw = hardware("rtx-4090", "cpu", None).expect("preset");
+        assert_eq!(hw.free, hw.memory);
+    }
+
+    #[test]
+    fn a_model_that_does_not_fit_a_cuda_preset_gets_a_partial_offload() {
+        let mut q = SizeQuery::new("llama-3.1-70b", "rtx-4090");
+        q.quant = Some("Q4_K_M".into());
+        q.ctx = Some(8192);
+        q.host_mem_gib = Some(64.0);
+        let e = estimate(&q).expect("estimate");
+        let o = e.offload.expect("offload");
+        assert!(o.fits_gpu && o.ngl > 0 && o.gpu_layers < 80, "{o:?}");
+        assert_eq!(o.fits_host, Some(true));
+        assert!(o.decode_empty.0 > 0.5 && o.decode_empty.0 < e.speed.decode_empty.0);
+        // An asked split is sized whether or not it fits.
+        q.ngl = Some(81);
+        let all = estimate(&q).expect("estimate").offload.expect("offload");
+        assert!(!all.fits_gpu);
+        let sweep = estimate_ngl_sweep(&q, &[0, 40, 81]).expect("sweep");
+        let speeds: Vec<f64> = sweep
+            .iter()
+            .map(|e| e.offload.as_ref().expect("o").decode_empty.0)
+            .collect();
+        assert!(speeds[0] < speeds[1] && speeds[1] < speeds[2], "{speeds:?}");
+        // A model that fits gets none, and Metal refuses --ngl.
+        let small = SizeQuery {
+            quant: Some("Q4_K_M".into()),
+            ..SizeQuery::new("llama-3.1-8b", "rtx-4090")
+        };
+        assert!(estimate(&small).expect("e").offload.is_none());
+        let metal = SizeQuery {
+            ngl: Some(10),
+            ..SizeQuery::new("llama-3.1-8b", "m3-max")
+        };
+        assert!(estimate(&metal).is_err());
     }
 
     #[test]

@@ -48,9 +48,23 @@ pub struct Args {
     /// Prefill micro-batch in tokens (sizes the prefill compute buffer and prefill speed).
     #[arg(long, short = 'b', default_value_t = DEFAULT_UBATCH)]
     pub batch: u32,
-    /// One row per value instead of a card, e.g. `ctx=512,2048,8192,32768`.
+    /// One row per value instead of a card, e.g. `ctx=512,2048,8192,32768`, or
+    /// `ngl=0,20,40,81` (partial offload on a CUDA device).
     #[arg(long)]
     pub sweep: Option<String>,
+    /// Partial offload on a CUDA device: size llama.cpp's `-ngl N` split (N layers on the GPU,
+    /// the rest in host RAM; layers + 1 also puts the output layer on the GPU). Without it a
+    /// model that does not fit gets the split with the most layers on the GPU.
+    #[arg(long)]
+    pub ngl: Option<u32>,
+    /// Host memory bandwidth in GB/s for the layers a partial offload leaves on the CPU
+    /// (default: 51.2, dual-channel DDR4-3200).
+    #[arg(long)]
+    pub host_bw: Option<f64>,
+    /// Host RAM in GiB free for the layers a partial offload leaves on the CPU (default:
+    /// unknown; the card then says how much it needs).
+    #[arg(long)]
+    pub host_mem_gib: Option<f64>,
     /// List the hardware presets and exit.
     #[arg(long)]
     pub list_hw: bool,
@@ -84,9 +98,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let model = args.model.clone().or_else(|| g.model.clone()).context(
         "no model given: pass a catalog name, a config.json or a .gguf (see `boyd models list`)",
     )?;
-    let ctxs = match &args.sweep {
-        Some(spec) => parse_sweep(spec)?,
-        None => Vec::new(),
+    let sweep = match &args.sweep {
+        Some(spec) => Some(parse_sweep_spec(spec)?),
+        None => None,
     };
     let query = SizeQuery {
         model: model.clone(),
@@ -98,14 +112,23 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         ubatch: args.batch,
         device: g.device.clone(),
         engine: crate::runtime::decoder::EngineKind::from_env(),
+        ngl: args.ngl,
+        host_bw_gbs: args.host_bw,
+        host_mem_gib: args.host_mem_gib,
     };
-    let estimates = sizer::estimate_all(&query, &ctxs)?;
+    let estimates = match &sweep {
+        Some(Sweep::Ngl(n)) => sizer::estimate_ngl_sweep(&query, n)?,
+        Some(Sweep::Ctx(c)) => sizer::estimate_all(&query, c)?,
+        None => sizer::estimate_all(&query, &[])?,
+    };
     let text = if g.json {
         if args.sweep.is_some() {
             serde_json::to_string_pretty(&estimates)? + "\n"
         } else {
             serde_json::to_string_pretty(&estimates.first())? + "\n"
         }
+    } else if let Some(Sweep::Ngl(_)) = &sweep {
+        render_ngl_sweep(&model, &estimates)
     } else if args.sweep.is_some() {
         render_sweep(&model, &estimates)
     } else {
@@ -238,7 +261,8 @@ pub fn render_check(c: &crate::sizing::published::Check) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "fitted terms (the presets' defaults; seconds per token = sum of coefficient x term):"
+        "fitted terms (the presets' defaults; decode seconds per token = max(memory side: bytes \
+         terms, unpacking side: quantized weights) + the other terms; prefill = their sum):"
     );
     const DECODE: [&str; 8] = [
         "bytes/BW",
@@ -294,12 +318,37 @@ pub(super) fn emit(text: &str) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What `--sweep` varies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sweep {
+    /// Context lengths.
+    Ctx(Vec<u32>),
+    /// `-ngl` values of a partial offload.
+    Ngl(Vec<u32>),
+}
+
+/// Parse `ctx=512,2048,…` (the `ctx=` prefix is optional) or `ngl=0,20,40`.
+pub fn parse_sweep_spec(spec: &str) -> anyhow::Result<Sweep> {
+    if let Some(("ngl", list)) = spec.split_once('=').map(|(k, l)| (k.trim(), l)) {
+        let n = list
+            .split(',')
+            .map(|s| {
+                s.trim().parse::<u32>().with_context(|| {
+                    format!("--sweep ngl=…: {s:?} is not a layer count (e.g. ngl=0,20,40,81)")
+                })
+            })
+            .collect::<anyhow::Result<Vec<u32>>>()?;
+        return Ok(Sweep::Ngl(n));
+    }
+    parse_sweep(spec).map(Sweep::Ctx)
+}
+
 /// Parse `ctx=512,2048,…` (the `ctx=` prefix is optional).
 pub fn parse_sweep(spec: &str) -> anyhow::Result<Vec<u32>> {
     let list = match spec.split_once('=') {
         Some((key, list)) if key.trim() == "ctx" => list,
         Some((key, _)) => {
-            bail!("--sweep {key}=…: only ctx can be swept (e.g. --sweep ctx=512,8192)")
+            bail!("--sweep {key}=…: only ctx or ngl can be swept (e.g. --sweep ctx=512,8192)")
         }
         None => spec,
     };
@@ -517,6 +566,10 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
     );
     let _ = writeln!(s, "  efficiency: {}", sp.efficiency_source);
     let _ = writeln!(s);
+    if let Some(o) = &e.offload {
+        render_offload(&mut s, o, e.ctx);
+        let _ = writeln!(s);
+    }
     match &e.max_ctx {
         Some(c) if c.limited_by == "model" => {
             let _ = writeln!(
@@ -550,6 +603,105 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
                 e.ctx
             );
         }
+    }
+    s
+}
+
+/// The partial-offload section of the card.
+fn render_offload(s: &mut String, o: &sizing::offload::Offload, ctx: u32) {
+    let _ =
+        writeln!(
+        s,
+        "partial offload (llama.cpp -ngl {}: {} of {} layers{} on the GPU, the rest on the CPU)",
+        o.ngl,
+        o.gpu_layers,
+        o.layers,
+        if o.output_on_gpu { " and the output" } else { "" }
+    );
+    let side = |m: &sizing::offload::SideMemory| {
+        format!(
+            "{} = weights {} + KV {} + compute {} + overhead {}",
+            m.total, m.weights, m.kv_cache, m.compute, m.overhead
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  GPU   {}  ({} in {} free)",
+        side(&o.gpu),
+        if o.fits_gpu { "fits" } else { "DOES NOT FIT" },
+        o.gpu_free
+    );
+    let host_fit = match (o.fits_host, o.host_free) {
+        (Some(true), Some(f)) => format!("fits in {f} free"),
+        (Some(false), Some(f)) => format!("DOES NOT FIT in {f} free"),
+        _ => "host RAM needed; --host-mem-gib to check it".to_owned(),
+    };
+    let _ = writeln!(s, "  host  {}  ({host_fit})", side(&o.host));
+    let _ = writeln!(
+        s,
+        "  decode {} at empty context, {} at {ctx} tokens: GPU {:.1} ms + host {:.1} ms + {} {:.2} ms per token",
+        o.decode_empty,
+        o.decode_at_ctx,
+        o.gpu_s * 1e3,
+        o.host_s * 1e3,
+        o.link.name,
+        o.link_s * 1e3
+    );
+    let _ = writeln!(s, "  host: {}; sweep with --sweep ngl=…", o.host_source);
+}
+
+/// One row per `-ngl` value.
+pub fn render_ngl_sweep(model: &str, estimates: &[Estimate]) -> String {
+    let mut s = String::new();
+    let Some(first) = estimates.first() else {
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "{model} — {} on {} ({}) with the rest on the host, ctx {}, KV {}; GPU free {}",
+        first.quant,
+        first.hardware.name,
+        first.hardware.backend,
+        first.ctx,
+        first.kv_dtype,
+        first.hardware.free
+    );
+    let _ = writeln!(
+        s,
+        "{:>5}  {:>10}  {:>11}  {:<4}  {:>11}  {:>11}  {:>11}  {:>9}  {:>9}",
+        "ngl",
+        "GPU layers",
+        "GPU total",
+        "fits",
+        "host total",
+        "decode",
+        "decode@ctx",
+        "GPU ms",
+        "host ms"
+    );
+    for e in estimates {
+        let Some(o) = &e.offload else { continue };
+        let _ = writeln!(
+            s,
+            "{:>5}  {:>10}  {:>11}  {:<4}  {:>11}  {:>11}  {:>11}  {:>9.1}  {:>9.1}",
+            o.ngl,
+            format!(
+                "{}/{}{}",
+                o.gpu_layers,
+                o.layers,
+                if o.output_on_gpu { "+out" } else { "" }
+            ),
+            o.gpu.total.to_string(),
+            if o.fits_gpu { "yes" } else { "no" },
+            o.host.total.to_string(),
+            o.decode_empty.to_string(),
+            o.decode_at_ctx.to_string(),
+            o.gpu_s * 1e3,
+            o.host_s * 1e3,
+        );
+    }
+    if let Some(o) = first.offload.as_ref() {
+        let _ = writeln!(s, "host: {}; link {}", o.host_source, o.link.name);
     }
     s
 }
@@ -624,6 +776,15 @@ mod tests {
         );
         assert_eq!(parse_sweep("1m").expect("sweep"), [1 << 20]);
         assert!(parse_sweep("batch=1,2").is_err());
+        assert_eq!(
+            parse_sweep_spec("ngl=0,20, 81").expect("ngl"),
+            Sweep::Ngl(vec![0, 20, 81])
+        );
+        assert_eq!(
+            parse_sweep_spec("ctx=8k").expect("ctx"),
+            Sweep::Ctx(vec![8192])
+        );
+        assert!(parse_sweep_spec("ngl=-1").is_err());
         assert!(parse_sweep("ctx=0").is_err());
         assert!(parse_sweep("ctx=abc").is_err());
         assert!(parse_sweep("ctx=99999999999").is_err());

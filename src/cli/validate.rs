@@ -73,37 +73,10 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
 /// only the prefill prediction uses it, and calibration fits an efficiency on top.
 const ASSUMED_GPU_MATRIX_FLOPS: f64 = 100e12;
 
-/// The shipped GPU preset that best matches a driver's device name (`NVIDIA H200`,
-/// `NVIDIA H100 PCIe`, `NVIDIA A100-SXM4-40GB`): the preset's model number (`H200`, `4090`)
-/// must appear in the name, and the one with most description tokens in the name wins (first on a tie).
+/// The shipped GPU preset that best matches a driver's device name
+/// ([`Hardware::preset_for_gpu`]).
 pub fn preset_for_gpu(name: &str, backend: Backend) -> Option<Hardware> {
-    let upper = name.to_ascii_uppercase();
-    let mut best: Option<(usize, Hardware)> = None;
-    for h in Hardware::presets().ok()? {
-        if h.backend != backend {
-            continue;
-        }
-        let desc = h.description.to_ascii_uppercase();
-        let tokens: Vec<&str> = desc
-            .split_whitespace()
-            .filter(|t| !matches!(*t, "NVIDIA" | "GEFORCE" | "APPLE"))
-            .collect();
-        // The model number: the first token with a digit (`H200`, `A100`, `4090`).
-        let Some(model) = tokens
-            .iter()
-            .find(|t| t.chars().any(|c| c.is_ascii_digit()))
-        else {
-            continue;
-        };
-        if !upper.contains(model) {
-            continue;
-        }
-        let score = tokens.iter().filter(|t| upper.contains(*t)).count();
-        if best.as_ref().is_none_or(|(s, _)| score > *s) {
-            best = Some((score, h));
-        }
-    }
-    best.map(|(_, h)| h)
+    Hardware::preset_for_gpu(name, backend)
 }
 
 /// The GPU at `spec` as the sizing model should know it before calibration.

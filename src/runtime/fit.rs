@@ -9,9 +9,9 @@
 //!
 //! The decision ([`decide`]) is a pure function of an [`Estimate`], so it is tested without a
 //! machine of any particular size. Free memory comes from the OS: on the CPU it is `MemAvailable`
-//! from `/proc/meminfo`, read through `hw::this_machine`. For CUDA and Metal boyd has no
-//! in-process free-memory query yet; the check is skipped there with a warning unless the caller
-//! supplies the hardware.
+//! from `/proc/meminfo`, read through `hw::this_machine`; on CUDA and Metal it is the driver's free device memory, read through
+//! the device's probe (`hw::cuda`, `hw::metal`), against the matching hardware preset
+//! ([`Hardware::for_gpu`]). When neither can be read the check is skipped with a warning.
 
 use candle_core::Device;
 
@@ -180,11 +180,23 @@ pub fn estimate(
 }
 
 /// The hardware to check against when loading onto `device`: for the CPU, this machine
-/// ([`hw::this_machine`]: its RAM with `MemAvailable` as free), named `cpu`. `None` when boyd
-/// cannot tell the free memory (GPUs, or no `/proc/meminfo`).
+/// ([`hw::this_machine`]: its RAM with `MemAvailable` as free), named `cpu`; for a GPU, the driver's free device memory on the
+/// matching preset. `None` when boyd cannot tell the free memory (no `/proc/meminfo`, or a
+/// GPU whose probe cannot open).
 pub fn device_hardware(device: &Device) -> Option<Hardware> {
-    if !device.is_cpu() {
-        return None;
+    use crate::hw::DeviceProbe as _;
+    match device.location() {
+        candle_core::DeviceLocation::Cpu => {}
+        candle_core::DeviceLocation::Cuda { gpu_id } => {
+            let p = crate::hw::cuda::CudaProbe::new(gpu_id).ok()?;
+            let m = p.memory().ok()?;
+            return Hardware::for_gpu(&p.name(), Backend::Cuda, m.total, m.free).ok();
+        }
+        candle_core::DeviceLocation::Metal { gpu_id } => {
+            let p = crate::hw::metal::MetalProbe::new(gpu_id).ok()?;
+            let m = p.memory().ok()?;
+            return Hardware::for_gpu(&p.name(), Backend::Metal, m.total, m.free).ok();
+        }
     }
     // Bandwidth and FLOP/s only matter for speed, not for the fit.
     let mut hw = hw::this_machine().ok()?;

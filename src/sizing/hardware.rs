@@ -520,6 +520,67 @@ impl Hardware {
             })
     }
 
+    /// The shipped preset that best matches a driver's device name (`NVIDIA H200`,
+    /// `NVIDIA H100 PCIe`, `NVIDIA A100-SXM4-40GB`): the preset's model number (`H200`,
+    /// `4090`) must appear in the name, and the one with most description tokens in the name
+    /// wins (first on a tie).
+    pub fn preset_for_gpu(name: &str, backend: Backend) -> Option<Hardware> {
+        let upper = name.to_ascii_uppercase();
+        let mut best: Option<(usize, Hardware)> = None;
+        for h in Self::presets().ok()? {
+            if h.backend != backend {
+                continue;
+            }
+            let desc = h.description.to_ascii_uppercase();
+            let tokens: Vec<&str> = desc
+                .split_whitespace()
+                .filter(|t| !matches!(*t, "NVIDIA" | "GEFORCE" | "APPLE"))
+                .collect();
+            // The model number: the first token with a digit (`H200`, `A100`, `4090`).
+            let Some(model) = tokens
+                .iter()
+                .find(|t| t.chars().any(|c| c.is_ascii_digit()))
+            else {
+                continue;
+            };
+            if !upper.contains(model) {
+                continue;
+            }
+            let score = tokens.iter().filter(|t| upper.contains(*t)).count();
+            if best.as_ref().is_none_or(|(s, _)| score > *s) {
+                best = Some((score, h));
+            }
+        }
+        best.map(|(_, h)| h)
+    }
+
+    /// A GPU as its driver reports it (`name`, `total` and `free` memory): the matching preset
+    /// with the driver's free memory, or, when no preset matches, the driver's figures with an
+    /// assumed bandwidth (1 TB/s) and matrix throughput (100 TFLOP/s) that calibration
+    /// replaces. Pure: the probe's answers come in as values.
+    pub fn for_gpu(
+        name: &str,
+        backend: Backend,
+        total: Bytes,
+        free: Bytes,
+    ) -> Result<Hardware, SizingError> {
+        if let Some(h) = Self::preset_for_gpu(name, backend) {
+            return Ok(h.with_free(free));
+        }
+        Ok(Self::new(
+            "this",
+            name,
+            backend,
+            total,
+            1.0,
+            BytesPerSec(1e12),
+            100e12,
+            "memory from the driver; bandwidth (1 TB/s) and matrix throughput (100 TFLOP/s) \
+             assumed until `boyd validate` calibrates",
+        )?
+        .with_free(free))
+    }
+
     /// The same device with `free` memory set explicitly (the probed machine's available RAM).
     pub fn with_free(mut self, free: Bytes) -> Self {
         self.free = Bytes(free.0.min(self.memory.0));

@@ -18,6 +18,8 @@ pub mod error;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv;
+pub mod linfit;
+pub mod offload;
 pub mod parallel;
 pub mod profile;
 pub mod published;
@@ -199,10 +201,14 @@ pub struct Estimate {
     pub max_ctx: Option<MaxCtx>,
     /// Largest file mix that fits at `ctx` (`None`: none does).
     pub max_quant: Option<MaxQuant>,
+    /// A partial-offload split (llama.cpp's `-ngl`), when one was asked for or the model
+    /// does not fit on a GPU ([`offload`]); set by the caller that knows the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<offload::Offload>,
 }
 
-/// The weights of `input`, sized.
-fn weight_bytes(input: &Input) -> Result<(WeightBytes, String), SizingError> {
+/// The weights of `input`, sized, and the quantization label.
+pub fn weight_bytes(input: &Input) -> Result<(WeightBytes, String), SizingError> {
     match &input.weights {
         Weights::Exact { bytes, label } => Ok((bytes.clone(), label.clone())),
         Weights::Params { params, quant } => Ok((
@@ -346,6 +352,7 @@ pub fn estimate(input: &Input, hw: &Hardware) -> Result<Estimate, SizingError> {
         embedding_policy: hw.backend.embedding_policy(),
         max_ctx: max_ctx(arch, &w, input.kv_dtype, input.ubatch, hw),
         max_quant: max_quant(arch, w.params, input.ctx, input.kv_dtype, input.ubatch, hw),
+        offload: None,
         weights: w,
         kv,
         compute,

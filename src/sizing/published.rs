@@ -3,21 +3,25 @@
 //!
 //! The rows live in `models/published/*.jsonl` (embedded at build time). Each names its public
 //! source, date, model file, quantization and runtime build. Per backend, the speed terms of
-//! [`crate::sizing::throughput`] are fitted to the rows by non-negative least squares on the
-//! relative error of the time per token:
+//! [`crate::sizing::throughput`] are fitted to the rows on the relative error of the time per
+//! token ([`crate::sizing::linfit`]):
 //!
 //! ```text
-//! decode  s/token = c0·bytes/BW + c1·bytes/matrix + c2·quantized_weights/matrix
-//!                   + c3·bytes·1e-12 + c4 + c5·layers
+//! decode  s/token = max(c0·bytes/BW + c3·bytes·1e-12,          memory side
+//!                       c2·quantized_weights/matrix)            unpacking side
+//!                   + c4 + c5·layers
 //!                   + c6·attention_flops(depth)/matrix + c7·attention_flops(depth)·1e-15
-//!                   (bytes = weights + KV at the depth)
+//!                   (bytes = weights + KV at the depth; c1·bytes/matrix is not fitted)
 //! prefill s/token = p0·matmul_flops/matrix + p1·attention_flops/matrix
 //!                   + p2·matmul_flops·1e-15 + p3·attention_flops·1e-15
 //! ```
 //!
-//! Every term is linear in its coefficient, so the fit is a small weighted least-squares solve
-//! over each subset of terms, keeping the best subset whose coefficients are all non-negative
-//! (exact non-negative least squares for six unknowns). A `tg N` row of llama-bench generates
+//! Prefill is a sum of terms, each linear in its coefficient: a weighted least-squares solve
+//! over each subset of terms, keeping the best subset whose coefficients are all non-negative.
+//! Decode is a roofline: a step waits on memory or on unpacking quantized blocks, whichever is
+//! slower (the published M1 Max reads its Llama-3 Q4_K_M files at 45 % of its bandwidth, the
+//! M3 Max at 80 %: its GPU is compute-bound on them, in proportion to its FLOP/s), fitted by
+//! alternating which side binds per row. A `tg N` row of llama-bench generates
 //! N tokens from an empty cache, so its mean KV depth is (N − 1)/2; a `pp N` row processes an
 //! N-token prompt whose mean attention span is (N + 1)/2.
 //!
@@ -33,7 +37,11 @@ use super::arch::{ArchParams, Architecture};
 use super::error::SizingError;
 use super::hardware::{Backend, PresetSpecs, SpeedParams};
 use super::kv::{kv_cache, KvDtype};
-use super::throughput::{attention_flops, decode_terms, matmul_flops, prefill_terms};
+pub use super::linfit::Features;
+use super::linfit::{fit_nonneg, fit_roofline};
+use super::throughput::{
+    attention_flops, decode_terms, matmul_flops, prefill_terms, DECODE_ROOFLINE,
+};
 use super::weights::from_params;
 use crate::units::Bytes;
 
@@ -389,14 +397,12 @@ pub const DECODE_TERMS: usize = 8;
 /// Number of prefill terms.
 pub const PREFILL_TERMS: usize = 4;
 
-/// A row turned into the model's terms (seconds per token per unit coefficient).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Features {
-    /// The terms.
-    pub x: Vec<f64>,
-    /// Observed seconds per token.
-    pub t: f64,
-}
+/// The decode terms the fit may use: all but bytes over matrix throughput. That term divides
+/// the bytes read by the tensor-core rate, which llama.cpp's one-token kernels do not use
+/// (they run on the vector units), and on CUDA it let the RTX 3090's low FP32-accumulate
+/// tensor figure stand for the slowness of small quantized models, over-predicting the L40S's
+/// 70B decode by 44 % when that device was held out.
+pub const DECODE_FITTED_TERMS: [usize; 7] = [0, 2, 3, 4, 5, 6, 7];
 
 /// The model's terms for one speed row on its preset device.
 pub fn row_features(r: &SpeedRow, specs: &PresetSpecs) -> Result<Features, PublishedError> {
@@ -446,82 +452,6 @@ pub fn row_features(r: &SpeedRow, specs: &PresetSpecs) -> Result<Features, Publi
         x,
         t: 1.0 / r.tok_s,
     })
-}
-
-/// Solve `a·x = b` (n×n) by Gaussian elimination with partial pivoting; `None` if singular.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    for c in 0..n {
-        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
-        let scale = a.iter().map(|r| r[c].abs()).fold(0.0, f64::max);
-        if a[p][c].abs() <= 1e-12 * scale.max(f64::MIN_POSITIVE) {
-            return None;
-        }
-        a.swap(c, p);
-        b.swap(c, p);
-        let pivot = a[c].clone();
-        let pb = b[c];
-        for (r, (row, br)) in a.iter_mut().zip(b.iter_mut()).enumerate() {
-            if r != c {
-                let f = row[c] / pivot[c];
-                if f != 0.0 {
-                    for (x, p) in row[c..].iter_mut().zip(&pivot[c..]) {
-                        *x -= f * p;
-                    }
-                    *br -= f * pb;
-                }
-            }
-        }
-    }
-    Some((0..n).map(|i| b[i] / a[i][i]).collect())
-}
-
-/// Sum of squared relative errors of `coef` on `rows`.
-pub fn relative_sse(rows: &[Features], coef: &[f64]) -> f64 {
-    rows.iter()
-        .map(|f| {
-            let p: f64 = f.x.iter().zip(coef).map(|(x, c)| x * c).sum();
-            ((p - f.t) / f.t).powi(2)
-        })
-        .sum()
-}
-
-/// Non-negative least squares on the relative error of the time per token: every subset of
-/// the terms that contains the `required` ones is solved by weighted least squares, and the
-/// best subset with all coefficients ≥ 0 wins. Exact for the handful of terms used here.
-pub fn fit_nonneg(rows: &[Features], n: usize, required: &[usize]) -> Option<Vec<f64>> {
-    let mut best: Option<(f64, Vec<f64>)> = None;
-    for mask in 1u32..(1 << n) {
-        if required.iter().any(|&i| mask & (1 << i) == 0) {
-            continue;
-        }
-        let idx: Vec<usize> = (0..n).filter(|i| mask & (1 << i) != 0).collect();
-        let m = idx.len();
-        let mut a = vec![vec![0.0; m]; m];
-        let mut b = vec![0.0; m];
-        for f in rows {
-            let w = 1.0 / (f.t * f.t);
-            for (i, &fi) in idx.iter().enumerate() {
-                b[i] += f.x[fi] * f.t * w;
-                for (j, &fj) in idx.iter().enumerate() {
-                    a[i][j] += f.x[fi] * f.x[fj] * w;
-                }
-            }
-        }
-        let Some(sol) = solve(a, b) else { continue };
-        if sol.iter().any(|v| !v.is_finite() || *v < 0.0) {
-            continue;
-        }
-        let mut coef = vec![0.0; n];
-        for (i, &fi) in idx.iter().enumerate() {
-            coef[fi] = sol[i];
-        }
-        let err = relative_sse(rows, &coef);
-        if best.as_ref().is_none_or(|(e, _)| err < *e) {
-            best = Some((err, coef));
-        }
-    }
-    best.map(|(_, c)| c)
 }
 
 /// The fitted terms of one backend.
@@ -590,14 +520,22 @@ pub fn fit_backend(
     };
     let dec = feats(Test::Tg)?;
     let pre = feats(Test::Pp)?;
-    let decode = fit_nonneg(&dec, DECODE_TERMS, &[0]).ok_or(PublishedError::Empty {
+    let decode = fit_roofline(
+        &dec,
+        DECODE_TERMS,
+        DECODE_ROOFLINE,
+        &[0],
+        &DECODE_FITTED_TERMS,
+    )
+    .ok_or(PublishedError::Empty {
         backend,
         test: Test::Tg,
     })?;
-    let prefill = fit_nonneg(&pre, PREFILL_TERMS, &[0]).ok_or(PublishedError::Empty {
-        backend,
-        test: Test::Pp,
-    })?;
+    let prefill =
+        fit_nonneg(&pre, PREFILL_TERMS, &[0], &[0, 1, 2, 3]).ok_or(PublishedError::Empty {
+            backend,
+            test: Test::Pp,
+        })?;
     let mut devices: Vec<String> = rows
         .iter()
         .filter(|r| r.backend == backend && r.outlier.is_none())
@@ -742,8 +680,12 @@ pub struct Check {
     pub memory: Vec<MemoryCheck>,
 }
 
-fn predict(f: &Features, coef: &[f64]) -> f64 {
-    1.0 / f.x.iter().zip(coef).map(|(x, c)| x * c).sum::<f64>()
+/// Tokens per second the model predicts for a row: the decode roofline, or the prefill sum.
+fn predict(f: &Features, test: Test, coef: &[f64]) -> f64 {
+    match test {
+        Test::Tg => 1.0 / DECODE_ROOFLINE.time(&f.x, coef),
+        Test::Pp => 1.0 / f.x.iter().zip(coef).map(|(x, c)| x * c).sum::<f64>(),
+    }
 }
 
 /// Fit, predict every row held out by device, and compare memory terms.
@@ -774,10 +716,10 @@ pub fn check(ds: &Dataset) -> Result<Check, PublishedError> {
                     Test::Tg => fit.decode.clone(),
                     Test::Pp => fit.prefill.clone(),
                 };
-                let fitted = predict(&f, &coef(&full));
+                let fitted = predict(&f, test, &coef(&full));
                 let held_out = held
                     .get(&r.device)
-                    .map_or(fitted, |h| predict(&f, &coef(h)));
+                    .map_or(fitted, |h| predict(&f, test, &coef(h)));
                 rows.push(RowCheck {
                     row: r.clone(),
                     fitted,
@@ -929,55 +871,6 @@ fn memory_checks(ds: &Dataset) -> Result<Vec<MemoryCheck>, PublishedError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(x: Vec<f64>, t: f64) -> Features {
-        Features { x, t }
-    }
-
-    #[test]
-    fn nonneg_fit_recovers_known_coefficients_from_exact_rows() {
-        // t = 2·x0 + 0·x1 + 0.5·x2, exactly.
-        let truth = [2.0, 0.0, 0.5];
-        let xs = [
-            [1.0, 3.0, 0.0],
-            [0.5, 1.0, 2.0],
-            [2.0, 0.1, 1.0],
-            [0.3, 2.0, 4.0],
-            [1.5, 0.7, 0.2],
-        ];
-        let rows: Vec<Features> = xs
-            .iter()
-            .map(|x| row(x.to_vec(), x.iter().zip(truth).map(|(a, b)| a * b).sum()))
-            .collect();
-        let c = fit_nonneg(&rows, 3, &[0]).expect("fit");
-        for (got, want) in c.iter().zip(truth) {
-            assert!((got - want).abs() < 1e-9, "{c:?}");
-        }
-        assert!(relative_sse(&rows, &c) < 1e-20);
-    }
-
-    #[test]
-    fn nonneg_fit_drops_a_term_that_would_go_negative() {
-        // Times fall with x1, so an unconstrained fit gives x1 a negative coefficient; the
-        // constrained fit must leave it at zero and fit t ≈ c·x0.
-        let rows = vec![
-            row(vec![1.0, 0.0], 1.1),
-            row(vec![2.0, 1.0], 1.9),
-            row(vec![3.0, 2.0], 3.05),
-            row(vec![4.0, 3.0], 3.8),
-        ];
-        let c = fit_nonneg(&rows, 2, &[0]).expect("fit");
-        assert_eq!(c[1], 0.0);
-        assert!(c[0] > 0.9 && c[0] < 1.1, "{c:?}");
-    }
-
-    #[test]
-    fn required_terms_stay_in_the_fit() {
-        let rows = vec![row(vec![0.0, 1.0], 1.0), row(vec![0.0, 2.0], 2.0)];
-        // x0 is all zero: the only subsets containing it are singular.
-        assert_eq!(fit_nonneg(&rows, 2, &[0]), None);
-        assert_eq!(fit_nonneg(&rows, 2, &[]), Some(vec![0.0, 1.0]));
-    }
 
     #[test]
     fn error_summary_takes_median_and_worst_of_absolute_errors() {

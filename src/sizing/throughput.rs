@@ -1,7 +1,9 @@
 //! Speed: decode is bound by bytes read per token, prefill by FLOPs (or by reading the weights
 //! once per micro-batch, whichever is slower).
 //!
-//! decode s/token  = max(bytes / (eff_d × bandwidth), flops / (eff_p × matrix)) + fixed
+//! decode s/token  = max(bytes / (eff_d × bandwidth) [+ fitted memory terms],
+//!                       unpacking quantized weights [fitted], flops / (eff_p × matrix))
+//!                   + fixed [+ fitted attention terms]   (see [`DECODE_ROOFLINE`])
 //! prefill s/token = max(flops / (eff_p × matrix), weights / (eff_d × bandwidth × ubatch))
 //!                   + fixed / ubatch
 //! where `fixed = fixed_cost_s + per_layer_cost_s × layers` (launches, synchronisation), and
@@ -15,6 +17,7 @@ use super::arch::ArchParams;
 use super::error::{add, SizingError};
 use super::hardware::Hardware;
 use super::kv::{kv_cache, KvDtype};
+use super::linfit::Roofline;
 use super::weights::WeightBytes;
 use crate::units::{Bytes, TokensPerSec};
 
@@ -96,7 +99,7 @@ fn flops_per_token(arch: &ArchParams, w: &WeightBytes, prompt: u32) -> f64 {
 /// `[bytes/BW, bytes/matrix, quantized/matrix, bytes·1e-12, 1, layers,
 ///   attention_flops/matrix, attention_flops·1e-15]`
 ///
-/// The time is their dot product with [`SpeedParams::decode_coefficients`].
+/// The time is [`decode_time`] of them and [`SpeedParams::decode_coefficients`].
 pub fn decode_terms(
     arch: &ArchParams,
     bytes: f64,
@@ -105,17 +108,51 @@ pub fn decode_terms(
     bandwidth: f64,
     matrix_flops: f64,
 ) -> [f64; 8] {
-    let attn = attention_flops(arch, depth);
+    step_terms(
+        bytes,
+        quantized,
+        attention_flops(arch, depth),
+        arch.n_layers,
+        bandwidth,
+        matrix_flops,
+    )
+}
+
+/// [`decode_terms`] for part of a model: `bytes` read, `quantized` weights unpacked,
+/// `attention` FLOPs and `layers` layers run on a device of `bandwidth` and `matrix_flops`
+/// (one side of a partial offload, [`crate::sizing::offload`]).
+pub fn step_terms(
+    bytes: f64,
+    quantized: f64,
+    attention: f64,
+    layers: u32,
+    bandwidth: f64,
+    matrix_flops: f64,
+) -> [f64; 8] {
     [
         bytes / bandwidth,
         bytes / matrix_flops,
         quantized / matrix_flops,
         bytes * 1e-12,
         1.0,
-        f64::from(arch.n_layers),
-        attn / matrix_flops,
-        attn * 1e-15,
+        f64::from(layers),
+        attention / matrix_flops,
+        attention * 1e-15,
     ]
+}
+
+/// The decode roofline over [`decode_terms`]: a step waits on its memory side (bytes over
+/// bandwidth, over matrix throughput, and at a fixed rate) or on unpacking its quantized
+/// weights, whichever is slower; the fixed, per-layer and attention terms are added to it.
+pub const DECODE_ROOFLINE: Roofline<'static> = Roofline {
+    memory: &[0, 1, 3],
+    compute: &[2],
+};
+
+/// Seconds per decode step for [`decode_terms`] `x` and coefficients `coef`
+/// ([`SpeedParams::decode_coefficients`]): [`DECODE_ROOFLINE`].
+pub fn decode_time(x: &[f64; 8], coef: &[f64; 8]) -> f64 {
+    DECODE_ROOFLINE.time(x, coef)
 }
 
 /// Weights a decode step multiplies that are stored quantized (need unpacking): the matmul
@@ -168,8 +205,8 @@ pub fn speed(
     let bw = s.effective_decode_efficiency(hw.bandwidth.0, hw.matrix_flops) * hw.bandwidth.0;
     let dc = s.decode_coefficients();
     let decode_at = |kv_bytes: u64, depth: f64| -> TokensPerSec {
-        let t = dot(
-            decode_terms(
+        let t = decode_time(
+            &decode_terms(
                 arch,
                 wbytes as f64 + kv_bytes as f64,
                 quantized_weights(arch, w),
@@ -177,7 +214,7 @@ pub fn speed(
                 hw.bandwidth.0,
                 hw.matrix_flops,
             ),
-            dc,
+            &dc,
         );
         let compute = 2.0 * w.params as f64 / matrix + fixed;
         TokensPerSec(1.0 / t.max(compute))

@@ -554,9 +554,11 @@ fn check_published_meets_the_decode_and_memory_targets_it_reports() {
     for r in &c.rows {
         assert!(r.held_out.is_finite() && r.held_out > 0.0, "{r:?}");
     }
-    // Decode, leave-one-device-out: the median meets the 15 % target.
+    // Decode, leave-one-device-out: the median meets the 15 % target and the worst row the
+    // 35 % one.
     let all = &c.errors["all tg"];
     assert!(all.median_abs <= 0.15, "{all:?}");
+    assert!(all.worst_abs <= 0.35, "{all:?}");
     // Memory terms against the load reports: within 5 %.
     assert!(!c.memory.is_empty());
     for m in &c.memory {
