@@ -12,10 +12,9 @@ use clap::ValueEnum;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
-use crate::agent::ooda::decide::{decide_system_prompt, LmDecider, Policy, PolicyReport};
-use crate::agent::ooda::orient::{LmOrienter, Orienter, RuleOrienter};
+use crate::agent::ooda::policy::{Policy, PolicyReport};
 use crate::agent::ooda::writers::{DeleteFile, WriteFile};
-use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, SharedModel};
+use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, OrientMode, PhaseOptions};
 use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
 
 /// How Orient extracts facts.
@@ -71,6 +70,20 @@ impl OodaOpts {
             policy,
             ..OodaConfig::default()
         })
+    }
+
+    /// How the model orients and decides: `step_tokens` per proposal (at least 64), with or
+    /// without the output constraint.
+    pub fn phase_options(&self, step_tokens: usize, constrained: bool) -> PhaseOptions {
+        PhaseOptions {
+            orient: match self.orient {
+                OrientArg::Model => OrientMode::Model,
+                OrientArg::Rules => OrientMode::Rules,
+            },
+            decide_tokens: step_tokens.max(64),
+            constrained,
+            ..PhaseOptions::default()
+        }
     }
 }
 
@@ -131,39 +144,6 @@ pub fn approval_key() -> Option<ApprovalKey> {
             None
         }
     }
-}
-
-/// The model-backed phases over one shared model.
-pub struct Phases<'m> {
-    /// Decide.
-    pub decider: LmDecider<'m>,
-    /// Orient.
-    pub orienter: Box<dyn Orienter + 'm>,
-}
-
-/// Build the phases. `a` and `b` are two handles of the same shared model.
-pub fn phases<'m, 's: 'm>(
-    a: &'m mut SharedModel<'s>,
-    b: &'m mut SharedModel<'s>,
-    orient: OrientArg,
-    step_tokens: usize,
-    constrained: bool,
-    tools: &Toolset,
-    candidates: usize,
-) -> Phases<'m> {
-    let mut decider = LmDecider::new(a);
-    decider.max_tokens = step_tokens.max(64);
-    decider.constrained = constrained;
-    let orienter: Box<dyn Orienter + 'm> = match orient {
-        OrientArg::Model => {
-            let mut o = LmOrienter::new(b);
-            // Same system message as Decide: the KV prefix is reused across the phases.
-            o.shared_system = Some(decide_system_prompt(tools, candidates));
-            Box::new(o)
-        }
-        OrientArg::Rules => Box::new(RuleOrienter),
-    };
-    Phases { decider, orienter }
 }
 
 /// A current-thread tokio runtime for the loop.
