@@ -32,7 +32,8 @@ pub struct OodaOpts {
     /// OODA: candidate actions asked of the model per Decide.
     #[arg(long, default_value_t = 3)]
     pub candidates: usize,
-    /// OODA: risk budget in cost units (low 1, medium 3, high 8).
+    /// OODA: risk budget. Each action's risk is its declared cost (low 1, medium 3, high 8) × 3
+    /// if irreversible × (1 + uncertainty); a candidate whose risk is over what is left is refused.
     #[arg(long, default_value_t = 20.0)]
     pub risk_budget: f64,
     /// OODA: how Orient extracts facts.
@@ -42,6 +43,15 @@ pub struct OodaOpts {
     /// `.boyd/policy.toml` can only tighten it.
     #[arg(long)]
     pub policy: Option<PathBuf>,
+    /// OODA: escalate instead of deciding when the orientation confidence is under this, and
+    /// refuse candidates whose decision confidence is (a policy file may set it; a workspace's
+    /// may only raise it).
+    #[arg(long, default_value_t = crate::agent::ooda::risk::DEFAULT_CONFIDENCE_THRESHOLD)]
+    pub confidence_threshold: f64,
+    /// OODA: a contradicted fact of confidence above this pauses the run for review (a policy
+    /// file may set it; a workspace's may only lower it).
+    #[arg(long, default_value_t = crate::agent::ooda::risk::DEFAULT_CONTRADICTION_THRESHOLD)]
+    pub contradiction_threshold: f64,
     /// OODA: do not read or write memory of earlier runs.
     #[arg(long)]
     pub no_memory: bool,
@@ -61,11 +71,21 @@ impl OodaOpts {
         if !(self.risk_budget.is_finite() && self.risk_budget >= 0.0) {
             anyhow::bail!("--risk-budget must be a number >= 0");
         }
+        for (flag, v) in [
+            ("--confidence-threshold", self.confidence_threshold),
+            ("--contradiction-threshold", self.contradiction_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                anyhow::bail!("{flag} must be a number between 0 and 1");
+            }
+        }
         let policy = Policy::effective(self.policy.as_deref(), workspace)?;
         Ok(OodaConfig {
             max_loops,
             candidates: self.candidates,
             risk_budget: self.risk_budget,
+            confidence_threshold: self.confidence_threshold,
+            contradiction_threshold: self.contradiction_threshold,
             deadline: Some(Duration::from_secs_f64(deadline_s)),
             policy,
             ..OodaConfig::default()
@@ -255,12 +275,13 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                     None => "viable".into(),
                 };
                 line.push_str(&format!(
-                    "\n       {mark} {} {} · tier {} · cost {:.1} · risk {:.2} · ev {:.2} · {verdict}",
+                    "\n       {mark} {} {} · tier {} · cost {:.1} · risk {:.2} · confidence {:.2} · ev {:.2} · {verdict}",
                     a.tool,
                     clip(&canonical_json(&a.args), 70),
                     a.tier.as_str(),
                     a.cost,
                     a.risk,
+                    a.decision_confidence,
                     a.expected_value
                 ));
             }

@@ -234,4 +234,46 @@ fn the_cli_runs_a_scripted_model_through_the_builder() {
     assert_eq!(v["answer"], "42");
     assert_eq!(server.requests().len(), 2, "one Decide call per cycle");
     assert!(phase_log(&dir).contains("\"phase\":\"act\""));
+    // The budget is debited by the risk the calculator took: cost 1 × (1 + uncertainty 0.1),
+    // not by its cost plus running time.
+    let left = v["budget_left"].as_f64().expect("budget_left");
+    assert!((left - (20.0 - 1.1)).abs() < 1e-9, "{left}");
+}
+
+/// Rule: every candidate's risk is compared with the budget left; one over it is refused with
+/// the reason in the trace, and the run stops before it runs.
+#[test]
+fn a_candidate_whose_risk_is_over_the_budget_is_refused_with_the_reason_in_the_trace() {
+    let lab = CliLab::new(&[]);
+    // Budget 1.05: the calculator's declared cost (1) fits, its risk (1 × 1.1) does not.
+    let server = ScriptedServer::start(
+        vec![proposal(&[("calculator", json!({"expression": "6 * 7"}))])],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is 6 * 7?", &["--risk-budget", "1.05"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("state: budget_exhausted"), "{t}");
+    assert!(
+        t.contains("dropped: over budget: risk 1.10 (cost 1.0) is more than the 1.05"),
+        "the refusal and its numbers are in the trace: {t}"
+    );
+    let run_id = t
+        .lines()
+        .find_map(|l| l.strip_prefix("run:  "))
+        .expect("run id")
+        .trim()
+        .to_string();
+    let dir = lab.home.join("runs").join(&run_id);
+    let events = boyd::agent::audit::read_events(&dir).expect("audit");
+    assert!(events.iter().any(|r| matches!(&r.event,
+        boyd::agent::audit::AuditEvent::Refused { tool, reason, .. }
+            if tool == "calculator" && reason.contains("over budget"))));
+    assert!(
+        !events
+            .iter()
+            .any(|r| matches!(&r.event, boyd::agent::audit::AuditEvent::Intent { .. })),
+        "nothing ran"
+    );
+    assert!(phase_log(&dir).contains("\"kind\":\"over_budget\""));
 }

@@ -28,6 +28,7 @@ pub mod memory;
 pub mod observe;
 pub mod orient;
 pub mod policy;
+pub mod risk;
 pub mod snapshot;
 pub mod world;
 pub mod writers;
@@ -127,8 +128,12 @@ pub struct OodaConfig {
     pub risk_budget: f64,
     /// Budget added when resuming.
     pub extra_budget: f64,
-    /// Below this orientation confidence, escalate instead of deciding.
+    /// Below this orientation confidence, escalate instead of deciding (and refuse candidates
+    /// whose decision confidence is below it). The policy may raise it.
     pub confidence_threshold: f64,
+    /// A contradicted fact of confidence above this pauses the run for review. The policy may
+    /// lower it.
+    pub contradiction_threshold: f64,
     /// Default sensor timeout.
     pub sensor_timeout: Duration,
     /// Tool timeout.
@@ -156,7 +161,8 @@ impl Default for OodaConfig {
             candidates: 3,
             risk_budget: 20.0,
             extra_budget: 0.0,
-            confidence_threshold: 0.5,
+            confidence_threshold: risk::DEFAULT_CONFIDENCE_THRESHOLD,
+            contradiction_threshold: risk::DEFAULT_CONTRADICTION_THRESHOLD,
             sensor_timeout: Duration::from_secs(2),
             action_timeout: Duration::from_secs(60),
             deadline: None,
@@ -507,6 +513,17 @@ impl<'a> Ooda<'a> {
         }
     }
 
+    /// The thresholds of this session: the settings', as the policy sets or tightens them.
+    fn apply_policy_thresholds(&mut self) {
+        let c = &mut self.config;
+        c.confidence_threshold = c
+            .policy
+            .effective_confidence_threshold(c.confidence_threshold);
+        c.contradiction_threshold = c
+            .policy
+            .effective_contradiction_threshold(c.contradiction_threshold);
+    }
+
     /// The decider's name (the planner of the run's transcript).
     fn decider_name(&self) -> String {
         self.phases.decider_ref().name()
@@ -545,7 +562,10 @@ impl<'a> Ooda<'a> {
             started_at: utc_timestamp(),
         })?;
         let budget = self.config.policy.effective_budget(self.config.risk_budget);
-        let world = WorldModel::new(task, budget, self.config.deadline.map(|d| d.as_secs_f64()));
+        self.apply_policy_thresholds();
+        let mut world =
+            WorldModel::new(task, budget, self.config.deadline.map(|d| d.as_secs_f64()));
+        world.contradiction_threshold = self.config.contradiction_threshold;
         let session = Session {
             phase_log: open_phase_log(&run_path)?,
             approvals: Approvals::new(self.approval_key.clone(), &run_id, &run_path, Vec::new()),
@@ -668,6 +688,8 @@ impl<'a> Ooda<'a> {
         if snap.state == OodaState::PausedForReview {
             world.accept_reviewed();
         }
+        self.apply_policy_thresholds();
+        world.contradiction_threshold = self.config.contradiction_threshold;
         world.risk_budget_remaining += self.config.extra_budget;
         world.risk_budget_total += self.config.extra_budget;
         if let Some(d) = self.config.deadline {

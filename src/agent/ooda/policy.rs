@@ -76,6 +76,13 @@ pub struct Policy {
     /// Risk budget override.
     #[serde(default)]
     pub risk_budget: Option<f64>,
+    /// Escalation threshold of the orientation and decision confidence (0..1; default 0.3).
+    #[serde(default)]
+    pub confidence_threshold: Option<f64>,
+    /// Confidence above which a contradicted fact pauses the run for review (0..1; default
+    /// 0.8; tune it per deployment).
+    #[serde(default)]
+    pub contradiction_threshold: Option<f64>,
     /// Where this policy came from (for the run-start report).
     #[serde(skip)]
     pub source: Option<String>,
@@ -93,6 +100,10 @@ pub struct WorkspacePolicy {
     pub tiers: BTreeMap<String, Tier>,
     /// Its risk budget (applies only when lower).
     pub risk_budget: Option<f64>,
+    /// Its escalation threshold (applies only when higher).
+    pub confidence_threshold: Option<f64>,
+    /// Its contradiction threshold (applies only when lower: more contradictions pause).
+    pub contradiction_threshold: Option<f64>,
     /// How many implicit-guidance rules it declared (refused: rules are the user's to set).
     pub rules: usize,
 }
@@ -165,10 +176,24 @@ fn default_tier(tool: &dyn Tool) -> Tier {
 impl Policy {
     /// Parse TOML.
     pub fn from_toml(text: &str, path: &Path) -> Result<Self, PolicyError> {
-        toml::from_str(text).map_err(|e| PolicyError::Parse {
+        let p: Self = toml::from_str(text).map_err(|e| PolicyError::Parse {
             path: path.to_path_buf(),
             reason: e.to_string(),
-        })
+        })?;
+        for (name, v) in [
+            ("confidence_threshold", p.confidence_threshold),
+            ("contradiction_threshold", p.contradiction_threshold),
+        ] {
+            if let Some(v) = v {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(PolicyError::Parse {
+                        path: path.to_path_buf(),
+                        reason: format!("{name} = {v}: give a number between 0 and 1"),
+                    });
+                }
+            }
+        }
+        Ok(p)
     }
 
     /// Load a policy file.
@@ -254,6 +279,8 @@ impl Policy {
             path: path.to_path_buf(),
             tiers: ws.tiers.clone(),
             risk_budget: ws.risk_budget,
+            confidence_threshold: ws.confidence_threshold,
+            contradiction_threshold: ws.contradiction_threshold,
             rules: ws.rules.len(),
         });
     }
@@ -287,6 +314,30 @@ impl Policy {
         let user = self.risk_budget.unwrap_or(cli);
         match self.workspace.as_ref().and_then(|w| w.risk_budget) {
             Some(b) if b.is_finite() && b >= 0.0 && b < user => b,
+            _ => user,
+        }
+    }
+
+    /// The escalation threshold: the user's (or `cli`), raised by the workspace's when that is
+    /// higher (a stricter run escalates sooner).
+    pub fn effective_confidence_threshold(&self, cli: f64) -> f64 {
+        let user = self.confidence_threshold.unwrap_or(cli);
+        match self.workspace.as_ref().and_then(|w| w.confidence_threshold) {
+            Some(t) if (0.0..=1.0).contains(&t) && t > user => t,
+            _ => user,
+        }
+    }
+
+    /// The contradiction threshold: the user's (or `cli`), lowered by the workspace's when that
+    /// is lower (more contradictions pause for review).
+    pub fn effective_contradiction_threshold(&self, cli: f64) -> f64 {
+        let user = self.contradiction_threshold.unwrap_or(cli);
+        match self
+            .workspace
+            .as_ref()
+            .and_then(|w| w.contradiction_threshold)
+        {
+            Some(t) if (0.0..=1.0).contains(&t) && t < user => t,
             _ => user,
         }
     }
@@ -427,5 +478,24 @@ mod tests {
             }]
         );
         assert!(Policy::from_toml("[tiers]\nx = \"maybe\"\n", Path::new("p")).is_err());
+        assert!(Policy::from_toml("confidence_threshold = 1.5\n", Path::new("p")).is_err());
+        let mut user = Policy::from_toml(
+            "confidence_threshold = 0.4\ncontradiction_threshold = 0.9\n",
+            Path::new("p"),
+        )
+        .unwrap_or_default();
+        assert_eq!(user.effective_confidence_threshold(0.3), 0.4);
+        let ws = Policy::from_toml(
+            "confidence_threshold = 0.2\ncontradiction_threshold = 0.5\n",
+            Path::new("w"),
+        )
+        .unwrap_or_default();
+        user.tighten_with(&ws, Path::new("w"));
+        assert_eq!(
+            user.effective_confidence_threshold(0.3),
+            0.4,
+            "a workspace cannot lower the escalation threshold"
+        );
+        assert_eq!(user.effective_contradiction_threshold(0.8), 0.5);
     }
 }

@@ -19,8 +19,13 @@ use crate::agent::guard::canonical_json;
 use crate::agent::rundir::utc_timestamp;
 use crate::agent::tools::truncate_str;
 
-/// Confidence above which a contradicted fact pauses the run.
-pub const HIGH_CONFIDENCE: f64 = 0.8;
+/// Default confidence above which a contradicted fact pauses the run (the policy may set
+/// another: `WorldModel::contradiction_threshold`).
+pub const HIGH_CONFIDENCE: f64 = super::risk::DEFAULT_CONTRADICTION_THRESHOLD;
+
+fn default_contradiction_threshold() -> f64 {
+    HIGH_CONFIDENCE
+}
 /// Longest fact value kept.
 pub const VALUE_MAX: usize = 400;
 
@@ -172,6 +177,9 @@ pub struct WorldModel {
     pub deadline_s: Option<f64>,
     /// Orientation confidence of the last cycle.
     pub confidence: f64,
+    /// A contradicted fact of confidence above this is high severity (pauses for review).
+    #[serde(default = "default_contradiction_threshold")]
+    pub contradiction_threshold: f64,
 }
 
 /// Normalize a key or a value for comparison.
@@ -232,6 +240,7 @@ impl WorldModel {
             elapsed_s: 0.0,
             deadline_s,
             confidence: 1.0,
+            contradiction_threshold: HIGH_CONFIDENCE,
         }
     }
 
@@ -290,7 +299,7 @@ impl WorldModel {
                     // Memory never overrides what this run has seen.
                 }
                 Some(old) => {
-                    let severity = if old.confidence > HIGH_CONFIDENCE {
+                    let severity = if old.confidence > self.contradiction_threshold {
                         Severity::High
                     } else {
                         Severity::Low

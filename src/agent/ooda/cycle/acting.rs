@@ -110,6 +110,7 @@ impl Driver<'_, '_> {
                 implicit,
                 approval: approval_sha,
                 timeout: self.ooda.config.action_timeout,
+                risk: a.risk,
             },
             &self.ctx,
             &self.ooda.postconditions,

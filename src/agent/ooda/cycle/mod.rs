@@ -29,7 +29,8 @@ use super::observe::{
     UsageSlot, WorkspaceSensor,
 };
 use super::orient::{rule_claims, OrientInput};
-use super::world::{FactClaim, OrientReport, RefusedAction, Severity, WorldModel};
+use super::risk;
+use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
 use crate::agent::audit::{AuditEvent, AuditSink};
 use crate::agent::guard::canonical_json;
@@ -364,12 +365,8 @@ impl<'a, 'e> Driver<'a, 'e> {
                 false,
             )?;
         }
-        let low = report
-            .contradictions
-            .iter()
-            .filter(|c| c.severity == Severity::Low)
-            .count();
-        s.world.confidence = obs.confidence * 0.9f64.powi(low as i32);
+        s.world.confidence =
+            risk::orientation_confidence(obs.confidence, report.contradictions.len());
         s.world.elapsed_s = s.elapsed();
         self.compress(cycle)?;
         let s = &mut self.s;
@@ -515,6 +512,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             &self.ooda.config.policy,
             &self.s.approvals,
             &polls,
+            self.ooda.config.confidence_threshold,
         );
         chosen?;
         self.s.counters.implicit += 1;
@@ -552,6 +550,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             &self.ooda.config.policy,
             &self.s.approvals,
             &polls,
+            self.ooda.config.confidence_threshold,
         );
         Ok(DecisionRecord {
             cycle,
