@@ -237,8 +237,9 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             }
             for c in &report.contradictions {
                 line.push_str(&format!(
-                    "\n         ! {} contradiction on {}: {:?} → {:?}",
+                    "\n         ! {} {} contradiction on {}: {:?} → {:?}",
                     c.severity.as_str(),
+                    c.kind.as_str(),
                     clip(&c.key, 60),
                     clip(&c.old.value, 40),
                     clip(&c.new.value, 40)

@@ -277,3 +277,61 @@ fn a_candidate_whose_risk_is_over_the_budget_is_refused_with_the_reason_in_the_t
     );
     assert!(phase_log(&dir).contains("\"kind\":\"over_budget\""));
 }
+
+/// Rule: sensor readings feed contradiction detection. A file the run read changes before the
+/// file sensor reads it again: its content hash contradicts the one taken at the read (a
+/// high-confidence fact), and the run pauses for review before the next decision.
+#[test]
+fn a_file_changed_between_two_reads_pauses_the_run() {
+    let lab = CliLab::new(&[("notes.txt", "status: open\n")]);
+    let notes = lab.ws.join("notes.txt");
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "notes.txt"}))]),
+            proposal(&[("calculator", json!({"expression": "1 + 1"}))]),
+            proposal(&[("final_answer", json!({"answer": "open"}))]),
+        ],
+        Some(Box::new(move |n| {
+            // While the model "thinks" in cycle 2, someone edits the file.
+            if n == 1 {
+                std::fs::write(&notes, "status: closed\n").expect("edit");
+            }
+        })),
+    );
+    let out = lab.run_ooda(&server, "What is the status in notes.txt?", &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("state: paused_for_review"), "{t}");
+    assert!(
+        t.contains("high sensor contradiction on sha256 of notes.txt"),
+        "{t}"
+    );
+    assert!(
+        t.contains("detail: contradiction against a high-confidence fact: sha256 of notes.txt"),
+        "{t}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "paused before the third decision"
+    );
+}
+
+/// A file read and read again unchanged confirms its hash: no contradiction.
+#[test]
+fn a_file_the_run_reads_and_that_stays_the_same_does_not_pause() {
+    let lab = CliLab::new(&[("notes.txt", "status: open\n")]);
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "notes.txt"}))]),
+            proposal(&[("calculator", json!({"expression": "1 + 1"}))]),
+            proposal(&[("final_answer", json!({"answer": "open"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is the status in notes.txt?", &["--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (v, _) = run_dir_of(&out);
+    assert_eq!(v["state"], "completed", "{v}");
+    assert_eq!(v["counters"]["contradictions"], 0, "{v}");
+}

@@ -138,6 +138,30 @@ pub fn rule_claims(last: Option<&ActionReport>) -> Vec<FactClaim> {
     )]
 }
 
+/// Confidence of a sensor reading as a fact.
+pub const SENSOR_CONFIDENCE: f64 = 0.9;
+
+/// The fact key of a workspace file's content hash.
+pub fn file_hash_key(path: &str) -> String {
+    format!("sha256 of {path}")
+}
+
+/// The claims of this cycle's sensor readings: each watched file's content hash. A reading that
+/// differs from the hash taken when the file was read contradicts it.
+pub fn sensor_claims(obs: &Observation) -> Vec<FactClaim> {
+    obs.signals
+        .iter()
+        .filter_map(|s| {
+            let path = s.key.strip_prefix(super::observe::FILE_HASH_SIGNAL)?;
+            Some(FactClaim::new(
+                file_hash_key(path),
+                &s.value,
+                SENSOR_CONFIDENCE,
+            ))
+        })
+        .collect()
+}
+
 /// Deterministic orienter: no claims beyond the rule claims the loop always applies; no model
 /// calls.
 #[derive(Debug, Clone, Default)]

@@ -45,6 +45,10 @@ pub struct Fact {
     /// Retrieved from memory of earlier runs.
     #[serde(default)]
     pub prior: bool,
+    /// Earlier values a low-severity contradiction kept beside this one (both with lowered
+    /// confidence).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputed: Vec<Fact>,
 }
 
 /// A claimed fact, before it is checked against the world model.
@@ -89,6 +93,48 @@ impl Severity {
     }
 }
 
+/// Where the disagreeing new value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContradictionKind {
+    /// A fact the model extracted.
+    #[default]
+    ModelFact,
+    /// A tool's output (`action N`).
+    ToolOutput,
+    /// A sensor reading (`sensor ...`: a workspace file's content hash).
+    Sensor,
+    /// Memory of an earlier run.
+    Memory,
+}
+
+impl ContradictionKind {
+    /// The kind of a fact source.
+    pub fn of_source(source: &str) -> Self {
+        if source.starts_with("action") {
+            Self::ToolOutput
+        } else if source.starts_with("sensor") {
+            Self::Sensor
+        } else if source.starts_with("memory") {
+            Self::Memory
+        } else {
+            Self::ModelFact
+        }
+    }
+    /// Name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ModelFact => "model_fact",
+            Self::ToolOutput => "tool_output",
+            Self::Sensor => "sensor",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+/// Confidence factor of both values a low-severity contradiction keeps.
+pub const DISPUTED_FACTOR: f64 = 0.5;
+
 /// A new fact that disagrees with a known one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Contradiction {
@@ -102,6 +148,9 @@ pub struct Contradiction {
     pub new: Fact,
     /// Severity.
     pub severity: Severity,
+    /// Where the new value came from.
+    #[serde(default)]
+    pub kind: ContradictionKind,
     /// Resolved (by the update for low ones, by a reviewer for high ones).
     pub resolved: bool,
 }
@@ -275,6 +324,7 @@ impl WorldModel {
                 source: source.into(),
                 time: time.clone(),
                 prior,
+                disputed: Vec::new(),
             };
             match self.facts.get(&key) {
                 None => {
@@ -310,11 +360,20 @@ impl WorldModel {
                         old: old.clone(),
                         new: new.clone(),
                         severity,
+                        kind: ContradictionKind::of_source(source),
                         resolved: severity == Severity::Low,
                     };
                     if severity == Severity::Low {
-                        self.facts.insert(key, new.clone());
-                        report.updated.push(new);
+                        // Keep both, each less sure; the disputed value is shown to Decide.
+                        let mut earlier = old.clone();
+                        earlier.confidence *= DISPUTED_FACTOR;
+                        let mut kept = new.clone();
+                        kept.confidence *= DISPUTED_FACTOR;
+                        kept.disputed = old.disputed.clone();
+                        earlier.disputed.clear();
+                        kept.disputed.push(earlier);
+                        self.facts.insert(key, kept.clone());
+                        report.updated.push(kept);
                     }
                     self.contradictions.push(con.clone());
                     report.contradictions.push(con);
@@ -405,6 +464,14 @@ impl WorldModel {
                     one_line(&f.value, 200),
                     f.confidence
                 ));
+                for d in &f.disputed {
+                    s.push_str(&format!(
+                        "  (disputed: {} said {} (confidence {:.2}))\n",
+                        d.source,
+                        one_line(&d.value, 120),
+                        d.confidence
+                    ));
+                }
             }
         }
         let open: Vec<&Contradiction> =
@@ -560,6 +627,10 @@ mod tests {
             &mut r,
         );
         assert_eq!(r.contradictions[0].severity, Severity::Low);
+        assert_eq!(r.contradictions[0].kind, ContradictionKind::ModelFact);
         assert_eq!(w.facts["mood"].value, "tense");
+        assert_eq!(w.facts["mood"].disputed[0].value, "calm", "both kept");
+        assert!((w.facts["mood"].confidence - 0.25).abs() < 1e-12);
+        assert!(w.render().contains("disputed: model said calm"));
     }
 }

@@ -5,11 +5,14 @@ use std::time::Instant;
 
 use crate::lm::Usage;
 
-use super::super::act::{self, ActRequest};
+use super::super::act::{self, ActRequest, ActionReport};
 use super::super::decide::{Assessment, Tier};
 use super::super::memory::{MemoryKind, STORE_MIN_CONFIDENCE};
+use super::super::observe::file_hash;
+use super::super::orient::file_hash_key;
 use super::super::snapshot::{write_snapshot, Snapshot};
 use super::super::world;
+use super::super::world::{normalize, FactClaim};
 use super::super::{OodaError, OodaEvent, OodaOutcome, OodaState};
 use super::{Choice, Driver, Flow, Terminal};
 use crate::agent::approval;
@@ -21,6 +24,9 @@ use crate::agent::tools::{truncate_str, ToolErrorKind};
 use crate::agent::types::{
     Action, Observation as StepObservation, ObservationKind, Step, StepTimings,
 };
+
+/// Confidence of a file's content hash taken when a tool read it.
+const READ_HASH_CONFIDENCE: f64 = 0.95;
 
 impl Driver<'_, '_> {
     /// The final answer ends the run; a tool runs under the audit seam.
@@ -127,6 +133,8 @@ impl Driver<'_, '_> {
                 s.guidance.learn(sig, &report.tool, &report.args);
             }
         }
+        self.note_file_effects(&report);
+        let s = &mut self.s;
         if let Ok(mut g) = s.last_action.lock() {
             *g = Some(report.clone());
         }
@@ -164,6 +172,46 @@ impl Driver<'_, '_> {
         (s.on_event)(&OodaEvent::Acted { report: &report });
         s.new_action = Some(report);
         Ok(Ok(()))
+    }
+
+    /// What a file tool's action says about the workspace: a read file's content hash is a
+    /// claim (checked against an earlier read in the next Orient) and the file is watched from
+    /// now on; a file this run wrote or deleted changed as expected, so its old hash is dropped
+    /// rather than contradicted.
+    fn note_file_effects(&mut self, report: &ActionReport) {
+        if report.status == OutcomeStatus::Failed {
+            return;
+        }
+        let (Some(ws), Some(path)) = (
+            self.ooda.workspace.as_ref(),
+            report.args.get("path").and_then(serde_json::Value::as_str),
+        ) else {
+            return;
+        };
+        let key = file_hash_key(path);
+        let Ok(mut watch) = self.watch.lock() else {
+            return;
+        };
+        match report.tool.as_str() {
+            "read_file" => {
+                if let Some(h) = file_hash(ws, path) {
+                    self.action_claims.push((
+                        FactClaim::new(&key, h, READ_HASH_CONFIDENCE),
+                        format!("action {}", report.action_id),
+                    ));
+                    watch.insert(path.to_string());
+                }
+            }
+            "write_file" | "delete_file" => {
+                self.s.world.facts.remove(&normalize(&key));
+                if report.tool == "write_file" {
+                    watch.insert(path.to_string());
+                } else {
+                    watch.remove(path);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The final answer: an intent and an outcome in the audit log, a transcript step.

@@ -25,10 +25,10 @@ use super::decide::{
 };
 use super::memory::{MemoryKind, PRIOR_DISCOUNT};
 use super::observe::{
-    observe, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor, Observation, Sensor,
-    UsageSlot, WorkspaceSensor,
+    observe, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor,
+    Observation, Sensor, UsageSlot, WatchSlot, WorkspaceSensor,
 };
-use super::orient::{rule_claims, OrientInput};
+use super::orient::{rule_claims, sensor_claims, OrientInput};
 use super::risk;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
@@ -177,6 +177,11 @@ pub(super) struct Driver<'a, 'e> {
     /// The action waiting for approval, when the session stops for one.
     pending: Option<Assessment>,
     answer: Option<String>,
+    /// Workspace files read in this run, re-hashed by the file sensor each cycle.
+    watch: WatchSlot,
+    /// Claims an action made about the world (a read file's content hash), applied in the next
+    /// Orient before the sensors' readings.
+    action_claims: Vec<(FactClaim, String)>,
 }
 
 impl<'a, 'e> Driver<'a, 'e> {
@@ -191,7 +196,16 @@ impl<'a, 'e> Driver<'a, 'e> {
             budget: s.world.risk_budget_remaining,
             resumed: s.resumed,
         });
-        let sensors = ooda.sensors_for(&s.last_action, &s.usage_slot);
+        // Files whose content hash the world model holds (from this session or, on resume, an
+        // earlier one) are watched.
+        let watch: WatchSlot = Arc::new(std::sync::Mutex::new(
+            s.world
+                .facts
+                .values()
+                .filter_map(|f| f.key.strip_prefix("sha256 of ").map(str::to_string))
+                .collect(),
+        ));
+        let sensors = ooda.sensors_for(&s.last_action, &s.usage_slot, &watch);
         let ctx = ToolContext {
             workspace: ooda.workspace.clone(),
             blob_dir: s.run_dir.blob_dir(),
@@ -207,6 +221,8 @@ impl<'a, 'e> Driver<'a, 'e> {
             exclude: Vec::new(),
             pending: None,
             answer: None,
+            watch,
+            action_claims: Vec::new(),
         }
     }
 
@@ -345,6 +361,17 @@ impl<'a, 'e> Driver<'a, 'e> {
                 c.key, c.value
             ));
         }
+        // What actions and sensors say about the world, checked against it like any fact.
+        for (c, src) in std::mem::take(&mut self.action_claims) {
+            s.world.apply_claims(&[c], &src, cycle, false, &mut report);
+        }
+        s.world.apply_claims(
+            &sensor_claims(obs),
+            "sensor files",
+            cycle,
+            false,
+            &mut report,
+        );
         if let Some(a) = s.new_action.take() {
             let src = format!("action {}", a.action_id);
             s.world
@@ -686,7 +713,12 @@ impl<'a, 'e> Driver<'a, 'e> {
 
 impl Ooda<'_> {
     /// The built-in sensors (unless turned off) and the caller's.
-    fn sensors_for(&self, last_action: &LastActionSlot, usage: &UsageSlot) -> Vec<Arc<dyn Sensor>> {
+    fn sensors_for(
+        &self,
+        last_action: &LastActionSlot,
+        usage: &UsageSlot,
+        watch: &WatchSlot,
+    ) -> Vec<Arc<dyn Sensor>> {
         let mut v: Vec<Arc<dyn Sensor>> = Vec::new();
         if self.config.builtin_sensors {
             v.push(Arc::new(LastActionSensor {
@@ -694,6 +726,10 @@ impl Ooda<'_> {
             }));
             if let Some(ws) = &self.workspace {
                 v.push(Arc::new(WorkspaceSensor::new(ws.root())));
+                v.push(Arc::new(FileHashSensor {
+                    workspace: ws.clone(),
+                    watch: watch.clone(),
+                }));
             }
             v.push(Arc::new(HardwareSensor));
             v.push(Arc::new(ModelSensor {
