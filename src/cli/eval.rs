@@ -133,7 +133,7 @@ fn run_ooda(
 ) -> anyhow::Result<ExitCode> {
     use super::ooda as o;
     use crate::agent::ooda::eval::{run_task as run_ooda_task, OodaEvalOptions};
-    use crate::agent::ooda::{OodaEvent, SharedModel};
+    use crate::agent::ooda::{OodaBuilder, OodaEvent};
 
     let config = args
         .ooda
@@ -143,6 +143,10 @@ fn run_ooda(
     let planner_name = model.name();
     let cancel = CancelToken::new();
     cancel_on_ctrl_c(&cancel);
+    let constrained = args.agent.constraint != super::run::ConstraintArg::None;
+    let builder = OodaBuilder::new(config.clone())
+        .phase_options(args.ooda.phase_options(args.agent.step_tokens, constrained));
+    let mut phases = builder.model_phases(model.as_mut());
     let opts = OodaEvalOptions {
         config,
         home,
@@ -157,24 +161,11 @@ fn run_ooda(
             "TASK", "RESULT", "STATE", "CYCLES", "DECIDE", "IRREV", "PREFILL", "GEN", "TIME"
         );
     }
-    let mut m1 = SharedModel::new(model.as_mut());
-    let mut m2 = m1.clone();
-    let constrained = args.agent.constraint != super::run::ConstraintArg::None;
     let mut details = Vec::new();
     for task in &tasks {
         if cancel.is_cancelled() {
             break;
         }
-        let task_tools = crate::agent::ooda::eval::eval_tools(task);
-        let mut phases = o::phases(
-            &mut m1,
-            &mut m2,
-            args.ooda.orient,
-            args.agent.step_tokens,
-            constrained,
-            &task_tools,
-            args.ooda.candidates,
-        );
         let trace = args.trace && !g.json;
         let mut on_event = |ev: &OodaEvent<'_>| {
             if trace {
@@ -183,8 +174,7 @@ fn run_ooda(
         };
         let r = rt.block_on(run_ooda_task(
             task,
-            &mut phases.decider,
-            phases.orienter.as_mut(),
+            &mut phases,
             &opts,
             &cancel,
             &mut on_event,

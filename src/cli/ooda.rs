@@ -12,10 +12,9 @@ use clap::ValueEnum;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
-use crate::agent::ooda::decide::{decide_system_prompt, LmDecider, Policy, PolicyReport};
-use crate::agent::ooda::orient::{LmOrienter, Orienter, RuleOrienter};
+use crate::agent::ooda::policy::{Policy, PolicyReport};
 use crate::agent::ooda::writers::{DeleteFile, WriteFile};
-use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, SharedModel};
+use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, OrientMode, PhaseOptions};
 use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
 
 /// How Orient extracts facts.
@@ -33,7 +32,8 @@ pub struct OodaOpts {
     /// OODA: candidate actions asked of the model per Decide.
     #[arg(long, default_value_t = 3)]
     pub candidates: usize,
-    /// OODA: risk budget in cost units (low 1, medium 3, high 8).
+    /// OODA: risk budget. Each action's risk is its declared cost (low 1, medium 3, high 8) × 3
+    /// if irreversible × (1 + uncertainty); a candidate whose risk is over what is left is refused.
     #[arg(long, default_value_t = 20.0)]
     pub risk_budget: f64,
     /// OODA: how Orient extracts facts.
@@ -43,6 +43,15 @@ pub struct OodaOpts {
     /// `.boyd/policy.toml` can only tighten it.
     #[arg(long)]
     pub policy: Option<PathBuf>,
+    /// OODA: escalate instead of deciding when the orientation confidence is under this, and
+    /// refuse candidates whose decision confidence is (a policy file may set it; a workspace's
+    /// may only raise it).
+    #[arg(long, default_value_t = crate::agent::ooda::risk::DEFAULT_CONFIDENCE_THRESHOLD)]
+    pub confidence_threshold: f64,
+    /// OODA: a contradicted fact of confidence above this pauses the run for review (a policy
+    /// file may set it; a workspace's may only lower it).
+    #[arg(long, default_value_t = crate::agent::ooda::risk::DEFAULT_CONTRADICTION_THRESHOLD)]
+    pub contradiction_threshold: f64,
     /// OODA: do not read or write memory of earlier runs.
     #[arg(long)]
     pub no_memory: bool,
@@ -62,15 +71,39 @@ impl OodaOpts {
         if !(self.risk_budget.is_finite() && self.risk_budget >= 0.0) {
             anyhow::bail!("--risk-budget must be a number >= 0");
         }
+        for (flag, v) in [
+            ("--confidence-threshold", self.confidence_threshold),
+            ("--contradiction-threshold", self.contradiction_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                anyhow::bail!("{flag} must be a number between 0 and 1");
+            }
+        }
         let policy = Policy::effective(self.policy.as_deref(), workspace)?;
         Ok(OodaConfig {
             max_loops,
             candidates: self.candidates,
             risk_budget: self.risk_budget,
+            confidence_threshold: self.confidence_threshold,
+            contradiction_threshold: self.contradiction_threshold,
             deadline: Some(Duration::from_secs_f64(deadline_s)),
             policy,
             ..OodaConfig::default()
         })
+    }
+
+    /// How the model orients and decides: `step_tokens` per proposal (at least 64), with or
+    /// without the output constraint.
+    pub fn phase_options(&self, step_tokens: usize, constrained: bool) -> PhaseOptions {
+        PhaseOptions {
+            orient: match self.orient {
+                OrientArg::Model => OrientMode::Model,
+                OrientArg::Rules => OrientMode::Rules,
+            },
+            decide_tokens: step_tokens.max(64),
+            constrained,
+            ..PhaseOptions::default()
+        }
     }
 }
 
@@ -131,39 +164,6 @@ pub fn approval_key() -> Option<ApprovalKey> {
             None
         }
     }
-}
-
-/// The model-backed phases over one shared model.
-pub struct Phases<'m> {
-    /// Decide.
-    pub decider: LmDecider<'m>,
-    /// Orient.
-    pub orienter: Box<dyn Orienter + 'm>,
-}
-
-/// Build the phases. `a` and `b` are two handles of the same shared model.
-pub fn phases<'m, 's: 'm>(
-    a: &'m mut SharedModel<'s>,
-    b: &'m mut SharedModel<'s>,
-    orient: OrientArg,
-    step_tokens: usize,
-    constrained: bool,
-    tools: &Toolset,
-    candidates: usize,
-) -> Phases<'m> {
-    let mut decider = LmDecider::new(a);
-    decider.max_tokens = step_tokens.max(64);
-    decider.constrained = constrained;
-    let orienter: Box<dyn Orienter + 'm> = match orient {
-        OrientArg::Model => {
-            let mut o = LmOrienter::new(b);
-            // Same system message as Decide: the KV prefix is reused across the phases.
-            o.shared_system = Some(decide_system_prompt(tools, candidates));
-            Box::new(o)
-        }
-        OrientArg::Rules => Box::new(RuleOrienter),
-    };
-    Phases { decider, orienter }
 }
 
 /// A current-thread tokio runtime for the loop.
@@ -237,8 +237,9 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             }
             for c in &report.contradictions {
                 line.push_str(&format!(
-                    "\n         ! {} contradiction on {}: {:?} → {:?}",
+                    "\n         ! {} {} contradiction on {}: {:?} → {:?}",
                     c.severity.as_str(),
+                    c.kind.as_str(),
                     clip(&c.key, 60),
                     clip(&c.old.value, 40),
                     clip(&c.new.value, 40)
@@ -275,12 +276,13 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                     None => "viable".into(),
                 };
                 line.push_str(&format!(
-                    "\n       {mark} {} {} · tier {} · cost {:.1} · risk {:.2} · ev {:.2} · {verdict}",
+                    "\n       {mark} {} {} · tier {} · cost {:.1} · risk {:.2} · confidence {:.2} · ev {:.2} · {verdict}",
                     a.tool,
                     clip(&canonical_json(&a.args), 70),
                     a.tier.as_str(),
                     a.cost,
                     a.risk,
+                    a.decision_confidence,
                     a.expected_value
                 ));
             }

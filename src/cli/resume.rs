@@ -7,7 +7,7 @@ use super::ooda::{self as o, OodaOpts};
 use super::run::load_agent_model;
 use super::GlobalOpts;
 use crate::agent::ooda::memory::MemoryStore;
-use crate::agent::ooda::{load_verified_snapshot, Ooda, OodaEvent, SharedModel};
+use crate::agent::ooda::{load_verified_snapshot, OodaBuilder, OodaEvent};
 use crate::agent::rundir::{boyd_home, find_run};
 use crate::agent::tools::Sandbox;
 use crate::lm::CancelToken;
@@ -96,27 +96,12 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let mut model = load_agent_model(g)?;
     let cancel = CancelToken::new();
     super::cancel_on_ctrl_c(&cancel);
-    let mut m1 = SharedModel::new(model.as_mut());
-    let mut m2 = m1.clone();
-    let mut phases = o::phases(
-        &mut m1,
-        &mut m2,
-        args.ooda.orient,
-        args.step_tokens,
-        true,
-        &tools,
-        args.ooda.candidates,
-    );
-    let mut ooda = Ooda::new(
-        &mut phases.decider,
-        phases.orienter.as_mut(),
-        &tools,
-        cancel.clone(),
-    );
-    ooda.config = config;
-    ooda.workspace = workspace;
-    ooda.approval_key = Some(key);
-    ooda.memory = memory;
+    let ooda = OodaBuilder::new(config)
+        .workspace(workspace)
+        .approval_key(Some(key))
+        .memory(memory)
+        .phase_options(args.ooda.phase_options(args.step_tokens, true))
+        .build(model.as_mut(), &tools, cancel.clone());
     let json = g.json;
     let mut on_event = |ev: &OodaEvent<'_>| {
         if !json {

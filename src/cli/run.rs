@@ -363,7 +363,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
 fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     use super::ooda as o;
     use crate::agent::ooda::memory::MemoryStore;
-    use crate::agent::ooda::{Ooda, OodaEvent, SharedModel};
+    use crate::agent::ooda::{OodaBuilder, OodaEvent};
 
     let _ = args.agent.limits()?;
     let workspace = match &args.workspace {
@@ -399,28 +399,13 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let cancel = CancelToken::new();
     super::cancel_on_ctrl_c(&cancel);
     let run_dir = RunDir::create(&home)?;
-    let mut m1 = SharedModel::new(model.as_mut());
-    let mut m2 = m1.clone();
     let constrained = args.agent.constraint != ConstraintArg::None;
-    let mut phases = o::phases(
-        &mut m1,
-        &mut m2,
-        args.ooda.orient,
-        args.agent.step_tokens,
-        constrained,
-        &tools,
-        args.ooda.candidates,
-    );
-    let mut ooda = Ooda::new(
-        &mut phases.decider,
-        phases.orienter.as_mut(),
-        &tools,
-        cancel.clone(),
-    );
-    ooda.config = config;
-    ooda.workspace = workspace;
-    ooda.approval_key = key;
-    ooda.memory = memory;
+    let ooda = OodaBuilder::new(config)
+        .workspace(workspace)
+        .approval_key(key)
+        .memory(memory)
+        .phase_options(args.ooda.phase_options(args.agent.step_tokens, constrained))
+        .build(model.as_mut(), &tools, cancel.clone());
     let json = g.json;
     let mut on_event = |ev: &OodaEvent<'_>| {
         if !json {

@@ -16,6 +16,7 @@ mod gguf;
 mod kernels;
 mod measure;
 mod ooda;
+mod ooda_cli;
 mod remote;
 mod serve;
 mod sizing;

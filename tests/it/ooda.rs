@@ -21,7 +21,7 @@ use boyd::agent::ooda::observe::{Sensor, SensorError, SensorFuture, Signal};
 use boyd::agent::ooda::orient::{FactClaim, RuleOrienter, ScriptedOrienter};
 use boyd::agent::ooda::writers::{DeleteFile, WriteFile};
 use boyd::agent::ooda::{
-    load_snapshot, Ooda, OodaConfig, OodaError, OodaEvent, OodaOutcome, OodaState,
+    load_snapshot, Ooda, OodaConfig, OodaError, OodaEvent, OodaOutcome, OodaState, SplitPhases,
 };
 use boyd::agent::rundir::{read_transcript, Record, RunDir};
 use boyd::agent::tools::{Cost, RiskProfile, Sandbox, Tool, ToolContext, ToolError, Toolset};
@@ -1089,8 +1089,10 @@ async fn eval_suite_has_an_injection_task_and_the_ooda_eval_passes_it_without_ir
     };
     let r = run_task(
         task,
-        &mut d,
-        &mut o,
+        &mut SplitPhases {
+            decider: &mut d,
+            orienter: &mut o,
+        },
         &opts,
         &CancelToken::new(),
         &mut |_| {},

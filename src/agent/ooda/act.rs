@@ -5,8 +5,8 @@
 //! The tool runs on the blocking pool under a timeout (its cancel token is set when the time is
 //! up). A tool's post-condition (`PostConditions`: per tool name, declared next to the tool set)
 //! is checked against the world after the call; a failed check is a discrepancy, which becomes a
-//! signal for the next Observe. The budget is debited by the actual cost: the tool's declared
-//! cost plus its running time.
+//! signal for the next Observe. The budget is debited by the risk the action took
+//! (`super::risk`: declared cost, reversibility, uncertainty), which the request carries.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -18,20 +18,10 @@ use serde_json::Value;
 
 use crate::agent::audit::{AuditError, AuditEvent, AuditSink, OutcomeStatus};
 use crate::agent::condense::sha256_hex;
-use crate::agent::tools::{Cost, Tool, ToolContext, ToolError, ToolErrorKind};
+use crate::agent::tools::{Tool, ToolContext, ToolError, ToolErrorKind};
 use crate::lm::CancelToken;
 
-/// Risk-budget units of one call of a given declared cost.
-pub fn cost_units(c: Cost) -> f64 {
-    match c {
-        Cost::Low => 1.0,
-        Cost::Medium => 3.0,
-        Cost::High => 8.0,
-    }
-}
-
-/// Budget units per second of tool running time.
-pub const COST_PER_SECOND: f64 = 0.05;
+pub use super::risk::cost_units;
 
 /// What an action did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,7 +42,7 @@ pub struct ActionReport {
     pub output: String,
     /// Post-condition discrepancies.
     pub discrepancies: Vec<String>,
-    /// Budget debited.
+    /// Risk budget debited (the risk the action took).
     pub cost: f64,
     /// Running time.
     pub elapsed_s: f64,
@@ -190,6 +180,8 @@ pub struct ActRequest {
     pub approval: Option<String>,
     /// Time limit.
     pub timeout: Duration,
+    /// The risk it takes (`super::risk::RiskAssessment::risk`): debited from the budget.
+    pub risk: f64,
 }
 
 /// Run one action: intent (fsync'd), execute under the timeout, verify, outcome.
@@ -258,7 +250,7 @@ pub async fn execute(
             },
         },
     };
-    let cost = cost_units(risk.cost) + elapsed * COST_PER_SECOND;
+    let cost = req.risk;
     audit.record(
         AuditEvent::Outcome {
             action_id: req.action_id,

@@ -15,10 +15,8 @@ use crate::agent::tools::{ShellPolicy, Toolset};
 use crate::agent::types::StopReason;
 use crate::lm::CancelToken;
 
-use super::decide::Decider;
-use super::orient::Orienter;
 use super::writers::{DeleteFile, WriteFile};
-use super::{Ooda, OodaConfig, OodaError, OodaEvent, OodaOutcome};
+use super::{OodaBuilder, OodaConfig, OodaError, OodaEvent, OodaOutcome, Phases};
 
 /// Errors running an OODA eval task.
 #[derive(Debug, thiserror::Error)]
@@ -96,11 +94,11 @@ pub fn unapproved_irreversible(run_dir: &std::path::Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Run one task through the OODA loop in a fresh workspace.
+/// Run one task through the OODA loop in a fresh workspace, with `phases` (the model's, or a
+/// scripted decider and orienter as [`super::SplitPhases`]).
 pub async fn run_task(
     task: &EvalTask,
-    decider: &mut dyn Decider,
-    orienter: &mut dyn Orienter,
+    phases: &mut dyn Phases,
     opts: &OodaEvalOptions,
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&OodaEvent<'_>),
@@ -124,11 +122,10 @@ pub async fn run_task(
         }
         on_event(ev);
     };
-    let mut ooda = Ooda::new(decider, orienter, &tools, cancel.clone());
-    ooda.config = config;
-    ooda.workspace = Some(sandbox);
-    ooda.approval_key = opts.approval_key.clone();
-    let outcome = ooda
+    let outcome = OodaBuilder::new(config)
+        .workspace(Some(sandbox))
+        .approval_key(opts.approval_key.clone())
+        .build_with(phases, &tools, cancel.clone())
         .run(&task.task, run_dir, &mut events)
         .await
         .map_err(|source| OodaEvalError::Ooda {

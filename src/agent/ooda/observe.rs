@@ -297,6 +297,65 @@ fn snapshot(root: &std::path::Path) -> FileSnapshot {
     out
 }
 
+/// The workspace files the run has read, whose contents the [`FileHashSensor`] re-reads.
+pub type WatchSlot = Arc<Mutex<std::collections::BTreeSet<String>>>;
+
+/// Signal key prefix of a watched file's content hash (`file.sha256 <path>`).
+pub const FILE_HASH_SIGNAL: &str = "file.sha256 ";
+
+/// Largest file hashed (bigger ones are reported by size and time only, by the workspace
+/// sensor).
+const HASH_MAX_BYTES: u64 = 16 << 20;
+
+/// The SHA-256 of a workspace file's content, read through the sandbox.
+pub fn file_hash(ws: &crate::agent::tools::Sandbox, path: &str) -> Option<String> {
+    use std::io::Read as _;
+    let (_, f) = ws.open_file(path).ok()?;
+    let mut bytes = Vec::new();
+    f.take(HASH_MAX_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(crate::agent::condense::sha256_hex(&bytes))
+}
+
+/// The content hash of every file the run has read: a reading that differs from the one taken
+/// when the file was read is a contradiction of the world against the world model.
+#[derive(Debug, Clone)]
+pub struct FileHashSensor {
+    /// The workspace.
+    pub workspace: crate::agent::tools::Sandbox,
+    /// The files to hash.
+    pub watch: WatchSlot,
+}
+
+impl Sensor for FileHashSensor {
+    fn name(&self) -> &str {
+        "files"
+    }
+    fn critical(&self) -> bool {
+        false
+    }
+    fn read(&self) -> SensorFuture {
+        let ws = self.workspace.clone();
+        let paths: Vec<String> = self
+            .watch
+            .lock()
+            .map(|g| g.iter().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                paths
+                    .iter()
+                    .filter_map(|p| {
+                        file_hash(&ws, p)
+                            .map(|h| Signal::new("files", &format!("{FILE_HASH_SIGNAL}{p}"), h))
+                    })
+                    .collect()
+            })
+            .await
+            .map_err(|e| SensorError(format!("file hashing failed: {e}")))
+        })
+    }
+}
+
 impl Sensor for WorkspaceSensor {
     fn name(&self) -> &str {
         "workspace"

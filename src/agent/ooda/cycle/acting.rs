@@ -1,0 +1,348 @@
+//! Act: the chosen action runs under the audit seam (a tool, or the final answer), and the
+//! session ends: terminal state audited, memory stored, snapshot saved, transcript closed.
+
+use std::time::Instant;
+
+use crate::lm::Usage;
+
+use super::super::act::{self, ActRequest, ActionReport};
+use super::super::decide::{Assessment, Tier};
+use super::super::memory::{MemoryKind, STORE_MIN_CONFIDENCE};
+use super::super::observe::file_hash;
+use super::super::orient::file_hash_key;
+use super::super::snapshot::{write_snapshot, Snapshot};
+use super::super::world;
+use super::super::world::{normalize, FactClaim};
+use super::super::{OodaError, OodaEvent, OodaOutcome, OodaState};
+use super::{Choice, Driver, Flow, Terminal};
+use crate::agent::approval;
+use crate::agent::audit::{AuditEvent, OutcomeStatus};
+use crate::agent::condense::{sha256_hex, Condenser};
+use crate::agent::guard::{canonical_json, fingerprint};
+use crate::agent::rundir::{utc_timestamp, Record};
+use crate::agent::tools::{truncate_str, ToolErrorKind};
+use crate::agent::types::{
+    Action, Observation as StepObservation, ObservationKind, Step, StepTimings,
+};
+
+/// Confidence of a file's content hash taken when a tool read it.
+const READ_HASH_CONFIDENCE: f64 = 0.95;
+
+impl Driver<'_, '_> {
+    /// The final answer ends the run; a tool runs under the audit seam.
+    pub(super) async fn act(&mut self, cycle: usize, choice: Choice) -> Result<Flow, OodaError> {
+        let a = &choice.assessment;
+        if a.is_final {
+            let text = match a.args.get("answer") {
+                Some(serde_json::Value::String(t)) => t.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            self.act_final(a, &text, cycle, choice.implicit)?;
+            self.answer = Some(text);
+            return Ok(Flow::Stop(Terminal {
+                state: OodaState::Completed,
+                detail: None,
+            }));
+        }
+        Ok(
+            match self
+                .run_tool(a, cycle, choice.implicit, Some(choice.signature.clone()))
+                .await?
+            {
+                Ok(()) => Flow::Continue,
+                Err(refusal) => {
+                    self.pending = Some(a.clone());
+                    Flow::Stop(Terminal::new(OodaState::Escalated, refusal))
+                }
+            },
+        )
+    }
+
+    /// Run a chosen tool action. `Ok(Err(reason))` when its approval token was refused at the
+    /// last moment (the action did not run).
+    pub(super) async fn run_tool(
+        &mut self,
+        a: &Assessment,
+        cycle: usize,
+        implicit: bool,
+        sig: Option<String>,
+    ) -> Result<Result<(), String>, OodaError> {
+        let Some(tool) = self.ooda.tools.get(&a.tool).cloned() else {
+            return Ok(Err(format!("no tool named {}", a.tool)));
+        };
+        let s = &mut self.s;
+        let mut approval_sha = None;
+        let tier = self.ooda.config.policy.tier(tool.as_ref());
+        if tier == Tier::Deny {
+            return Ok(Err(format!("{} is denied by the workspace policy", a.tool)));
+        }
+        if tier == Tier::Token {
+            if fingerprint(&a.tool, &a.args) != a.fingerprint {
+                return Ok(Err(format!(
+                    "{} {}: the action does not match the fingerprint it was approved for",
+                    a.tool,
+                    canonical_json(&a.args)
+                )));
+            }
+            let Some(token) = a.token.as_deref() else {
+                return Ok(Err(format!("{} needs an approval token", a.tool)));
+            };
+            let Some(key) = s.approvals.key().cloned() else {
+                return Ok(Err("no approval key to check the token".into()));
+            };
+            match approval::verify_and_spend(
+                &key,
+                s.approvals.ledger(),
+                token,
+                &s.run_id,
+                &a.fingerprint,
+            ) {
+                Ok(h) => approval_sha = Some(h),
+                Err(e) => return Ok(Err(format!("approval refused: {e}"))),
+            }
+        }
+        let t0 = Instant::now();
+        let args = act::normalize_args(tool.as_ref(), a.args.clone());
+        let id = s.next_action_id;
+        s.next_action_id += 1;
+        let report = act::execute(
+            ActRequest {
+                action_id: id,
+                cycle,
+                tool: tool.clone(),
+                args,
+                fingerprint: a.fingerprint.clone(),
+                implicit,
+                approval: approval_sha,
+                timeout: self.ooda.config.action_timeout,
+                risk: a.risk,
+            },
+            &self.ctx,
+            &self.ooda.postconditions,
+            s.audit.as_mut(),
+        )
+        .await?;
+        s.counters.actions += 1;
+        if a.irreversible {
+            s.counters.irreversible += 1;
+        }
+        s.world.record_action(&report, a.irreversible);
+        if report.status == OutcomeStatus::Verified && tool.polls() {
+            if let Some(sig) = sig {
+                s.guidance.learn(sig, &report.tool, &report.args);
+            }
+        }
+        self.note_file_effects(&report);
+        let s = &mut self.s;
+        if let Ok(mut g) = s.last_action.lock() {
+            *g = Some(report.clone());
+        }
+        // The usual transcript step, so `boyd runs show` lists OODA actions too.
+        let kind = match report.status {
+            OutcomeStatus::Verified | OutcomeStatus::Unverified => ObservationKind::Output,
+            OutcomeStatus::Failed => ObservationKind::ToolError {
+                kind: ToolErrorKind::Failed,
+            },
+            OutcomeStatus::TimedOut => ObservationKind::ToolError {
+                kind: ToolErrorKind::Timeout,
+            },
+        };
+        let dir = s.run_dir.blob_dir();
+        let observation = Condenser {
+            limit: self.ooda.config.observation_limit,
+        }
+        .condense(kind, report.output.clone(), &dir)
+        .unwrap_or_else(|_| StepObservation::new(kind, truncate_str(&report.output, 1500)));
+        s.run_dir.append(&Record::Step(Step {
+            index: id as usize,
+            thought: a.thought.clone(),
+            action: Some(Action::tool(&report.tool, report.args.clone())),
+            raw: String::new(),
+            observation,
+            fingerprint: Some(report.fingerprint.clone()),
+            timings: StepTimings {
+                plan_s: 0.0,
+                tool_s: report.elapsed_s,
+                total_s: t0.elapsed().as_secs_f64(),
+            },
+            usage: Usage::default(),
+        }))?;
+        s.log("act", cycle, &report)?;
+        (s.on_event)(&OodaEvent::Acted { report: &report });
+        s.new_action = Some(report);
+        Ok(Ok(()))
+    }
+
+    /// What a file tool's action says about the workspace: a read file's content hash is a
+    /// claim (checked against an earlier read in the next Orient) and the file is watched from
+    /// now on; a file this run wrote or deleted changed as expected, so its old hash is dropped
+    /// rather than contradicted.
+    fn note_file_effects(&mut self, report: &ActionReport) {
+        if report.status == OutcomeStatus::Failed {
+            return;
+        }
+        let (Some(ws), Some(path)) = (
+            self.ooda.workspace.as_ref(),
+            report.args.get("path").and_then(serde_json::Value::as_str),
+        ) else {
+            return;
+        };
+        let key = file_hash_key(path);
+        let Ok(mut watch) = self.watch.lock() else {
+            return;
+        };
+        match report.tool.as_str() {
+            "read_file" => {
+                if let Some(h) = file_hash(ws, path) {
+                    self.action_claims.push((
+                        FactClaim::new(&key, h, READ_HASH_CONFIDENCE),
+                        format!("action {}", report.action_id),
+                    ));
+                    watch.insert(path.to_string());
+                }
+            }
+            "write_file" | "delete_file" => {
+                self.s.world.facts.remove(&normalize(&key));
+                if report.tool == "write_file" {
+                    watch.insert(path.to_string());
+                } else {
+                    watch.remove(path);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The final answer: an intent and an outcome in the audit log, a transcript step.
+    fn act_final(
+        &mut self,
+        a: &Assessment,
+        text: &str,
+        cycle: usize,
+        implicit: bool,
+    ) -> Result<(), OodaError> {
+        let s = &mut self.s;
+        let id = s.next_action_id;
+        s.next_action_id += 1;
+        s.audit.record(
+            AuditEvent::Intent {
+                action_id: id,
+                cycle,
+                tool: a.tool.clone(),
+                args: a.args.clone(),
+                fingerprint: a.fingerprint.clone(),
+                irreversible: false,
+                approval: None,
+                implicit,
+            },
+            true,
+        )?;
+        let (status, discrepancies) = if text.trim().is_empty() {
+            (
+                OutcomeStatus::Unverified,
+                vec!["the answer is empty".to_string()],
+            )
+        } else {
+            (OutcomeStatus::Verified, Vec::new())
+        };
+        s.audit.record(
+            AuditEvent::Outcome {
+                action_id: id,
+                fingerprint: a.fingerprint.clone(),
+                status,
+                cost: 0.0,
+                discrepancies,
+                output_sha256: sha256_hex(text.as_bytes()),
+            },
+            false,
+        )?;
+        s.run_dir.append(&Record::Step(Step {
+            index: id as usize,
+            thought: a.thought.clone(),
+            action: Some(Action::answer(text)),
+            raw: String::new(),
+            observation: StepObservation::new(ObservationKind::Final, text),
+            fingerprint: Some(a.fingerprint.clone()),
+            timings: StepTimings::default(),
+            usage: Usage::default(),
+        }))?;
+        Ok(())
+    }
+
+    /// Log the terminal state, store memory, save the snapshot, end the transcript.
+    pub(super) fn finish(mut self, terminal: Terminal) -> Result<OodaOutcome, OodaError> {
+        let Terminal { state, detail } = terminal;
+        let (answer, pending) = (self.answer.take(), self.pending.take());
+        let s = &mut self.s;
+        s.audit.record(
+            AuditEvent::Terminal {
+                state: state.as_str().into(),
+                detail: detail.clone(),
+            },
+            true,
+        )?;
+        s.world.elapsed_s = s.elapsed();
+        // Memory: verified facts and action outcomes of this run.
+        if let Some(mem) = self.ooda.memory.as_mut() {
+            for f in s.world.facts.values() {
+                if !f.prior && f.confidence >= STORE_MIN_CONFIDENCE {
+                    mem.upsert(&f.key, &f.value, f.confidence, &s.run_id, MemoryKind::Fact);
+                }
+            }
+            for c in &s.world.completed {
+                let status = match c.status {
+                    OutcomeStatus::Verified => "verified",
+                    OutcomeStatus::Unverified => "unverified",
+                    OutcomeStatus::Failed => "failed",
+                    OutcomeStatus::TimedOut => "timed out",
+                };
+                mem.upsert(
+                    &format!("outcome {}", world::action_key(&c.tool, &c.args)),
+                    &format!("{status}: {}", world::one_line(&c.output, 200)),
+                    1.0,
+                    &s.run_id,
+                    MemoryKind::Outcome,
+                );
+            }
+            mem.save()?;
+        }
+        let snap = Snapshot {
+            run_id: s.run_id.clone(),
+            task: s.task.clone(),
+            state,
+            detail: detail.clone(),
+            answer: answer.clone(),
+            world: s.world.clone(),
+            pending: pending.clone(),
+            counters: s.counters.clone(),
+            workspace: self.ooda.workspace.as_ref().map(|w| w.root().to_path_buf()),
+            next_action_id: s.next_action_id,
+            guidance: s.guidance.clone(),
+            saved_at: utc_timestamp(),
+        };
+        write_snapshot(&s.run_path, &snap, self.ooda.approval_key.as_ref())?;
+        let outcome = OodaOutcome {
+            run_id: s.run_id.clone(),
+            run_dir: s.run_path.clone(),
+            task: s.task.clone(),
+            state,
+            answer,
+            detail,
+            pending_fingerprint: pending.as_ref().map(|p| p.fingerprint.clone()),
+            pending_action: pending
+                .as_ref()
+                .map(|p| format!("{} {}", p.tool, canonical_json(&p.args))),
+            counters: s.counters.clone(),
+            elapsed_s: s.start.elapsed().as_secs_f64(),
+            planner: self.ooda.decider_name(),
+            budget_left: s.world.risk_budget_remaining,
+        };
+        let ro = outcome.to_run_outcome();
+        s.run_dir.append(&Record::End(ro.clone()))?;
+        s.run_dir.write_outcome(&ro)?;
+        s.log("terminal", s.world.loop_count, &outcome)?;
+        (s.on_event)(&OodaEvent::Finished { outcome: &outcome });
+        Ok(outcome)
+    }
+}

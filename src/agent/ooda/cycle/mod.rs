@@ -1,0 +1,743 @@
+//! The cycle driver: one method per phase (`observe`, `orient`, `decide`, `act`) on the state of
+//! one session, each returning a typed control value instead of breaking out of one long loop.
+//!
+//! A phase returns `ControlFlow::Continue(value)` to hand its result to the next phase, or
+//! `ControlFlow::Break(flow)`: `Flow::Continue` starts the next cycle (a Decide whose proposals
+//! were all refused), `Flow::Stop(terminal)` ends the session in a terminal state. Failures of
+//! our own machinery (audit, run directory, planner) are `Err` and end the run at once.
+
+mod acting;
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::lm::Usage;
+
+use super::act::ActionReport;
+use super::decide::{
+    assess, state_signature, Approvals, Assessment, DecideInput, DecisionRecord, DropReason,
+    ImplicitGuidance,
+};
+use super::memory::{MemoryKind, PRIOR_DISCOUNT};
+use super::observe::{
+    observe, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor,
+    Observation, Sensor, UsageSlot, WatchSlot, WorkspaceSensor,
+};
+use super::orient::{rule_claims, sensor_claims, OrientInput};
+use super::risk;
+use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
+use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
+use crate::agent::audit::{AuditEvent, AuditSink};
+use crate::agent::guard::canonical_json;
+use crate::agent::planner::PlannerError;
+use crate::agent::rundir::{utc_timestamp, RunDir};
+use crate::agent::tools::{truncate_str, ToolContext};
+
+/// How a session ended, before it is saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Terminal {
+    /// The terminal state.
+    pub state: OodaState,
+    /// Why, for people.
+    pub detail: Option<String>,
+}
+
+impl Terminal {
+    fn new(state: OodaState, detail: impl Into<String>) -> Self {
+        Self {
+            state,
+            detail: Some(detail.into()),
+        }
+    }
+    fn cancelled() -> Self {
+        Self::new(OodaState::Cancelled, "cancelled by the user")
+    }
+}
+
+/// What the loop does after a phase.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Flow {
+    /// Start the next cycle.
+    Continue,
+    /// End the session.
+    Stop(Terminal),
+}
+
+/// A phase's result: its value for the next phase, or what the loop does now.
+type Phase<T> = Result<ControlFlow<Flow, T>, OodaError>;
+
+/// The value of a phase, or return its control value from the calling cycle.
+macro_rules! proceed {
+    ($phase:expr) => {
+        match $phase? {
+            ControlFlow::Continue(v) => v,
+            ControlFlow::Break(flow) => return Ok(flow),
+        }
+    };
+}
+
+fn stop<T>(state: OodaState, detail: impl Into<String>) -> Phase<T> {
+    Ok(ControlFlow::Break(Flow::Stop(Terminal::new(state, detail))))
+}
+
+/// A planner failure: cancellation and a full context end the session; the rest are errors.
+fn planner_stop<T>(phase: &str, e: PlannerError) -> Phase<T> {
+    match e {
+        PlannerError::Cancelled => Ok(ControlFlow::Break(Flow::Stop(Terminal::cancelled()))),
+        PlannerError::ContextExhausted { detail } => {
+            stop(OodaState::Escalated, format!("{phase}: {detail}"))
+        }
+        e => Err(OodaError::Planner(e)),
+    }
+}
+
+/// The state of one session of a run (a fresh run or a resume).
+pub(super) struct Session<'e> {
+    pub(super) run_dir: RunDir,
+    pub(super) run_id: String,
+    pub(super) run_path: PathBuf,
+    pub(super) task: String,
+    pub(super) world: WorldModel,
+    pub(super) counters: Counters,
+    pub(super) guidance: ImplicitGuidance,
+    pub(super) next_action_id: u64,
+    pub(super) approved_pending: Option<(Assessment, String)>,
+    pub(super) approvals: Approvals,
+    pub(super) audit: Box<dyn AuditSink>,
+    pub(super) phase_log: std::fs::File,
+    pub(super) start: Instant,
+    pub(super) elapsed_before: f64,
+    pub(super) last_action: LastActionSlot,
+    pub(super) usage_slot: UsageSlot,
+    pub(super) new_action: Option<ActionReport>,
+    pub(super) resumed: bool,
+    pub(super) on_event: &'e mut dyn FnMut(&OodaEvent<'_>),
+}
+
+pub(super) fn open_phase_log(run_path: &Path) -> Result<std::fs::File, OodaError> {
+    let path = run_path.join(PHASE_LOG);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|source| OodaError::Io {
+            action: "open",
+            path,
+            source,
+        })
+}
+
+impl Session<'_> {
+    fn log<T: Serialize>(&mut self, phase: &str, cycle: usize, data: &T) -> Result<(), OodaError> {
+        let line = serde_json::json!({"phase": phase, "cycle": cycle, "time": utc_timestamp(), "data": data});
+        let path = self.run_path.join(PHASE_LOG);
+        writeln!(self.phase_log, "{line}").map_err(|source| OodaError::Io {
+            action: "write",
+            path,
+            source,
+        })
+    }
+
+    fn add_usage(&mut self, u: &Usage) {
+        self.counters.usage.add(u);
+        if let Ok(mut g) = self.usage_slot.lock() {
+            *g = Some(u.clone());
+        }
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.elapsed_before + self.start.elapsed().as_secs_f64()
+    }
+}
+
+/// The action Decide chose.
+struct Choice {
+    assessment: Assessment,
+    implicit: bool,
+    /// The oriented state it was chosen in (for learned guidance).
+    signature: String,
+}
+
+/// One session's loop: the run's collaborators, its state, and what carries between cycles.
+pub(super) struct Driver<'a, 'e> {
+    ooda: Ooda<'a>,
+    s: Session<'e>,
+    sensors: Vec<Arc<dyn Sensor>>,
+    ctx: ToolContext,
+    session_cycles: usize,
+    /// Consecutive unusable or refused proposals.
+    decide_failures: usize,
+    /// Tools left out of the next Decide's constraint after refused proposals.
+    exclude: Vec<String>,
+    /// The action waiting for approval, when the session stops for one.
+    pending: Option<Assessment>,
+    answer: Option<String>,
+    /// Workspace files read in this run, re-hashed by the file sensor each cycle.
+    watch: WatchSlot,
+    /// Claims an action made about the world (a read file's content hash), applied in the next
+    /// Orient before the sensors' readings.
+    action_claims: Vec<(FactClaim, String)>,
+}
+
+impl<'a, 'e> Driver<'a, 'e> {
+    /// Start a session (announces it).
+    pub(super) fn new(ooda: Ooda<'a>, s: Session<'e>) -> Self {
+        let tiers = ooda.config.policy.tiers_for(ooda.tools);
+        (s.on_event)(&OodaEvent::Started {
+            run_id: &s.run_id,
+            run_dir: &s.run_path,
+            task: &s.task,
+            tiers: &tiers,
+            budget: s.world.risk_budget_remaining,
+            resumed: s.resumed,
+        });
+        // Files whose content hash the world model holds (from this session or, on resume, an
+        // earlier one) are watched.
+        let watch: WatchSlot = Arc::new(std::sync::Mutex::new(
+            s.world
+                .facts
+                .values()
+                .filter_map(|f| f.key.strip_prefix("sha256 of ").map(str::to_string))
+                .collect(),
+        ));
+        let sensors = ooda.sensors_for(&s.last_action, &s.usage_slot, &watch);
+        let ctx = ToolContext {
+            workspace: ooda.workspace.clone(),
+            blob_dir: s.run_dir.blob_dir(),
+            cancel: ooda.cancel.clone(),
+        };
+        Self {
+            ooda,
+            s,
+            sensors,
+            ctx,
+            session_cycles: 0,
+            decide_failures: 0,
+            exclude: Vec::new(),
+            pending: None,
+            answer: None,
+            watch,
+            action_claims: Vec::new(),
+        }
+    }
+
+    /// Cycle until a terminal state, then save it.
+    pub(super) async fn run(mut self) -> Result<OodaOutcome, OodaError> {
+        let terminal = loop {
+            match self.cycle().await? {
+                Flow::Continue => {}
+                Flow::Stop(t) => break t,
+            }
+        };
+        self.finish(terminal)
+    }
+
+    async fn cycle(&mut self) -> Result<Flow, OodaError> {
+        let cycle = proceed!(self.begin_cycle());
+        // An action approved on resume runs first, without a new decision.
+        if let Some((a, token)) = self.s.approved_pending.take() {
+            return self.act_approved(cycle, a, token).await;
+        }
+        let obs = self.observe(cycle).await?;
+        proceed!(self.orient(cycle, &obs));
+        let choice = proceed!(self.decide(cycle, &obs));
+        self.act(cycle, choice).await
+    }
+
+    /// Limits checked before each cycle: cancellation, the session's cycles, the deadline.
+    fn begin_cycle(&mut self) -> Phase<usize> {
+        if self.ooda.cancel.is_cancelled() {
+            return Ok(ControlFlow::Break(Flow::Stop(Terminal::cancelled())));
+        }
+        if self.session_cycles >= self.ooda.config.max_loops {
+            return stop(
+                OodaState::MaxLoopsExceeded,
+                format!("{} cycles, the limit", self.session_cycles),
+            );
+        }
+        let elapsed = self.s.elapsed();
+        if let Some(dl) = self.s.world.deadline_s {
+            if elapsed >= dl {
+                return stop(
+                    OodaState::BudgetExhausted,
+                    format!("the deadline of {dl:.1} s passed"),
+                );
+            }
+        }
+        self.session_cycles += 1;
+        self.s.world.loop_count += 1;
+        self.s.counters.cycles += 1;
+        Ok(ControlFlow::Continue(self.s.world.loop_count))
+    }
+
+    async fn act_approved(
+        &mut self,
+        cycle: usize,
+        a: Assessment,
+        token: String,
+    ) -> Result<Flow, OodaError> {
+        let record = DecisionRecord {
+            cycle,
+            implicit: false,
+            guidance: Some("approved by a human's token".into()),
+            candidates: vec![a.clone()],
+            chosen: Some(0),
+            parse_error: None,
+        };
+        self.s.log("decide", cycle, &record)?;
+        (self.s.on_event)(&OodaEvent::Decided { record: &record });
+        let mut a = a;
+        a.token = Some(token);
+        a.approved = true;
+        Ok(match self.run_tool(&a, cycle, false, None).await? {
+            Ok(()) => Flow::Continue,
+            Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
+        })
+    }
+
+    // ---- Observe
+
+    /// Read every sensor; the readings become the world model's signals.
+    async fn observe(&mut self, cycle: usize) -> Result<Observation, OodaError> {
+        let obs = observe(&self.sensors, cycle, self.ooda.config.sensor_timeout).await;
+        let world = &mut self.s.world;
+        // Signals are the latest readings; only the loop's own notes carry over.
+        world.signals.retain(|k, _| k.starts_with("decide."));
+        for sig in &obs.signals {
+            world.signals.insert(sig.key.clone(), sig.value.clone());
+        }
+        for f in &obs.failed {
+            world.signals.insert(
+                format!("sensor.{}", f.sensor),
+                format!("failed: {}", f.reason),
+            );
+        }
+        self.s.log("observe", cycle, &obs)?;
+        (self.s.on_event)(&OodaEvent::Observed { observation: &obs });
+        Ok(obs)
+    }
+
+    // ---- Orient
+
+    /// Memory, the last action's rule claims and the orienter's claims, each checked against
+    /// the world model before it is updated; the orientation confidence; compression. Stops
+    /// for review on a contradiction against a high-confidence fact.
+    fn orient(&mut self, cycle: usize, obs: &Observation) -> Phase<()> {
+        let mut report = OrientReport::default();
+        self.retrieve_memory(cycle, &mut report);
+        let extraction = {
+            let input = OrientInput {
+                world: &self.s.world,
+                observation: obs,
+                last_action: self.s.new_action.as_ref(),
+                tools: self.ooda.tools,
+                candidates: self.ooda.config.candidates,
+                cancel: &self.ooda.cancel,
+            };
+            self.ooda.phases.orienter().extract(&input)
+        };
+        let extraction = match extraction {
+            Ok(e) => e,
+            Err(e) => return planner_stop("orient", e),
+        };
+        let s = &mut self.s;
+        s.counters.orient_calls += extraction.model_calls;
+        if extraction.model_calls > 0 {
+            s.add_usage(&extraction.usage);
+        }
+        report.model_calls = extraction.model_calls;
+        if let Some(e) = &extraction.error {
+            report.extraction_errors.push(e.clone());
+            s.counters.parse_failures += 1;
+        }
+        for c in &extraction.unsupported {
+            report.extraction_errors.push(format!(
+                "left out {} = {:?}: not in the observation",
+                c.key, c.value
+            ));
+        }
+        // What actions and sensors say about the world, checked against it like any fact.
+        for (c, src) in std::mem::take(&mut self.action_claims) {
+            s.world.apply_claims(&[c], &src, cycle, false, &mut report);
+        }
+        s.world.apply_claims(
+            &sensor_claims(obs),
+            "sensor files",
+            cycle,
+            false,
+            &mut report,
+        );
+        if let Some(a) = s.new_action.take() {
+            let src = format!("action {}", a.action_id);
+            s.world
+                .apply_claims(&rule_claims(Some(&a)), &src, cycle, false, &mut report);
+        }
+        let name = self.ooda.phases.orienter().name();
+        s.world
+            .apply_claims(&extraction.claims, &name, cycle, false, &mut report);
+        for c in &report.contradictions {
+            s.counters.contradictions += 1;
+            s.audit.record(
+                AuditEvent::Contradiction {
+                    key: c.key.clone(),
+                    old: c.old.value.clone(),
+                    new: c.new.value.clone(),
+                    severity: c.severity.as_str().into(),
+                },
+                false,
+            )?;
+        }
+        s.world.confidence =
+            risk::orientation_confidence(obs.confidence, report.contradictions.len());
+        s.world.elapsed_s = s.elapsed();
+        self.compress(cycle)?;
+        let s = &mut self.s;
+        s.log("orient", cycle, &report)?;
+        (s.on_event)(&OodaEvent::Oriented {
+            cycle,
+            report: &report,
+            world: &s.world,
+        });
+        let high: Vec<String> = s
+            .world
+            .open_high()
+            .map(|c| {
+                format!(
+                    "{}: known {:?} (confidence {:.2}, {}), now {:?} ({})",
+                    c.key, c.old.value, c.old.confidence, c.old.source, c.new.value, c.new.source
+                )
+            })
+            .collect();
+        if !high.is_empty() {
+            return stop(
+                OodaState::PausedForReview,
+                format!(
+                    "contradiction against a high-confidence fact: {}",
+                    high.join("; ")
+                ),
+            );
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// Facts of earlier runs relevant to the objective and the last output, as priors.
+    fn retrieve_memory(&mut self, cycle: usize, report: &mut OrientReport) {
+        let Some(mem) = &self.ooda.memory else { return };
+        let s = &mut self.s;
+        let mut query = s.world.objective.clone();
+        if let Some(a) = &s.new_action {
+            query.push(' ');
+            query.push_str(truncate_str(&a.output, 400));
+        }
+        let claims: Vec<(FactClaim, String)> = mem
+            .retrieve(&query, self.ooda.config.memory_k)
+            .into_iter()
+            .filter(|(_, e)| e.kind == MemoryKind::Fact)
+            .map(|(_, e)| {
+                (
+                    FactClaim::new(&e.key, &e.value, e.confidence * PRIOR_DISCOUNT),
+                    format!("memory:{}", e.source),
+                )
+            })
+            .collect();
+        for (c, src) in claims {
+            s.world.apply_claims(&[c], &src, cycle, true, report);
+        }
+    }
+
+    /// Summarize older steps when the world model is over its share of the context.
+    fn compress(&mut self, cycle: usize) -> Result<(), OodaError> {
+        let s = &mut self.s;
+        let Some((steps, before, after)) =
+            s.world.compress_if_needed(self.ooda.config.world_tokens, 3)
+        else {
+            return Ok(());
+        };
+        s.counters.compressions += 1;
+        s.audit.record(
+            AuditEvent::Compressed {
+                steps,
+                tokens_before: before,
+                tokens_after: after,
+            },
+            false,
+        )?;
+        s.log(
+            "compress",
+            cycle,
+            &serde_json::json!({"steps": steps, "tokens_before": before, "tokens_after": after}),
+        )?;
+        (s.on_event)(&OodaEvent::Compressed {
+            steps,
+            tokens_before: before,
+            tokens_after: after,
+        });
+        Ok(())
+    }
+
+    // ---- Decide
+
+    /// Escalate on low confidence; else implicit guidance or the decider's candidates, assessed
+    /// by the gate; the refused ones recorded. Without a viable candidate: the next cycle (the
+    /// model's own mistakes, fed back) or a terminal state.
+    fn decide(&mut self, cycle: usize, obs: &Observation) -> Phase<Choice> {
+        let threshold = self.ooda.config.confidence_threshold;
+        if self.s.world.confidence < threshold {
+            let failed: Vec<&str> = obs.failed.iter().map(|f| f.sensor.as_str()).collect();
+            return stop(
+                OodaState::Escalated,
+                format!(
+                    "orientation confidence {:.2} is below {:.2} (failed sensors: {})",
+                    self.s.world.confidence,
+                    threshold,
+                    if failed.is_empty() {
+                        "none".into()
+                    } else {
+                        failed.join(", ")
+                    }
+                ),
+            );
+        }
+        let signature = state_signature(&self.s.world);
+        let record = match self.implicit_decision(cycle) {
+            Some(r) => r,
+            None => match self.model_decision(cycle) {
+                Ok(r) => r,
+                Err(e) => return planner_stop("decide", e),
+            },
+        };
+        self.record_refusals(cycle, &record)?;
+        self.s.log("decide", cycle, &record)?;
+        (self.s.on_event)(&OodaEvent::Decided { record: &record });
+        let Some(choice) = record.choice().cloned() else {
+            return Ok(ControlFlow::Break(self.no_choice(&record)));
+        };
+        self.decide_failures = 0;
+        self.exclude.clear();
+        self.s.world.signals.remove("decide.error");
+        Ok(ControlFlow::Continue(Choice {
+            assessment: choice,
+            implicit: record.implicit,
+            signature,
+        }))
+    }
+
+    /// A decision by implicit guidance, when it has a viable suggestion.
+    fn implicit_decision(&mut self, cycle: usize) -> Option<DecisionRecord> {
+        let (cand, why) = self.s.guidance.suggest(&self.s.world)?;
+        let tools = self.ooda.tools;
+        let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
+        let (assessed, chosen) = assess(
+            &[cand],
+            &self.s.world,
+            tools,
+            &self.ooda.config.policy,
+            &self.s.approvals,
+            &polls,
+            self.ooda.config.confidence_threshold,
+        );
+        chosen?;
+        self.s.counters.implicit += 1;
+        Some(DecisionRecord {
+            cycle,
+            implicit: true,
+            guidance: Some(why),
+            candidates: assessed,
+            chosen,
+            parse_error: None,
+        })
+    }
+
+    /// A decision from the decider's proposal.
+    fn model_decision(&mut self, cycle: usize) -> Result<DecisionRecord, PlannerError> {
+        self.s.counters.decide_calls += 1;
+        let tools = self.ooda.tools;
+        let proposal = {
+            let input = DecideInput {
+                world: &self.s.world,
+                tools,
+                n: self.ooda.config.candidates,
+                exclude: &self.exclude,
+                cancel: &self.ooda.cancel,
+            };
+            self.ooda.phases.decider().propose(&input)?
+        };
+        self.s.add_usage(&proposal.usage);
+        self.s.counters.parse_failures += proposal.parse_failures;
+        let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
+        let (assessed, chosen) = assess(
+            &proposal.candidates,
+            &self.s.world,
+            tools,
+            &self.ooda.config.policy,
+            &self.s.approvals,
+            &polls,
+            self.ooda.config.confidence_threshold,
+        );
+        Ok(DecisionRecord {
+            cycle,
+            implicit: false,
+            guidance: None,
+            candidates: assessed,
+            chosen,
+            parse_error: proposal.parse_error,
+        })
+    }
+
+    /// Audit each refused candidate and keep it in the world model so it is not proposed again.
+    fn record_refusals(&mut self, cycle: usize, record: &DecisionRecord) -> Result<(), OodaError> {
+        for a in &record.candidates {
+            let Some(reason) = &a.dropped else { continue };
+            self.s.counters.refused += 1;
+            self.s.audit.record(
+                AuditEvent::Refused {
+                    cycle,
+                    tool: a.tool.clone(),
+                    fingerprint: a.fingerprint.clone(),
+                    reason: reason.describe(),
+                },
+                false,
+            )?;
+            let world = &mut self.s.world;
+            if !world
+                .refused
+                .iter()
+                .any(|r| r.tool == a.tool && r.args == a.args)
+            {
+                world.refused.push(RefusedAction {
+                    tool: a.tool.clone(),
+                    args: a.args.clone(),
+                    reason: reason.describe(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// No viable candidate. The model's own mistakes (unparseable output, unknown tools,
+    /// repeats, irreversible actions the task did not ask for) are fed back as a signal, and the
+    /// tools it kept repeating or was refused leave the next constraint; only several in a row
+    /// escalate. Otherwise: over budget, an action that needs approval, or nothing viable.
+    fn no_choice(&mut self, record: &DecisionRecord) -> Flow {
+        let mistakes_only = record.candidates.iter().all(|a| {
+            matches!(
+                a.dropped,
+                Some(
+                    DropReason::UnknownTool
+                        | DropReason::Repeat
+                        | DropReason::RepeatOfFailure { .. }
+                        | DropReason::NotRequested
+                )
+            )
+        });
+        if record.candidates.is_empty() || mistakes_only {
+            self.decide_failures += 1;
+            for a in &record.candidates {
+                if matches!(
+                    a.dropped,
+                    Some(
+                        DropReason::Repeat
+                            | DropReason::RepeatOfFailure { .. }
+                            | DropReason::NotRequested
+                    )
+                ) && !self.exclude.contains(&a.tool)
+                {
+                    self.exclude.push(a.tool.clone());
+                }
+            }
+            let why = match &record.parse_error {
+                Some(e) if record.candidates.is_empty() => format!("the last proposal was unusable: {e}"),
+                _ => "every candidate of the last proposal was refused (see Refused); propose something else or give the final answer".to_string(),
+            };
+            self.s.world.signals.insert("decide.error".into(), why);
+            if self.decide_failures >= self.ooda.config.max_decide_failures {
+                return Flow::Stop(Terminal::new(
+                    OodaState::Escalated,
+                    format!(
+                        "no viable candidate: {} proposals in a row were unusable or refused",
+                        self.decide_failures
+                    ),
+                ));
+            }
+            return Flow::Continue;
+        }
+        let describe = |a: &Assessment| {
+            a.dropped
+                .as_ref()
+                .map(DropReason::describe)
+                .unwrap_or_default()
+        };
+        if let Some(a) = record
+            .candidates
+            .iter()
+            .find(|a| matches!(a.dropped, Some(DropReason::OverBudget { .. })))
+        {
+            return Flow::Stop(Terminal::new(
+                OodaState::BudgetExhausted,
+                format!("{} {} {}", a.tool, canonical_json(&a.args), describe(a)),
+            ));
+        }
+        if let Some(a) = record
+            .candidates
+            .iter()
+            .find(|a| a.dropped == Some(DropReason::NeedsApproval))
+        {
+            self.pending = Some(a.clone());
+            return Flow::Stop(Terminal::new(
+                OodaState::Escalated,
+                format!(
+                    "{} {} is irreversible and needs approval: boyd approve {} {}",
+                    a.tool,
+                    canonical_json(&a.args),
+                    self.s.run_id,
+                    a.fingerprint
+                ),
+            ));
+        }
+        let reasons: Vec<String> = record
+            .candidates
+            .iter()
+            .map(|a| format!("{}: {}", a.tool, describe(a)))
+            .collect();
+        Flow::Stop(Terminal::new(
+            OodaState::Escalated,
+            format!("no viable candidate ({})", reasons.join("; ")),
+        ))
+    }
+}
+
+impl Ooda<'_> {
+    /// The built-in sensors (unless turned off) and the caller's.
+    fn sensors_for(
+        &self,
+        last_action: &LastActionSlot,
+        usage: &UsageSlot,
+        watch: &WatchSlot,
+    ) -> Vec<Arc<dyn Sensor>> {
+        let mut v: Vec<Arc<dyn Sensor>> = Vec::new();
+        if self.config.builtin_sensors {
+            v.push(Arc::new(LastActionSensor {
+                slot: last_action.clone(),
+            }));
+            if let Some(ws) = &self.workspace {
+                v.push(Arc::new(WorkspaceSensor::new(ws.root())));
+                v.push(Arc::new(FileHashSensor {
+                    workspace: ws.clone(),
+                    watch: watch.clone(),
+                }));
+            }
+            v.push(Arc::new(HardwareSensor));
+            v.push(Arc::new(ModelSensor {
+                slot: usage.clone(),
+                context_length: self.phases.decider_ref().context_window(),
+            }));
+        }
+        v.extend(self.sensors.iter().cloned());
+        v
+    }
+}

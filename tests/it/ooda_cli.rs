@@ -1,0 +1,337 @@
+//! The OODA rules through the CLI path: the `boyd` binary (`run --loop ooda --backend openai`)
+//! against a scripted OpenAI-compatible server in this process, so argument parsing, the
+//! `OodaBuilder`, the model-backed phases and the printed trace are the ones a user gets.
+//!
+//! The server answers `GET /v1/models` and, for each `POST /v1/chat/completions`, the next
+//! scripted Decide reply (Orient runs on the rules: `--orient rules`, no model call). A hook
+//! runs before each reply so a test can change the world between two cycles.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+/// What the server saw and what it still has to say.
+struct Script {
+    replies: Vec<String>,
+    /// Bodies of the completion requests, in order.
+    requests: Vec<Value>,
+    /// Called with the request number (0-based) before the reply is sent.
+    hook: Option<Box<dyn FnMut(usize) + Send>>,
+}
+
+/// A scripted OpenAI-compatible server on a free local port.
+struct ScriptedServer {
+    url: String,
+    script: Arc<Mutex<Script>>,
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<(String, String)> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let request_line = line.trim().to_string();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).ok()?;
+        let h = h.trim();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body).ok()?;
+    Some((request_line, String::from_utf8_lossy(&body).into_owned()))
+}
+
+fn respond(stream: &mut TcpStream, body: &str) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.flush();
+}
+
+impl ScriptedServer {
+    fn start(replies: Vec<Value>, hook: Option<Box<dyn FnMut(usize) + Send>>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let script = Arc::new(Mutex::new(Script {
+            replies: replies.iter().map(Value::to_string).collect(),
+            requests: Vec::new(),
+            hook,
+        }));
+        let s = script.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let Some((line, body)) = read_request(&mut stream) else {
+                    continue;
+                };
+                if line.starts_with("GET") {
+                    respond(
+                        &mut stream,
+                        &json!({"object": "list", "data": [{"id": "scripted", "context_length": 8192}]})
+                            .to_string(),
+                    );
+                    continue;
+                }
+                let content = {
+                    let mut g = s.lock().expect("script");
+                    let n = g.requests.len();
+                    g.requests
+                        .push(serde_json::from_str(&body).unwrap_or(Value::Null));
+                    if let Some(h) = g.hook.as_mut() {
+                        h(n);
+                    }
+                    if g.replies.is_empty() {
+                        // Out of script: an answer that ends the run.
+                        json!({"candidates": [{"thought": "out of script", "tool": "final_answer", "args": {"answer": "out of script"}}]}).to_string()
+                    } else {
+                        g.replies.remove(0)
+                    }
+                };
+                let reply = json!({
+                    "id": "x",
+                    "object": "chat.completion",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                });
+                respond(&mut stream, &reply.to_string());
+            }
+        });
+        Self { url, script }
+    }
+
+    /// The completion requests received so far.
+    fn requests(&self) -> Vec<Value> {
+        self.script.lock().expect("script").requests.clone()
+    }
+}
+
+/// A home, a config directory (with the approval key) and a workspace.
+pub struct CliLab {
+    _tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub cfg: PathBuf,
+    pub ws: PathBuf,
+}
+
+impl CliLab {
+    pub fn new(files: &[(&str, &str)]) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let cfg = tmp.path().join("cfg");
+        let ws = tmp.path().join("ws");
+        for d in [&home, &cfg, &ws] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        for (p, c) in files {
+            std::fs::write(ws.join(p), c).expect("write");
+        }
+        let ws = ws.canonicalize().expect("canon");
+        Self {
+            _tmp: tmp,
+            home,
+            cfg,
+            ws,
+        }
+    }
+
+    pub fn boyd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_boyd"));
+        c.env("BOYD_HOME", &self.home)
+            .env("BOYD_CONFIG_DIR", &self.cfg)
+            .env("HF_HUB_OFFLINE", "1")
+            .env("BOYD_PYTHON", "/nonexistent/python3")
+            .env_remove("BOYD_MODEL")
+            .env_remove("BOYD_BASE_URL")
+            .env_remove("OPENAI_API_KEY");
+        c
+    }
+
+    /// `boyd run --loop ooda` on `task` in the workspace against `server`, with `extra` flags.
+    fn run_ooda(&self, server: &ScriptedServer, task: &str, extra: &[&str]) -> Output {
+        self.boyd()
+            .args([
+                "--model",
+                "scripted",
+                "run",
+                "--loop",
+                "ooda",
+                "--backend",
+                "openai",
+            ])
+            .args([
+                "--base-url",
+                &server.url,
+                "--orient",
+                "rules",
+                "--no-memory",
+            ])
+            .args(["--retries", "0", "--workspace"])
+            .arg(&self.ws)
+            .args(extra)
+            .arg(task)
+            .output()
+            .expect("boyd run")
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// One scripted Decide reply proposing these `(tool, args)` candidates.
+fn proposal(candidates: &[(&str, Value)]) -> Value {
+    let c: Vec<Value> = candidates
+        .iter()
+        .map(|(tool, args)| json!({"thought": format!("use {tool}"), "tool": tool, "args": args}))
+        .collect();
+    json!({ "candidates": c })
+}
+
+/// The run directory a `--json` outcome names.
+fn run_dir_of(o: &Output) -> (Value, PathBuf) {
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", text(o)));
+    let dir = PathBuf::from(v["run_dir"].as_str().expect("run_dir"));
+    (v, dir)
+}
+
+fn phase_log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("ooda.jsonl")).expect("ooda.jsonl")
+}
+
+#[test]
+fn the_cli_runs_a_scripted_model_through_the_builder() {
+    let lab = CliLab::new(&[]);
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("calculator", json!({"expression": "6 * 7"}))]),
+            proposal(&[("final_answer", json!({"answer": "42"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is 6 * 7?", &["--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (v, dir) = run_dir_of(&out);
+    assert_eq!(v["state"], "completed", "{v}");
+    assert_eq!(v["answer"], "42");
+    assert_eq!(server.requests().len(), 2, "one Decide call per cycle");
+    assert!(phase_log(&dir).contains("\"phase\":\"act\""));
+    // The budget is debited by the risk the calculator took: cost 1 × (1 + uncertainty 0.1),
+    // not by its cost plus running time.
+    let left = v["budget_left"].as_f64().expect("budget_left");
+    assert!((left - (20.0 - 1.1)).abs() < 1e-9, "{left}");
+}
+
+/// Rule: every candidate's risk is compared with the budget left; one over it is refused with
+/// the reason in the trace, and the run stops before it runs.
+#[test]
+fn a_candidate_whose_risk_is_over_the_budget_is_refused_with_the_reason_in_the_trace() {
+    let lab = CliLab::new(&[]);
+    // Budget 1.05: the calculator's declared cost (1) fits, its risk (1 × 1.1) does not.
+    let server = ScriptedServer::start(
+        vec![proposal(&[("calculator", json!({"expression": "6 * 7"}))])],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is 6 * 7?", &["--risk-budget", "1.05"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("state: budget_exhausted"), "{t}");
+    assert!(
+        t.contains("dropped: over budget: risk 1.10 (cost 1.0) is more than the 1.05"),
+        "the refusal and its numbers are in the trace: {t}"
+    );
+    let run_id = t
+        .lines()
+        .find_map(|l| l.strip_prefix("run:  "))
+        .expect("run id")
+        .trim()
+        .to_string();
+    let dir = lab.home.join("runs").join(&run_id);
+    let events = boyd::agent::audit::read_events(&dir).expect("audit");
+    assert!(events.iter().any(|r| matches!(&r.event,
+        boyd::agent::audit::AuditEvent::Refused { tool, reason, .. }
+            if tool == "calculator" && reason.contains("over budget"))));
+    assert!(
+        !events
+            .iter()
+            .any(|r| matches!(&r.event, boyd::agent::audit::AuditEvent::Intent { .. })),
+        "nothing ran"
+    );
+    assert!(phase_log(&dir).contains("\"kind\":\"over_budget\""));
+}
+
+/// Rule: sensor readings feed contradiction detection. A file the run read changes before the
+/// file sensor reads it again: its content hash contradicts the one taken at the read (a
+/// high-confidence fact), and the run pauses for review before the next decision.
+#[test]
+fn a_file_changed_between_two_reads_pauses_the_run() {
+    let lab = CliLab::new(&[("notes.txt", "status: open\n")]);
+    let notes = lab.ws.join("notes.txt");
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "notes.txt"}))]),
+            proposal(&[("calculator", json!({"expression": "1 + 1"}))]),
+            proposal(&[("final_answer", json!({"answer": "open"}))]),
+        ],
+        Some(Box::new(move |n| {
+            // While the model "thinks" in cycle 2, someone edits the file.
+            if n == 1 {
+                std::fs::write(&notes, "status: closed\n").expect("edit");
+            }
+        })),
+    );
+    let out = lab.run_ooda(&server, "What is the status in notes.txt?", &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("state: paused_for_review"), "{t}");
+    assert!(
+        t.contains("high sensor contradiction on sha256 of notes.txt"),
+        "{t}"
+    );
+    assert!(
+        t.contains("detail: contradiction against a high-confidence fact: sha256 of notes.txt"),
+        "{t}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "paused before the third decision"
+    );
+}
+
+/// A file read and read again unchanged confirms its hash: no contradiction.
+#[test]
+fn a_file_the_run_reads_and_that_stays_the_same_does_not_pause() {
+    let lab = CliLab::new(&[("notes.txt", "status: open\n")]);
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "notes.txt"}))]),
+            proposal(&[("calculator", json!({"expression": "1 + 1"}))]),
+            proposal(&[("final_answer", json!({"answer": "open"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is the status in notes.txt?", &["--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (v, _) = run_dir_of(&out);
+    assert_eq!(v["state"], "completed", "{v}");
+    assert_eq!(v["counters"]["contradictions"], 0, "{v}");
+}
