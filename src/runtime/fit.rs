@@ -18,7 +18,7 @@ use candle_core::Device;
 use crate::hw;
 use crate::runtime::gguf::{GgufError, GgufHeader};
 use crate::sizing::{
-    self, weights, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH,
+    self, weights, Backend, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH,
 };
 use crate::units::Bytes;
 
