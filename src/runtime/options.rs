@@ -12,6 +12,10 @@ use std::sync::Arc;
 use crate::kernels::cpu::KernelChoice;
 use crate::runtime::decoder::EngineKind;
 use crate::runtime::session::PREFILL_CHUNK;
+use crate::sizing::KvDtype;
+
+/// The native engine's KV cache type unless the caller picks one (`--kv-dtype`).
+pub const DEFAULT_KV_DTYPE: KvDtype = KvDtype::F16;
 
 /// Environment variable choosing the engine: `candle`, `native` or `auto`.
 pub const ENGINE_ENV: &str = "BOYD_ENGINE";
@@ -73,6 +77,9 @@ pub struct RuntimeOptions {
     pub prefill_chunk: usize,
     /// Time every operation of the native engine and hand the totals here on drop.
     pub profile: Option<ProfileSink>,
+    /// Element type of the native engine's KV cache: `f16` (the default), `f32` or `q8_0`
+    /// (the candle engine keeps `f32` on the CPU and `f16` on GPUs).
+    pub kv_dtype: KvDtype,
 }
 
 impl Default for RuntimeOptions {
@@ -82,6 +89,7 @@ impl Default for RuntimeOptions {
             kernels: KernelChoice::Auto,
             prefill_chunk: PREFILL_CHUNK,
             profile: None,
+            kv_dtype: DEFAULT_KV_DTYPE,
         }
     }
 }
@@ -104,6 +112,7 @@ impl RuntimeOptions {
             kernels: kernels_from_env(),
             prefill_chunk: prefill_chunk_from_env(),
             profile: None,
+            kv_dtype: DEFAULT_KV_DTYPE,
         }
     }
 
@@ -174,5 +183,6 @@ mod tests {
         assert_eq!(o.kernels, KernelChoice::Auto);
         assert_eq!(o.prefill_chunk, PREFILL_CHUNK);
         assert!(o.profile.is_none());
+        assert_eq!(o.kv_dtype, KvDtype::F16);
     }
 }

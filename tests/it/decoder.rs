@@ -9,10 +9,11 @@ use std::path::Path;
 use boyd::lm::CancelToken;
 use boyd::runtime::decoder::{Decoder, EngineKind};
 use boyd::runtime::gguf::GgufFile;
+use boyd::runtime::options::RuntimeOptions;
 use boyd::runtime::reference::Reference;
 use boyd::runtime::session::{Flow, GenOptions, Session};
 use boyd::runtime::synth::{self, SynthSpec};
-use boyd::sizing::{Architecture, GgmlType};
+use boyd::sizing::{Architecture, GgmlType, KvDtype};
 use candle_core::Device;
 use rand::{Rng, SeedableRng};
 
@@ -278,7 +279,13 @@ fn engine_logits(
     tokens: &[u32],
 ) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, String) {
     let mut f = GgufFile::open(path).expect("open");
-    let d = Decoder::load_with(&mut f, &Device::Cpu, usize::MAX, engine).expect("load");
+    // An f32 KV cache on both engines: these tests hold the engines' arithmetic together
+    // (the KV types are held to f32 in `kv_dtype.rs`).
+    let opts = RuntimeOptions {
+        kv_dtype: KvDtype::F32,
+        ..RuntimeOptions::with_engine(engine)
+    };
+    let d = Decoder::load_with_options(&mut f, &Device::Cpu, usize::MAX, &opts).expect("load");
     let name = d.engine_name();
     let mut s = Session::new(d, 1024);
     let stepwise: Vec<Vec<f32>> = tokens.iter().map(|&t| s.step(t).expect("step")).collect();
