@@ -27,7 +27,8 @@ pub struct Args {
     /// Positions per window (the BOS included).
     #[arg(long, default_value_t = 512)]
     pub ctx: usize,
-    /// Text tokens between window starts (default: ctx / 2).
+    /// Text tokens between window starts, less than the window's text tokens (default:
+    /// ctx / 2).
     #[arg(long)]
     pub stride: Option<usize>,
     /// Tokens per forward call.

@@ -37,7 +37,8 @@ pub enum PerplexityError {
 pub struct PerplexityConfig {
     /// Positions per window (text tokens plus the BOS, when there is one).
     pub ctx: usize,
-    /// Text tokens between the starts of consecutive windows (at most the window's text tokens).
+    /// Text tokens between the starts of consecutive windows (less than the window's text
+    /// tokens).
     pub stride: usize,
     /// Tokens per forward call.
     pub batch: usize,
@@ -66,10 +67,11 @@ pub fn windows(n: usize, len: usize, stride: usize) -> Result<Vec<Window>, Perpl
             "a window of {len} text token(s) scores nothing; use --ctx of at least 3"
         )));
     }
-    if stride == 0 || stride > len {
+    if stride == 0 || stride >= len {
         return Err(PerplexityError::Settings(format!(
-            "--stride {stride} must be between 1 and the window's {len} text tokens \
-             (a larger stride would skip tokens)"
+            "--stride {stride} must be between 1 and {} (the window's {len} text tokens less \
+             one: a window's first token has no context, so the next window must cover it)",
+            len - 1
         )));
     }
     let mut out = Vec::new();
@@ -210,7 +212,7 @@ mod tests {
 
     #[test]
     fn every_token_after_the_first_is_scored_exactly_once() {
-        for (n, len, stride) in [(10, 4, 2), (11, 4, 4), (9, 4, 1), (3, 8, 4), (100, 16, 5)] {
+        for (n, len, stride) in [(10, 4, 2), (11, 4, 3), (9, 4, 1), (3, 8, 4), (100, 16, 5)] {
             let ws = windows(n, len, stride).expect("windows");
             let mut scored = vec![0; n];
             for w in &ws {
@@ -242,10 +244,10 @@ mod tests {
     #[test]
     fn bad_settings_are_refused_with_the_fix() {
         assert!(windows(1, 4, 2).is_err());
-        let e = windows(10, 4, 5)
-            .expect_err("stride past the window")
+        let e = windows(10, 4, 4)
+            .expect_err("stride of the whole window")
             .to_string();
-        assert!(e.contains("--stride 5"), "{e}");
+        assert!(e.contains("--stride 4 must be between 1 and 3"), "{e}");
         assert!(windows(10, 4, 0).is_err());
         assert!(windows(10, 1, 1).is_err());
     }
