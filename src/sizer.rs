@@ -13,8 +13,8 @@ use crate::hw::HostMemory;
 use crate::runtime::decoder::EngineKind;
 use crate::runtime::gguf::GgufHeader;
 use crate::sizing::{
-    self, hf_config, weights, ArchParams, Backend, Estimate, GgmlType, Hardware, Input, KvDtype,
-    Profile, Quant, Weights, DEFAULT_UBATCH,
+    self, hf_config, weights, ArchParams, Backend, ComputeLayout, Estimate, GgmlType, Hardware,
+    Input, KvDtype, Profile, Quant, Weights, DEFAULT_UBATCH,
 };
 use crate::store::Store;
 use crate::units::{Bytes, BytesPerSec};
@@ -84,6 +84,10 @@ pub fn estimate_all(q: &SizeQuery, ctxs: &[u32]) -> anyhow::Result<Vec<Estimate>
     }
     let kv_dtype = match &q.kv_dtype {
         Some(k) => KvDtype::parse(k)?,
+        // candle's CPU engine keeps f32 (see `runtime::fit::runtime_kv_dtype`).
+        None if hw.backend == Backend::Cpu && hw.compute_layout != ComputeLayout::Native => {
+            KvDtype::F32
+        }
         None => hw.backend.runtime_kv_dtype(),
     };
     let ctxs = if ctxs.is_empty() {

@@ -61,7 +61,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<std::process::ExitCode>
         })
         .collect::<anyhow::Result<_>>()?;
     anyhow::ensure!(args.reps > 0, "--reps must be at least 1");
-    let runtime = super::runtime_options();
+    let runtime = super::runtime_options(g);
     let build = BuildInfo::current(&runtime);
     for w in build.warnings() {
         eprintln!("warning: {w}");

@@ -84,7 +84,7 @@ pub fn load_model(
     let opts = LoadOptions {
         force: g.force,
         hardware: None,
-        runtime: super::runtime_options(),
+        runtime: super::runtime_options(g),
     };
     let model = LocalModel::load_with(&resolved.path, &device, ctx.unwrap_or(4096), &opts)?;
     tracing::info!(

@@ -16,6 +16,7 @@ pub mod generate;
 pub mod memory;
 pub mod models;
 pub mod ooda;
+pub mod perplexity;
 pub mod probe;
 pub mod resume;
 pub mod run;
@@ -40,6 +41,10 @@ pub struct GlobalOpts {
     /// Load the model even when the sizing model says it will not fit in free memory.
     #[arg(long, global = true)]
     pub force: bool,
+    /// KV cache type of the native CPU engine: f16 (default), f32 or q8_0. `boyd size` also
+    /// sizes bf16 and q4_0 (its default: what the runtime allocates).
+    #[arg(long, global = true, value_parser = crate::sizing::KvDtype::parse)]
+    pub kv_dtype: Option<crate::sizing::KvDtype>,
 }
 
 /// boyd: a local-inference agent — run GGUF models, size and measure them, run agent loops.
@@ -93,6 +98,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Serve the in-process model over an OpenAI-compatible HTTP API (loopback by default).
     Serve(serve::Args),
+    /// Sliding-window perplexity of the model over a text file (a numerics check).
+    Perplexity(perplexity::Args),
 }
 
 /// Cancel `token` on the first Ctrl-C; a second Ctrl-C exits at once (status 130).
@@ -123,11 +130,14 @@ pub fn cancel_on_ctrl_c(token: &crate::lm::CancelToken) {
 }
 
 /// The runtime's tuning knobs from the environment (`BOYD_ENGINE`, `BOYD_KERNELS`,
-/// `BOYD_PREFILL_CHUNK`), read here and passed down; with `BOYD_PROFILE=1` the native engine's
-/// per-operation profile is printed on stderr when the model is dropped.
-pub fn runtime_options() -> crate::runtime::options::RuntimeOptions {
+/// `BOYD_PREFILL_CHUNK`), read here and passed down, with `--kv-dtype`; with `BOYD_PROFILE=1`
+/// the native engine's per-operation profile is printed on stderr when the model is dropped.
+pub fn runtime_options(g: &GlobalOpts) -> crate::runtime::options::RuntimeOptions {
     use crate::runtime::options::{ProfileSink, RuntimeOptions};
     let mut opts = RuntimeOptions::from_env();
+    if let Some(kv) = g.kv_dtype {
+        opts.kv_dtype = kv;
+    }
     if RuntimeOptions::profile_requested() {
         opts.profile = Some(ProfileSink(std::sync::Arc::new(|p| eprint!("{p}"))));
     }
@@ -168,6 +178,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Probe(args) => probe::run(args, &g),
         Command::Validate(args) => validate::run(args, &g),
         Command::Serve(args) => serve::run(args, &g),
+        Command::Perplexity(args) => perplexity::run(args, &g),
     }
 }
 

@@ -61,7 +61,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     }
     let probe = hw::probe((!args.no_bandwidth).then_some(&cfg))?;
     let out = ProbeOutput {
-        build: BuildInfo::current(&super::runtime_options()),
+        build: BuildInfo::current(&super::runtime_options(g)),
         probe,
     };
     if g.json {

@@ -34,10 +34,6 @@ pub struct Args {
     /// training context.
     #[arg(long, short = 'c', value_parser = ctx_arg)]
     pub ctx: Option<u32>,
-    /// KV cache type: f32, f16, bf16, q8_0 or q4_0. Default: what boyd's runtime allocates on
-    /// the hardware's backend (f32 on a CPU, f16 on a GPU).
-    #[arg(long)]
-    pub kv_dtype: Option<String>,
     /// Hardware: a preset from models/hardware.toml (h200, rtx-4090, m3-max, …) or `this`
     /// (this machine's RAM, with its calibration profile when `boyd validate` has written one).
     #[arg(long, default_value = "this")]
@@ -106,7 +102,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         model: model.clone(),
         quant: args.quant.clone(),
         ctx: args.ctx,
-        kv_dtype: args.kv_dtype.clone(),
+        kv_dtype: g.kv_dtype.map(|k| k.name().to_owned()),
         hw: args.hw.clone(),
         mem_gib: args.mem_gib,
         ubatch: args.batch,

@@ -46,10 +46,7 @@ pub fn run(args: &Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         ),
     };
     // GPU clusters: f16 unless asked otherwise (what boyd's runtime allocates on a GPU).
-    let kv = match &args.kv_dtype {
-        Some(k) => KvDtype::parse(k)?,
-        None => KvDtype::F16,
-    };
+    let kv = g.kv_dtype.unwrap_or(KvDtype::F16);
     let ctx = args
         .ctx
         .unwrap_or(default_ctx.min(arch.context_length).max(1));

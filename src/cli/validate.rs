@@ -142,7 +142,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         bandwidth: bw,
         seed: 42,
         measured_at: crate::agent::rundir::utc_timestamp(),
-        runtime: super::runtime_options(),
+        runtime: super::runtime_options(g),
     };
     if let Some(w) = crate::measure::bench::BuildInfo::current(&cfg.runtime)
         .warnings()

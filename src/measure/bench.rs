@@ -131,6 +131,8 @@ pub struct BuildInfo {
     pub kernels: &'static str,
     /// The decoder engine (`BOYD_ENGINE`: `auto`, `native`, `candle`).
     pub engine: &'static str,
+    /// The native engine's KV cache type (`--kv-dtype`).
+    pub kv_dtype: &'static str,
 }
 
 impl BuildInfo {
@@ -177,6 +179,7 @@ impl BuildInfo {
             features,
             kernels: crate::kernels::cpu::Kernels::get_for(rt.kernels).name,
             engine: rt.engine.as_str(),
+            kv_dtype: rt.kv_dtype.name(),
         }
     }
 

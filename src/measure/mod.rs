@@ -6,6 +6,7 @@
 //!   the kernel's RSS.
 //! - [`compare`]: predicted | measured | error rows; [`calibrate`]: fits the speed model's
 //!   constants to the measurements.
+//! - [`perplexity`]: sliding-window perplexity over a text (the numerics guard).
 //! - [`validate`]: runs it all on one model and device into one [`report::ValidateReport`],
 //!   which [`svg`] plots.
 
@@ -14,6 +15,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod memory;
+pub mod perplexity;
 pub mod report;
 pub mod svg;
 pub mod validate;

@@ -37,7 +37,7 @@ use crate::sizing::profile::PROFILE_VERSION;
 use crate::sizing::Backend;
 use crate::sizing::{
     self, compute_buffers, kv_cache, throughput, weights, ArchParams, ComputeLayout, Hardware,
-    Input, Profile, SizingError, WeightBytes, Weights,
+    Input, KvDtype, Profile, SizingError, WeightBytes, Weights,
 };
 use crate::units::{Bytes, BytesPerSec};
 
@@ -189,16 +189,14 @@ pub fn rope_table_bytes(arch: &ArchParams) -> u64 {
     u64::from(arch.context_length) * u64::from(arch.head_dim) * 4
 }
 
-fn kv_bytes(arch: &ArchParams, hw: &Hardware, depth: usize) -> Result<u64, SizingError> {
+fn kv_bytes(arch: &ArchParams, kv: KvDtype, depth: usize) -> Result<u64, SizingError> {
     if depth == 0 {
         return Ok(0);
     }
-    Ok(kv_cache(arch, hw.backend.runtime_kv_dtype(), depth as u32)?
-        .total
-        .0)
+    Ok(kv_cache(arch, kv, depth as u32)?.total.0)
 }
 
-fn input(arch: &ArchParams, w: &WeightBytes, hw: &Hardware, ctx: usize) -> Input {
+fn input(arch: &ArchParams, w: &WeightBytes, kv: KvDtype, ctx: usize) -> Input {
     Input {
         arch: arch.clone(),
         weights: Weights::Exact {
@@ -206,7 +204,7 @@ fn input(arch: &ArchParams, w: &WeightBytes, hw: &Hardware, ctx: usize) -> Input
             label: String::new(),
         },
         ctx: ctx.max(1) as u32,
-        kv_dtype: hw.backend.runtime_kv_dtype(),
+        kv_dtype: kv,
         ubatch: PREFILL_CHUNK as u32,
     }
 }
@@ -216,18 +214,12 @@ fn predict_decode(
     arch: &ArchParams,
     w: &WeightBytes,
     hw: &Hardware,
+    kv: KvDtype,
     depth: usize,
     n: usize,
 ) -> Result<f64, SizingError> {
     let ctx = mid_depth(depth, n).max(1) as u32;
-    let s = throughput::speed(
-        arch,
-        w,
-        hw.backend.runtime_kv_dtype(),
-        ctx,
-        PREFILL_CHUNK as u32,
-        hw,
-    )?;
+    let s = throughput::speed(arch, w, kv, ctx, PREFILL_CHUNK as u32, hw)?;
     Ok(s.decode_at_ctx.0)
 }
 
@@ -236,16 +228,10 @@ fn predict_prefill(
     arch: &ArchParams,
     w: &WeightBytes,
     hw: &Hardware,
+    kv: KvDtype,
     n: usize,
 ) -> Result<f64, SizingError> {
-    let s = throughput::speed(
-        arch,
-        w,
-        hw.backend.runtime_kv_dtype(),
-        n.max(1) as u32,
-        PREFILL_CHUNK as u32,
-        hw,
-    )?;
+    let s = throughput::speed(arch, w, kv, n.max(1) as u32, PREFILL_CHUNK as u32, hw)?;
     Ok(s.prefill.0)
 }
 
@@ -322,6 +308,7 @@ pub fn validate(
     // Predict the activations of the engine that really runs (the options may pick candle on
     // the CPU), with the worker threads it really has.
     let engine = decoder.engine_name();
+    let kv_dtype = decoder.kv_dtype();
     hw0.compute_layout = ComputeLayout::from_engine_name(&engine).unwrap_or(hw0.compute_layout);
     if hw0.compute_layout == ComputeLayout::Native {
         hw0.threads = Some(u32::try_from(rayon::current_num_threads()).unwrap_or(u32::MAX));
@@ -418,7 +405,7 @@ pub fn validate(
         readings.extend(device_reading(&meter, format!("kv @ d{d}")));
         kv.push(KvPoint {
             depth: d,
-            predicted: Bytes(kv_bytes(&arch, hw0, d)?),
+            predicted: Bytes(kv_bytes(&arch, kv_dtype, d)?),
             cache_used: Bytes(session.cache().used_bytes()),
             cache_allocated: Bytes(session.cache().allocated_bytes()),
             measured: sub(meter.used(&s), used_empty),
@@ -481,7 +468,7 @@ pub fn validate(
     let mut hw_before = hw0.clone();
     hw_before.bandwidth = bandwidth.best;
     let total_ctx = positions;
-    let est = sizing::estimate(&input(&arch, &wbytes, &hw_before, total_ctx), &hw_before)?;
+    let est = sizing::estimate(&input(&arch, &wbytes, kv_dtype, total_ctx), &hw_before)?;
     let overhead_predicted = est.memory.overhead;
     let ctx_bytes = context_overhead
         .as_ref()
@@ -536,7 +523,7 @@ pub fn validate(
     };
 
     let wbpt = throughput::weight_bytes_per_token(&arch, &wbytes)? as f64;
-    let kv_per_token = kv_bytes(&arch, hw0, 1)? as f64;
+    let kv_per_token = kv_bytes(&arch, kv_dtype, 1)? as f64;
     let mut points = Vec::new();
     let mut pp_record = None;
     for r in &speed {
@@ -555,7 +542,7 @@ pub fn validate(
     let pp_speed = throughput::speed(
         &arch,
         &wbytes,
-        hw0.backend.runtime_kv_dtype(),
+        kv_dtype,
         cfg.n_prompt as u32,
         PREFILL_CHUNK as u32,
         &hw_before,
@@ -608,8 +595,8 @@ pub fn validate(
                 bandwidth_fraction: Some(bpt * r.mean_tps / bandwidth.best.0),
                 measured: r.mean_tps,
                 sd: r.sd_tps,
-                predicted_before: predict_decode(&arch, &wbytes, &hw_before, depth, n)?,
-                predicted_after: predict_decode(&arch, &wbytes, &hw_after, depth, n)?,
+                predicted_before: predict_decode(&arch, &wbytes, &hw_before, kv_dtype, depth, n)?,
+                predicted_after: predict_decode(&arch, &wbytes, &hw_after, kv_dtype, depth, n)?,
             });
         }
     }
@@ -620,15 +607,15 @@ pub fn validate(
         bandwidth_fraction: None,
         measured: pp_tps,
         sd: pp_record.map_or(0.0, |r| r.sd_tps),
-        predicted_before: predict_prefill(&arch, &wbytes, &hw_before, cfg.n_prompt)?,
-        predicted_after: predict_prefill(&arch, &wbytes, &hw_after, cfg.n_prompt)?,
+        predicted_before: predict_prefill(&arch, &wbytes, &hw_before, kv_dtype, cfg.n_prompt)?,
+        predicted_after: predict_prefill(&arch, &wbytes, &hw_after, kv_dtype, cfg.n_prompt)?,
     };
 
     let mut memory_curve = Vec::new();
     let top = positions.max(1024);
     for i in 0..=16usize {
         let ctx = (top * i / 16).max(1);
-        let e = sizing::estimate(&input(&arch, &wbytes, &hw_before, ctx), &hw_before)?;
+        let e = sizing::estimate(&input(&arch, &wbytes, kv_dtype, ctx), &hw_before)?;
         let w = e.memory.weights.0 + e.memory.embedding_copy.0 + rope;
         memory_curve.push(MemoryCurvePoint {
             ctx,
@@ -645,8 +632,10 @@ pub fn validate(
         let depth = max_depth * i / 16;
         decode_curve.push(DecodeCurvePoint {
             depth,
-            predicted_before: predict_decode(&arch, &wbytes, &hw_before, depth, cfg.n_gen)?,
-            predicted_after: predict_decode(&arch, &wbytes, &hw_after, depth, cfg.n_gen)?,
+            predicted_before: predict_decode(
+                &arch, &wbytes, &hw_before, kv_dtype, depth, cfg.n_gen,
+            )?,
+            predicted_after: predict_decode(&arch, &wbytes, &hw_after, kv_dtype, depth, cfg.n_gen)?,
         });
     }
 

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use candle_core::quantized::{ggml_file::qtensor_from_ggml, GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 
+use crate::kernels::cpu::KvType;
 use crate::runtime::block::{
     shaped_tensor, BlockSpec, LayerWeights, MatrixTensor, VectorTensor, WeightSource,
 };
@@ -31,7 +32,7 @@ use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
 use crate::runtime::native::{self, NativeModel};
 use crate::runtime::options::RuntimeOptions;
-use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType};
+use crate::sizing::{ArchParams, Architecture, ComputeLayout, GgmlType, KvDtype};
 
 /// Errors building or running the decoder.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +65,16 @@ pub enum DecoderError {
     /// A candle error while loading or computing.
     #[error("tensor computation failed: {0}")]
     Candle(#[from] candle_core::Error),
+    /// The engine cannot keep its KV cache in the type asked for.
+    #[error(
+        "KV cache type {dtype} is not available here: {why}; use --kv-dtype f16 (the default)"
+    )]
+    KvDtype {
+        /// The type asked for.
+        dtype: KvDtype,
+        /// Why not.
+        why: &'static str,
+    },
 }
 
 type Result<T> = std::result::Result<T, DecoderError>;
@@ -250,6 +261,8 @@ pub struct Decoder {
     /// Positions the RoPE table covers (caps the KV cache length).
     positions: usize,
     loaded: LoadedBytes,
+    /// The native engine's KV row type (`None`: the candle engine's tensors).
+    host_kv: Option<KvType>,
 }
 
 impl std::fmt::Debug for Decoder {
@@ -319,6 +332,16 @@ impl Decoder {
             EngineKind::Auto => device.is_cpu() && native::supports(file),
         };
         if native {
+            let host_kv = native::kv_type(opts.kv_dtype).ok_or(DecoderError::KvDtype {
+                dtype: opts.kv_dtype,
+                why: "the native CPU engine stores f32, f16 or q8_0",
+            })?;
+            if !host_kv.supports_dim(params.head_dim as usize) {
+                return Err(DecoderError::KvDtype {
+                    dtype: opts.kv_dtype,
+                    why: "q8_0 needs a head dim that is a multiple of 32",
+                });
+            }
             let mut loaded = 0u64;
             let model = NativeModel::load(file, &spec, positions, &mut loaded, opts)?;
             return Ok(Self {
@@ -330,6 +353,7 @@ impl Decoder {
                 loaded: LoadedBytes {
                     file_tensors: loaded,
                 },
+                host_kv: Some(host_kv),
             });
         }
         let mut l = Loader {
@@ -367,6 +391,7 @@ impl Decoder {
             }),
             positions,
             loaded,
+            host_kv: None,
         })
     }
 
@@ -393,6 +418,18 @@ impl Decoder {
         }
     }
 
+    /// The element type of the KV caches [`Decoder::new_cache`] makes: the one the options
+    /// chose on the native engine; f32 on the CPU and f16 on GPUs for candle's.
+    pub fn kv_dtype(&self) -> KvDtype {
+        match self.host_kv {
+            Some(KvType::F32) => KvDtype::F32,
+            Some(KvType::F16) => KvDtype::F16,
+            Some(KvType::Q8_0) => KvDtype::Q8_0,
+            None if self.device.is_cpu() => KvDtype::F32,
+            None => KvDtype::F16,
+        }
+    }
+
     /// A KV cache shaped for this model. `max_len` is capped at the context length.
     pub fn new_cache(&self, max_len: usize) -> KvCache {
         let dtype = if self.device.is_cpu() {
@@ -411,8 +448,8 @@ impl Decoder {
                 .min(self.params.context_length as usize)
                 .min(self.positions),
         };
-        if matches!(self.engine, Engine::Native(_)) {
-            return KvCache::new_host(cfg);
+        if let Some(ty) = self.host_kv {
+            return KvCache::new_host(cfg, ty);
         }
         KvCache::new(cfg, &self.device)
     }
@@ -439,6 +476,23 @@ impl Decoder {
         match &self.engine {
             Engine::Native(m) => m.forward(tokens, cache, false),
             Engine::Candle(m) => Ok(self.forward_candle(m, tokens, cache, false)?.to_vec1()?),
+        }
+    }
+
+    /// Logits of the last token (`vocab`) or of every token (`tokens × vocab`, row after row)
+    /// as a host vector.
+    pub fn forward_logits(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        all: bool,
+    ) -> Result<Vec<f32>> {
+        match &self.engine {
+            Engine::Native(m) => m.forward(tokens, cache, all),
+            Engine::Candle(m) => Ok(self
+                .forward_candle(m, tokens, cache, all)?
+                .flatten_all()?
+                .to_vec1()?),
         }
     }
 

@@ -18,7 +18,8 @@ use candle_core::Device;
 use crate::hw;
 use crate::runtime::gguf::{GgufError, GgufHeader};
 use crate::sizing::{
-    self, weights, Backend, Estimate, Hardware, Input, KvDtype, SizingError, DEFAULT_UBATCH,
+    self, weights, Backend, ComputeLayout, Estimate, Hardware, Input, KvDtype, SizingError,
+    DEFAULT_UBATCH,
 };
 use crate::units::Bytes;
 
@@ -138,12 +139,13 @@ pub fn decide(e: &Estimate, force: bool) -> Result<Fit, FitError> {
     }
 }
 
-/// The KV-cache type the runtime uses on `device` (f32 on the CPU, f16 on GPUs).
-pub fn runtime_kv_dtype(device: &Device) -> KvDtype {
-    if device.is_cpu() {
-        KvDtype::F32
-    } else {
-        KvDtype::F16
+/// The KV-cache type the runtime uses on `device` with the engine of `layout`: `chosen` on
+/// the native CPU engine; f32 for candle on the CPU, f16 on GPUs (see `Decoder::kv_dtype`).
+pub fn runtime_kv_dtype(layout: ComputeLayout, device: &Device, chosen: KvDtype) -> KvDtype {
+    match layout {
+        ComputeLayout::Native => chosen,
+        _ if device.is_cpu() => KvDtype::F32,
+        _ => KvDtype::F16,
     }
 }
 

@@ -6,12 +6,18 @@
 //! they grow by whole chunks (the copy happens once per chunk, not once per token), up to the
 //! model's context length.
 //!
+//! The native CPU engine's cache lives in host memory instead (`KvCache::new_host`), in one
+//! of the kernels' KV types (`f32`, `f16`, `q8_0`; see `kernels::cpu::kv`), with the same
+//! `[kv_head][capacity][row]` layout per layer.
+//!
 //! The numbers the sizing and measurement code read — `len`, `capacity`, `used_bytes`,
 //! `allocated_bytes` — come straight from this structure. A prefix "snapshot" is just a length:
 //! positions below it are never rewritten unless the cache is truncated below it, which
 //! `restore` checks.
 
 use candle_core::{DType, Device, Result, Tensor};
+
+use crate::kernels::cpu::{KvBuf, KvType};
 
 /// A marker for a cached prefix; `KvCache::restore` rolls back to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,11 +69,11 @@ pub struct KvCache {
     /// The length each truncation cut back to, in order; a snapshot taken after `epoch`
     /// cuts stays valid while every later cut kept its positions.
     cuts: Vec<usize>,
-    /// Host storage (`f32` vectors, same `[kv_head][capacity][dim]` layout) instead of
-    /// tensors: the native CPU engine's cache.
-    host: bool,
-    hk: Vec<Vec<f32>>,
-    hv: Vec<Vec<f32>>,
+    /// Host storage (rows of one KV type, same `[kv_head][capacity][row]` layout) instead
+    /// of tensors: the native CPU engine's cache.
+    host: Option<KvType>,
+    hk: Vec<KvBuf>,
+    hv: Vec<KvBuf>,
 }
 
 impl KvCache {
@@ -81,24 +87,41 @@ impl KvCache {
             len: 0,
             capacity: 0,
             cuts: Vec::new(),
-            host: false,
+            host: None,
             hk: Vec::new(),
             hv: Vec::new(),
         }
     }
 
-    /// An empty cache in host memory (`f32`, whatever `cfg.dtype` says), for the native CPU
-    /// engine, which reads and writes it as slices.
-    pub fn new_host(mut cfg: KvConfig) -> Self {
+    /// An empty cache in host memory with rows of `ty` (whatever `cfg.dtype` says), for the
+    /// native CPU engine, which reads and writes it as rows. When `ty` cannot store the head
+    /// dims (`q8_0` needs multiples of 32; the decoder refuses that at load) the rows are
+    /// `f32`, with a warning.
+    pub fn new_host(mut cfg: KvConfig, ty: KvType) -> Self {
+        let ty = if ty.supports_dim(cfg.head_dim_k) && ty.supports_dim(cfg.head_dim_v) {
+            ty
+        } else {
+            tracing::warn!(
+                "a {ty:?} KV cache cannot hold head dims {}/{}; using f32",
+                cfg.head_dim_k,
+                cfg.head_dim_v
+            );
+            KvType::F32
+        };
         cfg.dtype = DType::F32;
         Self {
-            host: true,
+            host: Some(ty),
             ..Self::new(cfg, &Device::Cpu)
         }
     }
 
     /// Whether this is a host cache.
     pub fn is_host(&self) -> bool {
+        self.host.is_some()
+    }
+
+    /// The row type of a host cache.
+    pub fn host_type(&self) -> Option<KvType> {
         self.host
     }
 
@@ -106,19 +129,19 @@ impl KvCache {
         candle_core::Error::Msg("the KV cache holds tensors, not host buffers".into())
     }
 
-    /// K and V of `layer` as `[kv_head][capacity][dim]` slices (host caches only).
-    pub fn host_layer(&self, layer: usize) -> Result<(&[f32], &[f32])> {
+    /// K and V of `layer` as `[kv_head][capacity]` rows (host caches only).
+    pub fn host_layer(&self, layer: usize) -> Result<(&KvBuf, &KvBuf)> {
         match (self.host, self.hk.get(layer), self.hv.get(layer)) {
-            (true, Some(k), Some(v)) => Ok((k, v)),
+            (Some(_), Some(k), Some(v)) => Ok((k, v)),
             _ => Err(Self::not_host()),
         }
     }
 
     /// Mutable K and V of `layer` (host caches only); write positions `len..len + t` after
     /// `reserve(t)`, then `advance(t)`.
-    pub fn host_layer_mut(&mut self, layer: usize) -> Result<(&mut [f32], &mut [f32])> {
+    pub fn host_layer_mut(&mut self, layer: usize) -> Result<(&mut KvBuf, &mut KvBuf)> {
         match (self.host, self.hk.get_mut(layer), self.hv.get_mut(layer)) {
-            (true, Some(k), Some(v)) => Ok((k, v)),
+            (Some(_), Some(k), Some(v)) => Ok((k, v)),
             _ => Err(Self::not_host()),
         }
     }
@@ -150,12 +173,16 @@ impl KvCache {
 
     /// Bytes of one position across all layers, K and V.
     pub fn bytes_per_token(&self) -> u64 {
-        let per_layer = self.cfg.n_kv_heads * (self.cfg.head_dim_k + self.cfg.head_dim_v);
-        (self.cfg.n_layers * per_layer * self.cfg.dtype.size_in_bytes()) as u64
+        let c = &self.cfg;
+        let per_head = match self.host {
+            Some(ty) => ty.row_bytes(c.head_dim_k) + ty.row_bytes(c.head_dim_v),
+            None => (c.head_dim_k + c.head_dim_v) * c.dtype.size_in_bytes(),
+        };
+        (c.n_layers * c.n_kv_heads * per_head) as u64
     }
 
     /// Bytes holding the stored positions: 2 × layers × kv heads × head dim × len × elem size
-    /// (with K and V dims summed when they differ).
+    /// (with K and V dims summed when they differ; a `q8_0` row is 34 bytes per 32 values).
     pub fn used_bytes(&self) -> u64 {
         self.bytes_per_token() * self.len as u64
     }
@@ -187,15 +214,14 @@ impl KvCache {
             self.cfg.head_dim_k,
             self.cfg.head_dim_v,
         );
-        if self.host {
+        if let Some(ty) = self.host {
             let old = self.capacity;
-            let grow = |bufs: &mut Vec<Vec<f32>>, d: usize| {
+            let grow = |bufs: &mut Vec<KvBuf>, d: usize| {
                 for layer in 0..self.cfg.n_layers {
-                    let mut nb = vec![0f32; h * new_cap * d];
+                    let mut nb = KvBuf::zeros(ty, h * new_cap, d);
                     if let Some(ob) = bufs.get(layer) {
                         for g in 0..h {
-                            nb[g * new_cap * d..(g * new_cap + self.len) * d]
-                                .copy_from_slice(&ob[g * old * d..(g * old + self.len) * d]);
+                            nb.copy_rows(g * new_cap, ob, g * old, self.len, d);
                         }
                     }
                     if layer < bufs.len() {
@@ -232,7 +258,7 @@ impl KvCache {
     /// `len..len + t` and return views of positions `0..len + t`. Call `reserve(t)` first and
     /// `advance(t)` after every layer has been written.
     pub fn write(&mut self, layer: usize, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor)> {
-        if self.host {
+        if self.host.is_some() {
             candle_core::bail!(
                 "the KV cache holds host buffers; tensor writes need a tensor cache"
             );
@@ -357,6 +383,77 @@ mod tests {
         assert!(c.reserve(5).is_err());
         assert_eq!(c.len(), 60);
         Ok(())
+    }
+
+    /// Write `t` positions of value `fill` (K) and `-fill` (V) into a host cache.
+    fn host_step(c: &mut KvCache, t: usize, fill: f32) -> Result<()> {
+        c.reserve(t)?;
+        let (cap, len, k) = (c.capacity(), c.len(), crate::kernels::cpu::Kernels::get());
+        for layer in 0..3 {
+            let (kb, vb) = c.host_layer_mut(layer)?;
+            for g in 0..2 {
+                for i in 0..t {
+                    kb.store_row(g * cap + len + i, &[fill; 32], k);
+                    vb.store_row(g * cap + len + i, &[-fill; 32], k);
+                }
+            }
+        }
+        c.advance(t);
+        Ok(())
+    }
+
+    fn host_cfg() -> KvConfig {
+        KvConfig {
+            head_dim_k: 32,
+            head_dim_v: 32,
+            ..cfg()
+        }
+    }
+
+    #[test]
+    fn host_used_bytes_follow_the_row_type() -> Result<()> {
+        // 3 layers x 2 heads x (K + V) rows of 32 values per position.
+        for (ty, row) in [(KvType::F32, 128), (KvType::F16, 64), (KvType::Q8_0, 34)] {
+            let mut c = KvCache::new_host(host_cfg(), ty);
+            assert_eq!(c.host_type(), Some(ty));
+            host_step(&mut c, 5, 1.0)?;
+            assert_eq!(c.used_bytes(), 3 * 2 * 2 * row * 5, "{ty:?}");
+            assert_eq!(c.allocated_bytes(), 3 * 2 * 2 * row * 8, "{ty:?}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn host_caches_grow_and_keep_their_rows_in_every_type() -> Result<()> {
+        for ty in [KvType::F32, KvType::F16, KvType::Q8_0] {
+            let mut c = KvCache::new_host(host_cfg(), ty);
+            host_step(&mut c, 6, 1.5)?;
+            host_step(&mut c, 5, -0.25)?;
+            assert_eq!((c.len(), c.capacity()), (11, 16));
+            let cap = c.capacity();
+            let (kb, vb) = c.host_layer(2)?;
+            let mut row = [0f32; 32];
+            // q8_0 keeps 127 · f16(want / 127): within 0.1 %.
+            let near = |row: &[f32; 32], want: f32| row.iter().all(|x| (x - want).abs() <= 1e-3);
+            for (pos, want) in [(0, 1.5f32), (5, 1.5), (6, -0.25), (10, -0.25)] {
+                kb.rows(cap, 11, 32).dequantize(pos, &mut row);
+                assert!(near(&row, want), "{ty:?} K head 1 position {pos}: {row:?}");
+                vb.rows(cap, 11, 32).dequantize(pos, &mut row);
+                assert!(near(&row, -want), "{ty:?} V head 1 position {pos}: {row:?}");
+            }
+            // Truncation and snapshots mean positions, whatever the row type.
+            let snap = c.snapshot();
+            host_step(&mut c, 2, 3.0)?;
+            c.restore(snap)?;
+            assert_eq!(c.len(), 11);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_q8_0_host_cache_of_odd_head_dims_falls_back_to_f32() {
+        let c = KvCache::new_host(cfg(), KvType::Q8_0);
+        assert_eq!(c.host_type(), Some(KvType::F32));
     }
 
     #[test]

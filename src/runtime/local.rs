@@ -234,7 +234,8 @@ fn check_fit(
     if device.is_cpu() {
         hw = hw.with_threads(rayon::current_num_threads());
     }
-    let e = match fit::estimate(&file.header, ctx, fit::runtime_kv_dtype(device), &hw) {
+    let kv = fit::runtime_kv_dtype(hw.compute_layout, device, opts.runtime.kv_dtype);
+    let e = match fit::estimate(&file.header, ctx, kv, &hw) {
         Err(FitError::Unsizable(e)) if opts.force => {
             tracing::warn!("cannot size the model ({e}); loading anyway (--force)");
             return Ok(());

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::kernels::cpu::{Acts, Kernels, QMatrix, QType};
+use crate::kernels::cpu::{Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
     shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,
 };
@@ -24,7 +24,7 @@ use crate::runtime::decoder::DecoderError;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
 use crate::runtime::kv_cache::KvCache;
 use crate::runtime::options::{EngineProfile, ProfileSink, RuntimeOptions};
-use crate::sizing::GgmlType;
+use crate::sizing::{GgmlType, KvDtype};
 
 type Result<T> = std::result::Result<T, DecoderError>;
 
@@ -54,6 +54,16 @@ pub fn kernel_type(t: GgmlType) -> Option<QType> {
         G::Q6_K => QType::Q6_K,
         _ => return None,
     })
+}
+
+/// The kernels' KV row type for a KV cache type, when the native engine stores it.
+pub fn kv_type(t: KvDtype) -> Option<KvType> {
+    match t {
+        KvDtype::F32 => Some(KvType::F32),
+        KvDtype::F16 => Some(KvType::F16),
+        KvDtype::Q8_0 => Some(KvType::Q8_0),
+        KvDtype::Bf16 | KvDtype::Q4_0 => None,
+    }
 }
 
 /// Q/K/V (or gate/up) as one fused matrix when the formats agree, else separately.
@@ -388,16 +398,16 @@ impl NativeModel {
                 self.rope
                     .rotate(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
             }
-            // Append K/V: the cache is [kv_head][capacity][head_dim] per layer.
+            // Append K/V: the cache is [kv_head][capacity] rows of head_dim per layer, stored
+            // in the cache's type (converted or quantized here).
             {
                 let (kc, vc) = cache.host_layer_mut(li)?;
                 for i in 0..t {
                     for g in 0..nkv {
-                        let at = (g * cap + pos + i) * hd;
-                        kc[at..at + hd]
-                            .copy_from_slice(&s.k[(i * nkv + g) * hd..(i * nkv + g + 1) * hd]);
-                        vc[at..at + hd]
-                            .copy_from_slice(&s.v[(i * nkv + g) * hd..(i * nkv + g + 1) * hd]);
+                        let row = g * cap + pos + i;
+                        let at = (i * nkv + g) * hd;
+                        kc.store_row(row, &s.k[at..at + hd], k);
+                        vc.store_row(row, &s.v[at..at + hd], k);
                     }
                 }
             }
@@ -411,13 +421,12 @@ impl NativeModel {
                 let qpos = pos + i;
                 let start = window.map_or(0, |w| (qpos + 1).saturating_sub(w));
                 let qv = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
-                let kbase = g * cap * hd;
-                let (lo, hi) = (kbase + start * hd, kbase + (qpos + 1) * hd);
-                k.attend(
+                let (first, n) = (g * cap + start, qpos + 1 - start);
+                k.attend_kv(
                     qv,
-                    &kc[lo..hi],
-                    &vc[lo..hi],
-                    qpos + 1 - start,
+                    kc.rows(first, n, hd),
+                    vc.rows(first, n, hd),
+                    n,
                     scale,
                     scores,
                     out,

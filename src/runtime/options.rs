@@ -12,6 +12,10 @@ use std::sync::Arc;
 use crate::kernels::cpu::KernelChoice;
 use crate::runtime::decoder::EngineKind;
 use crate::runtime::session::PREFILL_CHUNK;
+use crate::sizing::KvDtype;
+
+/// The native engine's KV cache type unless the caller picks one (`--kv-dtype`).
+pub const DEFAULT_KV_DTYPE: KvDtype = KvDtype::F16;
 
 /// Environment variable choosing the engine: `candle`, `native` or `auto`.
 pub const ENGINE_ENV: &str = "BOYD_ENGINE";
@@ -77,6 +81,9 @@ pub struct RuntimeOptions {
     pub profile: Option<ProfileSink>,
     /// Run the tokens an output constraint forces in one batched pass (default on).
     pub fast_forward: bool,
+    /// Element type of the native engine's KV cache: `f16` (the default), `f32` or `q8_0`
+    /// (the candle engine keeps `f32` on the CPU and `f16` on GPUs).
+    pub kv_dtype: KvDtype,
 }
 
 impl Default for RuntimeOptions {
@@ -87,6 +94,7 @@ impl Default for RuntimeOptions {
             prefill_chunk: PREFILL_CHUNK,
             profile: None,
             fast_forward: true,
+            kv_dtype: DEFAULT_KV_DTYPE,
         }
     }
 }
@@ -110,6 +118,7 @@ impl RuntimeOptions {
             prefill_chunk: prefill_chunk_from_env(),
             profile: None,
             fast_forward: std::env::var(FAST_FORWARD_ENV).map_or(true, |v| v != "0"),
+            kv_dtype: DEFAULT_KV_DTYPE,
         }
     }
 
@@ -180,5 +189,6 @@ mod tests {
         assert_eq!(o.kernels, KernelChoice::Auto);
         assert_eq!(o.prefill_chunk, PREFILL_CHUNK);
         assert!(o.profile.is_none());
+        assert_eq!(o.kv_dtype, KvDtype::F16);
     }
 }

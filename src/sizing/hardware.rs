@@ -289,12 +289,13 @@ impl Backend {
         EmbeddingPolicy::AsStored
     }
 
-    /// The KV cache type boyd's runtime allocates on this backend (`Decoder::new_cache`):
-    /// f32 on the CPU, f16 on GPUs.
+    /// The KV cache type boyd's runtime allocates on this backend by default
+    /// (`Decoder::new_cache`): f16 everywhere (the native CPU engine's default; `--kv-dtype`
+    /// picks f32 or q8_0 there). Only candle's CPU engine keeps f32, which
+    /// `runtime::fit::runtime_kv_dtype` accounts for.
     pub fn runtime_kv_dtype(self) -> KvDtype {
         match self {
-            Self::Cpu => KvDtype::F32,
-            Self::Cuda | Self::Metal => KvDtype::F16,
+            Self::Cpu | Self::Cuda | Self::Metal => KvDtype::F16,
         }
     }
 
@@ -684,7 +685,7 @@ mod tests {
         for b in [Backend::Cpu, Backend::Cuda, Backend::Metal] {
             assert_eq!(b.embedding_policy(), EmbeddingPolicy::AsStored);
         }
-        assert_eq!(Backend::Cpu.runtime_kv_dtype(), KvDtype::F32);
+        assert_eq!(Backend::Cpu.runtime_kv_dtype(), KvDtype::F16);
         assert_eq!(Backend::Cuda.runtime_kv_dtype(), KvDtype::F16);
         assert_eq!(Backend::Metal.runtime_kv_dtype(), KvDtype::F16);
     }

@@ -9,10 +9,11 @@ use std::path::Path;
 use boyd::lm::CancelToken;
 use boyd::runtime::decoder::{Decoder, EngineKind};
 use boyd::runtime::gguf::GgufFile;
+use boyd::runtime::options::RuntimeOptions;
 use boyd::runtime::reference::Reference;
 use boyd::runtime::session::{Flow, GenOptions, Session};
 use boyd::runtime::synth::{self, SynthSpec};
-use boyd::sizing::{Architecture, GgmlType};
+use boyd::sizing::{Architecture, GgmlType, KvDtype};
 use candle_core::Device;
 use rand::{Rng, SeedableRng};
 
@@ -187,7 +188,8 @@ fn kv_used_bytes_matches_the_formula() {
     let mut s = Session::new(Decoder::load(&mut f, &Device::Cpu).expect("load"), 512);
     let toks = prompt(320, 37, 3);
     s.prefill(&toks).expect("prefill");
-    let expect = 2 * spec.n_layers as u64 * spec.n_kv_heads as u64 * spec.head_dim as u64 * 37 * 4;
+    // The native engine's default KV cache is f16: 2 bytes a value.
+    let expect = 2 * spec.n_layers as u64 * spec.n_kv_heads as u64 * spec.head_dim as u64 * 37 * 2;
     assert_eq!(s.cache().len(), 37);
     assert_eq!(s.cache().used_bytes(), expect);
 }
@@ -278,7 +280,13 @@ fn engine_logits(
     tokens: &[u32],
 ) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, String) {
     let mut f = GgufFile::open(path).expect("open");
-    let d = Decoder::load_with(&mut f, &Device::Cpu, usize::MAX, engine).expect("load");
+    // An f32 KV cache on both engines: these tests hold the engines' arithmetic together
+    // (the KV types are held to f32 in `kv_dtype.rs`).
+    let opts = RuntimeOptions {
+        kv_dtype: KvDtype::F32,
+        ..RuntimeOptions::with_engine(engine)
+    };
+    let d = Decoder::load_with_options(&mut f, &Device::Cpu, usize::MAX, &opts).expect("load");
     let name = d.engine_name();
     let mut s = Session::new(d, 1024);
     let stepwise: Vec<Vec<f32>> = tokens.iter().map(|&t| s.step(t).expect("step")).collect();

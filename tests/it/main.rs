@@ -14,6 +14,7 @@ mod decoder;
 mod fuzz_corpus;
 mod gguf;
 mod kernels;
+mod kv_dtype;
 mod measure;
 mod ooda;
 mod ooda_cli;

@@ -184,6 +184,7 @@ fn sample_report() -> ValidateReport {
         features: vec![],
         kernels: "avx2",
         engine: "auto",
+        kv_dtype: "f16",
     };
     let host = HostInfo {
         cpu: "Test CPU".into(),

@@ -242,7 +242,8 @@ mod tests {
         );
         assert_eq!(list["properties"]["recursive"]["type"], "boolean");
         assert!(
-            tools.get("calculator").expect("test value").args_schema()["properties"]["expression"].is_object()
+            tools.get("calculator").expect("test value").args_schema()["properties"]["expression"]
+                .is_object()
         );
     }
 

@@ -22,7 +22,7 @@ use super::QType;
 /// the one-row loops was the running offset sum, so every block waited for the previous one
 /// (a 2x slowdown measured on `Q8_0`). `vpbroadcastw` writes the whole register.
 #[inline(always)]
-unsafe fn f16c(p: *const u8, at: usize) -> f32 {
+pub(super) unsafe fn f16c(p: *const u8, at: usize) -> f32 {
     let x: __m128;
     std::arch::asm!(
         "vpbroadcastw {x}, word ptr [{p}]",
@@ -35,7 +35,7 @@ unsafe fn f16c(p: *const u8, at: usize) -> f32 {
 }
 
 #[inline(always)]
-unsafe fn hsum(v: __m256) -> f32 {
+pub(super) unsafe fn hsum(v: __m256) -> f32 {
     let lo = _mm256_castps256_ps128(v);
     let hi = _mm256_extractf128_ps(v, 1);
     let s = _mm_add_ps(lo, hi);
@@ -541,7 +541,7 @@ pub unsafe fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 /// with `n = round(x / ln 2)`, `|f| ≤ ln 2 / 2`, and a degree-6 Taylor polynomial for `e^f`
 /// (relative error about 1e-7). Inputs below −87 are clamped (e^−87 is still a normal float).
 #[inline(always)]
-unsafe fn exp_neg(x: __m256) -> __m256 {
+pub(super) unsafe fn exp_neg(x: __m256) -> __m256 {
     let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
     let n = _mm256_round_ps(
         _mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)),

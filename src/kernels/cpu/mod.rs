@@ -12,16 +12,20 @@
 //! multiplied with every token while it sits in cache.
 
 pub mod blocks;
+pub mod kv;
 pub mod panel;
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod avx2_kv;
 
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
 pub use blocks::{ActBlocks32, ActBlocksK, QK32, QK_K};
+pub use kv::{KvBuf, KvRows, KvType};
 pub use panel::{PackFn, Panel, PanelActs, PANEL_ROWS};
 
 /// The storage formats the kernels compute with.
