@@ -153,6 +153,20 @@ pub struct Usage {
     pub forced_tokens: usize,
 }
 
+impl Usage {
+    /// Add `u`'s counts and times (the cache readings `kv_bytes` and `context_used` are left).
+    pub fn add(&mut self, u: &Usage) {
+        self.prompt_tokens += u.prompt_tokens;
+        self.reused_tokens += u.reused_tokens;
+        self.prefilled_tokens += u.prefilled_tokens;
+        self.generated_tokens += u.generated_tokens;
+        self.prefill_s += u.prefill_s;
+        self.decode_s += u.decode_s;
+        self.decode_passes += u.decode_passes;
+        self.forced_tokens += u.forced_tokens;
+    }
+}
+
 /// A finished generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenOutput {

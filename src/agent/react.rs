@@ -394,6 +394,30 @@ pub fn run(
         let mut tool_s = 0.0;
         let mut fp: Option<String> = None;
         let mut finished: Option<StopReason> = None;
+        // A final answer (with valid arguments) is rewritten by the answer step, if any.
+        let answers = match &out.action {
+            Ok(Action::Final { .. }) => true,
+            Ok(Action::ToolCall { name, args }) => {
+                name == FINAL_ANSWER && FinalAnswer::answer_from_args(args).is_ok()
+            }
+            Err(_) => false,
+        };
+        let mut rewritten = if answers {
+            answer_step(
+                planner,
+                limits,
+                original_task,
+                &steps,
+                overview.as_deref(),
+                cancel,
+            )?
+        } else {
+            None
+        };
+        if let Some(o) = &rewritten {
+            totals.add(&o.usage);
+            usage.add(&o.usage);
+        }
         let (action, observation) = match out.action {
             Err(parse_err) => {
                 parse_failures += 1;
@@ -410,21 +434,7 @@ pub fn run(
                 (None, obs)
             }
             Ok(Action::Final { answer: a }) => {
-                let a = match answer_step(
-                    planner,
-                    limits,
-                    original_task,
-                    &steps,
-                    overview.as_deref(),
-                    cancel,
-                )? {
-                    Some(o) => {
-                        totals.add(&o.usage);
-                        add_usage(&mut usage, &o.usage);
-                        o.answer
-                    }
-                    None => a,
-                };
+                let a = rewritten.take().map_or(a, |o| o.answer);
                 finished = Some(StopReason::Completed);
                 answer = Some(a.clone());
                 let obs = Observation::new(ObservationKind::Final, a.clone());
@@ -433,21 +443,7 @@ pub fn run(
             Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
                 match FinalAnswer::answer_from_args(&args) {
                     Ok(a) => {
-                        let a = match answer_step(
-                            planner,
-                            limits,
-                            original_task,
-                            &steps,
-                            overview.as_deref(),
-                            cancel,
-                        )? {
-                            Some(o) => {
-                                totals.add(&o.usage);
-                                add_usage(&mut usage, &o.usage);
-                                o.answer
-                            }
-                            None => a,
-                        };
+                        let a = rewritten.take().map_or(a, |o| o.answer);
                         finished = Some(StopReason::Completed);
                         answer = Some(a.clone());
                         (
@@ -700,17 +696,6 @@ fn answer_step(
     }
 }
 
-fn add_usage(to: &mut Usage, u: &Usage) {
-    to.prompt_tokens += u.prompt_tokens;
-    to.reused_tokens += u.reused_tokens;
-    to.prefilled_tokens += u.prefilled_tokens;
-    to.generated_tokens += u.generated_tokens;
-    to.prefill_s += u.prefill_s;
-    to.decode_s += u.decode_s;
-    to.decode_passes += u.decode_passes;
-    to.forced_tokens += u.forced_tokens;
-}
-
 fn stuck_message(count: usize) -> String {
     format!("System guard: you chose the same action {count} times; the run stops as stuck.")
 }
@@ -719,7 +704,7 @@ fn stuck_message(count: usize) -> String {
 pub fn total_usage(steps: &[Step]) -> Usage {
     let mut u = Usage::default();
     for s in steps {
-        add_usage(&mut u, &s.usage);
+        u.add(&s.usage);
     }
     u
 }

@@ -810,6 +810,17 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
     assert!(answer_req.constraint.is_none());
     assert_eq!(answer_req.stop, vec!["\n".to_string()]);
     assert!(answer_req.messages[1].content.contains("[3] calculator"));
+    // What the fake model prefilled for the answer step: its prompt past the common prefix.
+    let answer_req_prefilled = {
+        let prompt = template(&answer_req.messages);
+        let last = template(&lm.requests[lm.requests.len() - 1].messages) + replies[4] + "<|end|>";
+        let common = last
+            .chars()
+            .zip(prompt.chars())
+            .take_while(|(a, b)| a == b)
+            .count();
+        prompt.chars().count() - common
+    };
     for k in 1..lm.requests.len() {
         let prev = &lm.requests[k - 1].messages;
         let cur = &lm.requests[k].messages;
@@ -828,9 +839,15 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
         );
         // only the new observation message and the assistant header are prefilled
         let new_part = format!("<|user|>{}<|end|><|assistant|>", cur[cur.len() - 1].content);
+        // The last step's usage also holds its answer step's request (a fresh prompt).
+        let answer_part = if k + 1 == steps.len() {
+            answer_req_prefilled
+        } else {
+            0
+        };
         assert_eq!(
             steps[k].usage.prefilled_tokens,
-            new_part.chars().count(),
+            new_part.chars().count() + answer_part,
             "step {}",
             k + 1
         );
@@ -848,7 +865,8 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
             .collect();
         // read_blob is offered only once an observation was condensed into a blob; the first
         // step must call a tool before it may answer.
-        let mut expected = tools.without("read_blob").names();
+        let offered = tools.without("read_blob");
+        let mut expected = offered.names();
         if std::ptr::eq(r, &lm.requests[0]) {
             expected.retain(|n| *n != "final_answer");
         }
