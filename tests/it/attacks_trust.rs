@@ -981,6 +981,7 @@ fn intent(id: u64) -> AuditEvent {
         irreversible: false,
         approval: None,
         implicit: false,
+        why: None,
     }
 }
 

@@ -211,6 +211,7 @@ fn audit_fixture() -> AuditFixture {
             irreversible: false,
             approval: None,
             implicit: false,
+            why: None,
         },
         AuditEvent::Outcome {
             action_id: 1,
@@ -229,6 +230,7 @@ fn audit_fixture() -> AuditFixture {
             irreversible: true,
             approval: Some("ab".repeat(32)),
             implicit: false,
+            why: None,
         },
         AuditEvent::Terminal {
             state: "completed".into(),

@@ -1226,6 +1226,7 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
                 irreversible: false,
                 approval: None,
                 implicit: false,
+                why: None,
             },
             true,
         )

@@ -335,3 +335,102 @@ fn a_file_the_run_reads_and_that_stays_the_same_does_not_pause() {
     assert_eq!(v["state"], "completed", "{v}");
     assert_eq!(v["counters"]["contradictions"], 0, "{v}");
 }
+
+/// Rule: Act logs the intent with a world-model snapshot before executing. The intent record
+/// names the snapshot by its SHA-256 (the file `worlds/<sha>.json` hashes to its name and holds
+/// the world the action was decided in), the chosen candidate, the alternatives with why each
+/// lost, and the reasoning; `boyd runs show` prints it under the action.
+#[test]
+fn an_intent_record_names_its_snapshot_and_runs_show_prints_why_the_action_ran() {
+    use boyd::agent::audit::{read_events, AuditEvent};
+    let lab = CliLab::new(&[]);
+    let task = "What is 6 * 7?";
+    let server = ScriptedServer::start(
+        vec![
+            json!({"candidates": [
+                {"thought": "multiply six by seven", "tool": "calculator", "args": {"expression": "6 * 7"}},
+                {"thought": "a tool that is not there", "tool": "no_such_tool", "args": {}},
+                {"thought": "guess", "tool": "final_answer", "args": {"answer": "41"}}
+            ]}),
+            proposal(&[("final_answer", json!({"answer": "42"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, task, &["--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (v, dir) = run_dir_of(&out);
+    assert_eq!(v["answer"], "42", "{v}");
+    let events = read_events(&dir).expect("audit");
+    let why = events
+        .iter()
+        .find_map(|r| match &r.event {
+            AuditEvent::Intent { tool, why, .. } if tool == "calculator" => why.clone(),
+            _ => None,
+        })
+        .expect("the calculator's intent carries why it ran");
+    // The snapshot it names exists, hashes to its name, and is the world of cycle 1.
+    let snap = dir
+        .join("worlds")
+        .join(format!("{}.json", why.world_sha256));
+    let bytes = std::fs::read(&snap).expect("the named snapshot exists");
+    assert_eq!(boyd::agent::condense::sha256_hex(&bytes), why.world_sha256);
+    let world: boyd::agent::ooda::world::WorldModel =
+        serde_json::from_slice(&bytes).expect("a world model");
+    assert_eq!(world.objective, task);
+    assert_eq!(world.loop_count, 1);
+    assert!(world.completed.is_empty(), "taken before the action ran");
+    assert_eq!(why.chosen.thought, "multiply six by seven");
+    let not: Vec<(&str, &str)> = why
+        .alternatives
+        .iter()
+        .map(|a| (a.tool.as_str(), a.why_not.as_str()))
+        .collect();
+    assert!(
+        not.contains(&("no_such_tool", "dropped: no such tool")),
+        "{not:?}"
+    );
+    assert!(
+        not.iter()
+            .any(|(t, w)| *t == "final_answer" && w.starts_with("viable, lower expected value")),
+        "{not:?}"
+    );
+    assert!(
+        why.reasoning.contains("2 of 3 candidates viable"),
+        "{}",
+        why.reasoning
+    );
+    // The answer's intent names the later world (after the calculator ran).
+    let answer_why = events
+        .iter()
+        .find_map(|r| match &r.event {
+            AuditEvent::Intent { tool, why, .. } if tool == "final_answer" => why.clone(),
+            _ => None,
+        })
+        .expect("the answer's intent carries why");
+    assert_ne!(answer_why.world_sha256, why.world_sha256);
+
+    let run_id = v["run_id"].as_str().expect("run_id");
+    let show = lab
+        .boyd()
+        .args(["runs", "show", run_id])
+        .output()
+        .expect("boyd runs show");
+    let t = text(&show);
+    assert!(show.status.success(), "{t}");
+    assert!(
+        t.contains("Why each action ran:\n  [1] calculator: \"multiply six by seven\"; 2 of 3 candidates viable"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("world model: worlds/{}.json", why.world_sha256)),
+        "{t}"
+    );
+    assert!(
+        t.contains("not chosen: no_such_tool {} (dropped: no such tool)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("not chosen: final_answer {\"answer\":\"41\"} (viable, lower expected value"),
+        "{t}"
+    );
+}

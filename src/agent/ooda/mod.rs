@@ -23,6 +23,7 @@ mod cycle;
 pub mod decide;
 pub mod eval;
 pub mod guidance;
+pub mod intent;
 pub mod lm_phases;
 pub mod memory;
 pub mod observe;
