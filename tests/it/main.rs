@@ -17,6 +17,7 @@ mod kernels;
 mod measure;
 mod ooda;
 mod ooda_cli;
+mod prompt_examples;
 mod remote;
 mod serve;
 mod sizing;
