@@ -434,3 +434,76 @@ fn an_intent_record_names_its_snapshot_and_runs_show_prints_why_the_action_ran()
         "{t}"
     );
 }
+
+/// Rule: max 20 loops. Without `--max-loops`, a run that never answers stops after its 20th
+/// cycle in `max_loops_exceeded`, having asked for 20 decisions.
+#[test]
+fn an_ooda_run_stops_after_20_cycles_by_default() {
+    let lab = CliLab::new(&[]);
+    let replies: Vec<Value> = (1..=25)
+        .map(|i| proposal(&[("calculator", json!({ "expression": format!("{i} + {i}") }))]))
+        .collect();
+    let server = ScriptedServer::start(replies, None);
+    let out = lab.run_ooda(
+        &server,
+        "Keep adding numbers",
+        &["--json", "--risk-budget", "100"],
+    );
+    let (v, _) = run_dir_of(&out);
+    assert_eq!(v["state"], "max_loops_exceeded", "{v}");
+    assert_eq!(v["detail"], "20 cycles, the limit", "{v}");
+    assert_eq!(server.requests().len(), 20);
+    assert_eq!(v["counters"]["actions"], 20, "{v}");
+}
+
+/// Rule: thresholds are the user's (command line or policy); a workspace may only tighten them.
+/// The start-of-run policy report names a workspace file that tried to loosen one, and the run
+/// keeps the user's value.
+#[test]
+fn the_policy_report_says_when_a_workspace_tried_to_loosen_a_threshold() {
+    let lab = CliLab::new(&[]);
+    std::fs::create_dir_all(lab.ws.join(".boyd")).expect(".boyd");
+    let policy = lab.ws.join(".boyd/policy.toml");
+    std::fs::write(
+        &policy,
+        "confidence_threshold = 0.05\ncontradiction_threshold = 0.95\n",
+    )
+    .expect("policy");
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "done"}))])],
+        None,
+    );
+    let out = lab.run_ooda(&server, "Say done", &["--json"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    let file = policy.display();
+    assert!(
+        err.contains(&format!(
+            "policy: REFUSED from the workspace: {file}: confidence_threshold = 0.05 would lower the user's escalation threshold 0.3; refused"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "policy: REFUSED from the workspace: {file}: contradiction_threshold = 0.95 would raise the user's 0.8"
+        )),
+        "{err}"
+    );
+    let (v, _) = run_dir_of(&out);
+    let refused = v["policy"]["refused"].as_array().expect("policy.refused");
+    assert_eq!(refused.len(), 2, "{v}");
+
+    // A tightening is applied and reported as such.
+    std::fs::write(&policy, "confidence_threshold = 0.5\n").expect("policy");
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "done"}))])],
+        None,
+    );
+    let out = lab.run_ooda(&server, "Say done", &["--json"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("policy: tightened by the workspace: escalation threshold: 0.3 → 0.5"),
+        "{err}"
+    );
+    assert!(!err.contains("REFUSED"), "{err}");
+}
