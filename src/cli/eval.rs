@@ -135,9 +135,7 @@ fn run_ooda(
     use crate::agent::ooda::eval::{run_task as run_ooda_task, OodaEvalOptions};
     use crate::agent::ooda::{OodaBuilder, OodaEvent};
 
-    let config = args
-        .ooda
-        .config(args.agent.max_steps, args.agent.timeout, None)?;
+    let config = args.ooda.config(args.agent.timeout, None)?;
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;
     let planner_name = model.name();

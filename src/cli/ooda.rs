@@ -12,7 +12,7 @@ use clap::ValueEnum;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
-use crate::agent::ooda::policy::{Policy, PolicyReport};
+use crate::agent::ooda::policy::{Baseline, Policy, PolicyReport};
 use crate::agent::ooda::writers::{DeleteFile, WriteFile};
 use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, OrientMode, PhaseOptions};
 use crate::agent::tools::{Sandbox, ShellPolicy, Toolset};
@@ -34,7 +34,7 @@ pub struct OodaOpts {
     pub candidates: usize,
     /// OODA: risk budget. Each action's risk is its declared cost (low 1, medium 3, high 8) × 3
     /// if irreversible × (1 + uncertainty); a candidate whose risk is over what is left is refused.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = crate::agent::ooda::risk::DEFAULT_RISK_BUDGET)]
     pub risk_budget: f64,
     /// OODA: how Orient extracts facts.
     #[arg(long, value_enum, default_value = "model")]
@@ -52,6 +52,10 @@ pub struct OodaOpts {
     /// file may set it; a workspace's may only lower it).
     #[arg(long, default_value_t = crate::agent::ooda::risk::DEFAULT_CONTRADICTION_THRESHOLD)]
     pub contradiction_threshold: f64,
+    /// OODA: most Observe–Orient–Decide–Act cycles per session (a resume gets as many again).
+    /// `--max-steps` is the ReAct loop's limit; an eval task's own `max_steps` overrides both.
+    #[arg(long, default_value_t = crate::agent::ooda::DEFAULT_MAX_LOOPS)]
+    pub max_loops: usize,
     /// OODA: do not read or write memory of earlier runs.
     #[arg(long)]
     pub no_memory: bool,
@@ -59,12 +63,10 @@ pub struct OodaOpts {
 
 impl OodaOpts {
     /// The loop settings.
-    pub fn config(
-        &self,
-        max_loops: usize,
-        deadline_s: f64,
-        workspace: Option<&Path>,
-    ) -> anyhow::Result<OodaConfig> {
+    pub fn config(&self, deadline_s: f64, workspace: Option<&Path>) -> anyhow::Result<OodaConfig> {
+        if self.max_loops == 0 {
+            anyhow::bail!("--max-loops must be at least 1");
+        }
         if self.candidates == 0 {
             anyhow::bail!("--candidates must be at least 1");
         }
@@ -81,7 +83,7 @@ impl OodaOpts {
         }
         let policy = Policy::effective(self.policy.as_deref(), workspace)?;
         Ok(OodaConfig {
-            max_loops,
+            max_loops: self.max_loops,
             candidates: self.candidates,
             risk_budget: self.risk_budget,
             confidence_threshold: self.confidence_threshold,
@@ -111,7 +113,14 @@ impl OodaOpts {
 /// where it came from, what the workspace tightened and what of it was refused. Returns the
 /// report for the `--json` output.
 pub fn announce_policy(config: &OodaConfig, tools: &Toolset) -> PolicyReport {
-    let r = config.policy.report(tools, config.risk_budget);
+    let r = config.policy.report(
+        tools,
+        &Baseline {
+            risk_budget: config.risk_budget,
+            confidence_threshold: config.confidence_threshold,
+            contradiction_threshold: config.contradiction_threshold,
+        },
+    );
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "policy: {}", r.source);
     if let Some(f) = &r.workspace_file {

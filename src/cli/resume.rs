@@ -23,9 +23,6 @@ pub struct Args {
     /// Add this much to the risk budget (to continue a budget-exhausted run).
     #[arg(long, default_value_t = 0.0)]
     pub add_budget: f64,
-    /// Most cycles in this session.
-    #[arg(long, default_value_t = 12)]
-    pub max_loops: usize,
     /// Wall-clock budget of this session, in seconds.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
@@ -71,11 +68,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         })?),
         None => None,
     };
-    let mut config = args.ooda.config(
-        args.max_loops,
-        args.timeout,
-        workspace.as_ref().map(|w| w.root()),
-    )?;
+    let mut config = args
+        .ooda
+        .config(args.timeout, workspace.as_ref().map(|w| w.root()))?;
     config.extra_budget = args.add_budget;
     let shell = super::run::shell_policy(
         args.enable_shell,

@@ -378,11 +378,9 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         args.unsandboxed_shell,
         workspace.as_ref(),
     )?;
-    let config = args.ooda.config(
-        args.agent.max_steps,
-        args.agent.timeout,
-        workspace.as_ref().map(|w| w.root()),
-    )?;
+    let config = args
+        .ooda
+        .config(args.agent.timeout, workspace.as_ref().map(|w| w.root()))?;
     let tools = o::ooda_tools(shell, workspace.as_ref());
     let policy = o::announce_policy(&config, &tools);
     let home = boyd_home()?;

@@ -6,8 +6,13 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::GlobalOpts;
+use crate::agent::audit::{read_events, AuditEvent};
+use crate::agent::guard::canonical_json;
+use crate::agent::ooda::intent::{IntentWhy, WORLDS_DIR};
 use crate::agent::rundir::{boyd_home, find_run, list_runs, read_transcript, Record};
 use crate::agent::types::Action;
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Arguments of `boyd runs`.
 #[derive(Debug, clap::Args)]
@@ -79,6 +84,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             println!("run:  {}\ndir:  {}", r.id, r.path.display());
+            let whys = intent_whys(&r.path);
             for rec in records {
                 match rec {
                     Record::Start {
@@ -136,7 +142,46 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
+            print_whys(&whys);
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Why each action of an OODA run ran, by action id, from its audit log's intent records
+/// (empty for a ReAct run, which has no audit log).
+fn intent_whys(run_dir: &Path) -> BTreeMap<u64, (String, IntentWhy)> {
+    read_events(run_dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            AuditEvent::Intent {
+                action_id,
+                tool,
+                why: Some(why),
+                ..
+            } => Some((action_id, (tool, *why))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Why each action ran, after the transcript (an OODA run's intent records).
+fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>) {
+    if whys.is_empty() {
+        return;
+    }
+    println!("\nWhy each action ran:");
+    for (id, (tool, why)) in whys {
+        println!("  [{id}] {tool}: {}", clip(&why.reasoning, 600));
+        println!("      world model: {WORLDS_DIR}/{}.json", why.world_sha256);
+        for a in &why.alternatives {
+            println!(
+                "      not chosen: {} {} ({})",
+                a.tool,
+                clip(&canonical_json(&a.args), 120),
+                a.why_not
+            );
         }
     }
 }

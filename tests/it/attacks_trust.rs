@@ -19,7 +19,9 @@ use boyd::agent::audit::{
     AUDIT_FILE, MANIFEST_FILE,
 };
 use boyd::agent::guard::fingerprint;
-use boyd::agent::ooda::decide::{Candidate, Policy, ScriptedDecider, ScriptedDecision, Tier};
+use boyd::agent::ooda::decide::{
+    Baseline, Candidate, Policy, ScriptedDecider, ScriptedDecision, Tier,
+};
 use boyd::agent::ooda::orient::ScriptedOrienter;
 use boyd::agent::ooda::writers::{DeleteFile, WriteFile};
 use boyd::agent::ooda::{
@@ -311,18 +313,28 @@ async fn a_workspace_policy_cannot_loosen_the_users_policy() {
             Box::new(|p| p.effective_budget(20.0) == 20.0),
         ),
         (
+            "escalation threshold lowered",
+            "confidence_threshold = 0.05\n",
+            Box::new(|p| p.effective_confidence_threshold(0.3) == 0.3),
+        ),
+        (
+            "contradiction threshold raised",
+            "contradiction_threshold = 0.99\n",
+            Box::new(|p| p.effective_contradiction_threshold(0.8) == 0.8),
+        ),
+        (
             "implicit-guidance rule",
             "[[rules]]\nkind = \"final_after\"\ntool = \"read_file\"\n",
             Box::new(|p| p.rules.is_empty()),
         ),
     ];
-    assert_eq!(cases.len(), 7, "policy cases");
+    assert_eq!(cases.len(), 9, "policy cases");
     let mut refused = 0;
     for (name, text, check) in &cases {
         std::fs::write(&ws_policy, text).expect("ws policy");
         let p = Policy::effective(Some(&user), Some(&lab.ws)).expect("policy");
         assert!(check(&p), "{name}: the workspace loosened the policy");
-        let r = p.report(&tools, 20.0);
+        let r = p.report(&tools, &Baseline::default());
         assert!(
             !r.refused.is_empty(),
             "{name}: the refusal is not reported: {r:?}"
@@ -334,13 +346,24 @@ async fn a_workspace_policy_cannot_loosen_the_users_policy() {
     // Tightening does apply (the control).
     std::fs::write(
         &ws_policy,
-        "risk_budget = 2.0\n[tiers]\nlist_dir = \"deny\"\n",
+        "risk_budget = 2.0\nconfidence_threshold = 0.5\ncontradiction_threshold = 0.6\n[tiers]\nlist_dir = \"deny\"\n",
     )
     .expect("w");
     let p = Policy::effective(Some(&user), Some(&lab.ws)).expect("policy");
     assert_eq!(tier(&p, "list_dir"), Tier::Deny);
     assert_eq!(p.effective_budget(20.0), 2.0);
-    assert!(p.report(&tools, 20.0).refused.is_empty());
+    let r = p.report(&tools, &Baseline::default());
+    assert!(r.refused.is_empty(), "{r:?}");
+    assert!(
+        r.tightened
+            .contains(&"escalation threshold: 0.3 → 0.5".to_string()),
+        "{r:?}"
+    );
+    assert!(
+        r.tightened
+            .contains(&"contradiction threshold: 0.8 → 0.6".to_string()),
+        "{r:?}"
+    );
 
     // A FIFO in place of the policy file is refused without blocking.
     std::fs::remove_file(&ws_policy).expect("rm");
@@ -981,6 +1004,7 @@ fn intent(id: u64) -> AuditEvent {
         irreversible: false,
         approval: None,
         implicit: false,
+        why: None,
     }
 }
 

@@ -24,6 +24,7 @@ fn intent(id: u64) -> AuditEvent {
         irreversible: id == 2,
         approval: None,
         implicit: false,
+        why: None,
     }
 }
 

@@ -215,6 +215,7 @@ fn audit_fixture() -> AuditFixture {
             irreversible: false,
             approval: None,
             implicit: false,
+            why: None,
         },
         AuditEvent::Outcome {
             action_id: 1,
@@ -233,6 +234,7 @@ fn audit_fixture() -> AuditFixture {
             irreversible: true,
             approval: Some("ab".repeat(32)),
             implicit: false,
+            why: None,
         },
         AuditEvent::Terminal {
             state: "completed".into(),

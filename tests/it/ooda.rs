@@ -300,6 +300,11 @@ async fn escalated_when_critical_sensors_fail_without_asking_the_model() {
                     critical: true,
                     mode: 1,
                 }),
+                Arc::new(TestSensor {
+                    name: "nose",
+                    critical: true,
+                    mode: 1,
+                }),
             ];
         },
         env.run_dir(),
@@ -312,7 +317,8 @@ async fn escalated_when_critical_sensors_fail_without_asking_the_model() {
         "{:?}",
         out.detail
     );
-    assert!((conf[0] - 0.25).abs() < 1e-9);
+    // Three critical sensors failed: 1 − 0.3 × 3 = 0.1 (orientation 0.09, under 0.3).
+    assert!((conf[0] - 0.1).abs() < 1e-9, "{conf:?}");
     assert_eq!(
         d.calls(),
         0,
@@ -321,7 +327,7 @@ async fn escalated_when_critical_sensors_fail_without_asking_the_model() {
 }
 
 #[tokio::test]
-async fn failing_noncritical_sensor_lowers_confidence_and_the_loop_goes_on() {
+async fn failing_noncritical_sensor_is_recorded_without_lowering_confidence() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("ok")])]);
@@ -341,8 +347,15 @@ async fn failing_noncritical_sensor_lowers_confidence_and_the_loop_goes_on() {
         env.run_dir(),
     )
     .await;
-    assert_eq!(r.expect("run").state, OodaState::Completed);
-    assert!((conf[0] - 0.9).abs() < 1e-9, "{conf:?}");
+    let out = r.expect("run");
+    assert_eq!(out.state, OodaState::Completed);
+    // Only critical sensors count in the observation confidence.
+    assert!((conf[0] - 1.0).abs() < 1e-9, "{conf:?}");
+    let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");
+    assert!(
+        phases.contains("\"sensor\":\"flaky\""),
+        "the failure is recorded: {phases}"
+    );
 }
 
 #[tokio::test]
@@ -371,7 +384,10 @@ async fn hanging_sensor_times_out_and_the_loop_goes_on() {
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Completed);
     assert!(t0.elapsed() < Duration::from_secs(5));
-    assert!((conf[0] - 0.9).abs() < 1e-9);
+    assert!(
+        (conf[0] - 1.0).abs() < 1e-9,
+        "a non-critical timeout is not counted"
+    );
     let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");
     assert!(phases.contains("\"timed_out\":true"), "{phases}");
 }
@@ -1226,6 +1242,7 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
                 irreversible: false,
                 approval: None,
                 implicit: false,
+                why: None,
             },
             true,
         )

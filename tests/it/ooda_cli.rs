@@ -335,3 +335,175 @@ fn a_file_the_run_reads_and_that_stays_the_same_does_not_pause() {
     assert_eq!(v["state"], "completed", "{v}");
     assert_eq!(v["counters"]["contradictions"], 0, "{v}");
 }
+
+/// Rule: Act logs the intent with a world-model snapshot before executing. The intent record
+/// names the snapshot by its SHA-256 (the file `worlds/<sha>.json` hashes to its name and holds
+/// the world the action was decided in), the chosen candidate, the alternatives with why each
+/// lost, and the reasoning; `boyd runs show` prints it under the action.
+#[test]
+fn an_intent_record_names_its_snapshot_and_runs_show_prints_why_the_action_ran() {
+    use boyd::agent::audit::{read_events, AuditEvent};
+    let lab = CliLab::new(&[]);
+    let task = "What is 6 * 7?";
+    let server = ScriptedServer::start(
+        vec![
+            json!({"candidates": [
+                {"thought": "multiply six by seven", "tool": "calculator", "args": {"expression": "6 * 7"}},
+                {"thought": "a tool that is not there", "tool": "no_such_tool", "args": {}},
+                {"thought": "guess", "tool": "final_answer", "args": {"answer": "41"}}
+            ]}),
+            proposal(&[("final_answer", json!({"answer": "42"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, task, &["--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (v, dir) = run_dir_of(&out);
+    assert_eq!(v["answer"], "42", "{v}");
+    let events = read_events(&dir).expect("audit");
+    let why = events
+        .iter()
+        .find_map(|r| match &r.event {
+            AuditEvent::Intent { tool, why, .. } if tool == "calculator" => why.clone(),
+            _ => None,
+        })
+        .expect("the calculator's intent carries why it ran");
+    // The snapshot it names exists, hashes to its name, and is the world of cycle 1.
+    let snap = dir
+        .join("worlds")
+        .join(format!("{}.json", why.world_sha256));
+    let bytes = std::fs::read(&snap).expect("the named snapshot exists");
+    assert_eq!(boyd::agent::condense::sha256_hex(&bytes), why.world_sha256);
+    let world: boyd::agent::ooda::world::WorldModel =
+        serde_json::from_slice(&bytes).expect("a world model");
+    assert_eq!(world.objective, task);
+    assert_eq!(world.loop_count, 1);
+    assert!(world.completed.is_empty(), "taken before the action ran");
+    assert_eq!(why.chosen.thought, "multiply six by seven");
+    let not: Vec<(&str, &str)> = why
+        .alternatives
+        .iter()
+        .map(|a| (a.tool.as_str(), a.why_not.as_str()))
+        .collect();
+    assert!(
+        not.contains(&("no_such_tool", "dropped: no such tool")),
+        "{not:?}"
+    );
+    assert!(
+        not.iter()
+            .any(|(t, w)| *t == "final_answer" && w.starts_with("viable, lower expected value")),
+        "{not:?}"
+    );
+    assert!(
+        why.reasoning.contains("2 of 3 candidates viable"),
+        "{}",
+        why.reasoning
+    );
+    // The answer's intent names the later world (after the calculator ran).
+    let answer_why = events
+        .iter()
+        .find_map(|r| match &r.event {
+            AuditEvent::Intent { tool, why, .. } if tool == "final_answer" => why.clone(),
+            _ => None,
+        })
+        .expect("the answer's intent carries why");
+    assert_ne!(answer_why.world_sha256, why.world_sha256);
+
+    let run_id = v["run_id"].as_str().expect("run_id");
+    let show = lab
+        .boyd()
+        .args(["runs", "show", run_id])
+        .output()
+        .expect("boyd runs show");
+    let t = text(&show);
+    assert!(show.status.success(), "{t}");
+    assert!(
+        t.contains("Why each action ran:\n  [1] calculator: \"multiply six by seven\"; 2 of 3 candidates viable"),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("world model: worlds/{}.json", why.world_sha256)),
+        "{t}"
+    );
+    assert!(
+        t.contains("not chosen: no_such_tool {} (dropped: no such tool)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("not chosen: final_answer {\"answer\":\"41\"} (viable, lower expected value"),
+        "{t}"
+    );
+}
+
+/// Rule: max 20 loops. Without `--max-loops`, a run that never answers stops after its 20th
+/// cycle in `max_loops_exceeded`, having asked for 20 decisions.
+#[test]
+fn an_ooda_run_stops_after_20_cycles_by_default() {
+    let lab = CliLab::new(&[]);
+    let replies: Vec<Value> = (1..=25)
+        .map(|i| proposal(&[("calculator", json!({ "expression": format!("{i} + {i}") }))]))
+        .collect();
+    let server = ScriptedServer::start(replies, None);
+    let out = lab.run_ooda(
+        &server,
+        "Keep adding numbers",
+        &["--json", "--risk-budget", "100"],
+    );
+    let (v, _) = run_dir_of(&out);
+    assert_eq!(v["state"], "max_loops_exceeded", "{v}");
+    assert_eq!(v["detail"], "20 cycles, the limit", "{v}");
+    assert_eq!(server.requests().len(), 20);
+    assert_eq!(v["counters"]["actions"], 20, "{v}");
+}
+
+/// Rule: thresholds are the user's (command line or policy); a workspace may only tighten them.
+/// The start-of-run policy report names a workspace file that tried to loosen one, and the run
+/// keeps the user's value.
+#[test]
+fn the_policy_report_says_when_a_workspace_tried_to_loosen_a_threshold() {
+    let lab = CliLab::new(&[]);
+    std::fs::create_dir_all(lab.ws.join(".boyd")).expect(".boyd");
+    let policy = lab.ws.join(".boyd/policy.toml");
+    std::fs::write(
+        &policy,
+        "confidence_threshold = 0.05\ncontradiction_threshold = 0.95\n",
+    )
+    .expect("policy");
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "done"}))])],
+        None,
+    );
+    let out = lab.run_ooda(&server, "Say done", &["--json"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{}", text(&out));
+    let file = policy.display();
+    assert!(
+        err.contains(&format!(
+            "policy: REFUSED from the workspace: {file}: confidence_threshold = 0.05 would lower the user's escalation threshold 0.3; refused"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "policy: REFUSED from the workspace: {file}: contradiction_threshold = 0.95 would raise the user's 0.8"
+        )),
+        "{err}"
+    );
+    let (v, _) = run_dir_of(&out);
+    let refused = v["policy"]["refused"].as_array().expect("policy.refused");
+    assert_eq!(refused.len(), 2, "{v}");
+
+    // A tightening is applied and reported as such.
+    std::fs::write(&policy, "confidence_threshold = 0.5\n").expect("policy");
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "done"}))])],
+        None,
+    );
+    let out = lab.run_ooda(&server, "Say done", &["--json"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        err.contains("policy: tightened by the workspace: escalation threshold: 0.3 → 0.5"),
+        "{err}"
+    );
+    assert!(!err.contains("REFUSED"), "{err}");
+}

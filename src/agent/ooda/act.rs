@@ -21,6 +21,7 @@ use crate::agent::condense::sha256_hex;
 use crate::agent::tools::{Tool, ToolContext, ToolError, ToolErrorKind};
 use crate::lm::CancelToken;
 
+use super::intent::IntentWhy;
 pub use super::risk::cost_units;
 
 /// What an action did.
@@ -182,6 +183,8 @@ pub struct ActRequest {
     pub timeout: Duration,
     /// The risk it takes (`super::risk::RiskAssessment::risk`): debited from the budget.
     pub risk: f64,
+    /// Why it runs (`super::intent`), written into the intent record.
+    pub why: Option<IntentWhy>,
 }
 
 /// Run one action: intent (fsync'd), execute under the timeout, verify, outcome.
@@ -202,6 +205,7 @@ pub async fn execute(
             irreversible: !risk.reversible,
             approval: req.approval.clone(),
             implicit: req.implicit,
+            why: req.why.map(Box::new),
         },
         true,
     )?;

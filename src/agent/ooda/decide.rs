@@ -28,8 +28,8 @@ use super::world::WorldModel;
 
 pub use super::guidance::{state_signature, ImplicitGuidance};
 pub use super::policy::{
-    Approvals, Policy, PolicyError, PolicyReport, Rule, Tier, WorkspacePolicy, POLICY_PATH,
-    USER_POLICY_FILE,
+    Approvals, Baseline, Policy, PolicyError, PolicyReport, Rule, Tier, WorkspacePolicy,
+    POLICY_PATH, USER_POLICY_FILE,
 };
 
 /// Weight of risk against value in the expected value.

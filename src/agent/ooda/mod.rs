@@ -23,6 +23,7 @@ mod cycle;
 pub mod decide;
 pub mod eval;
 pub mod guidance;
+pub mod intent;
 pub mod lm_phases;
 pub mod memory;
 pub mod observe;
@@ -65,6 +66,8 @@ pub use snapshot::{load_snapshot, load_verified_snapshot, Snapshot, SNAPSHOT_FIL
 
 /// Held (exclusive lock) while a session resumes the run.
 pub const RESUME_LOCK: &str = ".resume.lock";
+/// Most cycles per session by default (the architecture's limit).
+pub const DEFAULT_MAX_LOOPS: usize = 20;
 /// The phase log.
 pub const PHASE_LOG: &str = "ooda.jsonl";
 
@@ -157,9 +160,9 @@ pub struct OodaConfig {
 impl Default for OodaConfig {
     fn default() -> Self {
         Self {
-            max_loops: 12,
+            max_loops: DEFAULT_MAX_LOOPS,
             candidates: 3,
-            risk_budget: 20.0,
+            risk_budget: risk::DEFAULT_RISK_BUDGET,
             extra_budget: 0.0,
             confidence_threshold: risk::DEFAULT_CONFIDENCE_THRESHOLD,
             contradiction_threshold: risk::DEFAULT_CONTRADICTION_THRESHOLD,

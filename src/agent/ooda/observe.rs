@@ -1,10 +1,10 @@
 //! Observe: read every sensor of a cycle concurrently, each under a timeout.
 //!
 //! A sensor returns signals (`key = value` readings) or fails; a failed or timed-out sensor is
-//! recorded in the `Observation`, never fatal. The observation's confidence starts at 1 and falls
-//! with each failure: halved per critical sensor, times 0.9 per non-critical one, so a run that
-//! loses its eyes escalates (Decide refuses to act below a threshold) while a flaky extra sensor
-//! only costs a little. Sensor futures are `'static` so they can run as tokio tasks side by side.
+//! recorded in the `Observation`, never fatal. The observation's confidence is 1 − 0.3 × the
+//! critical sensors that failed (`super::risk::observation_confidence`), so a run that loses its
+//! eyes escalates (Decide refuses to act below a threshold); a non-critical sensor's failure is
+//! recorded as a signal and does not lower it. Sensor futures are `'static` so they can run as tokio tasks side by side.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -94,7 +94,8 @@ pub type SensorFuture = Pin<Box<dyn Future<Output = Result<Vec<Signal>, SensorEr
 pub trait Sensor: Send + Sync {
     /// Name.
     fn name(&self) -> &str;
-    /// Whether the loop is blind without it (its failure halves confidence).
+    /// Whether the loop is blind without it (its failure costs 0.3 of the observation
+    /// confidence).
     fn critical(&self) -> bool;
     /// Its own timeout, when it needs a different one from the loop's.
     fn timeout(&self) -> Option<Duration> {
@@ -104,11 +105,9 @@ pub trait Sensor: Send + Sync {
     fn read(&self) -> SensorFuture;
 }
 
-/// Confidence after these failures.
+/// Confidence after these failures: only the critical sensors count.
 pub fn confidence_after(failed: &[SensorFailure]) -> f64 {
-    failed
-        .iter()
-        .fold(1.0, |c, f| if f.critical { c * 0.5 } else { c * 0.9 })
+    super::risk::observation_confidence(failed.iter().filter(|f| f.critical).count())
 }
 
 /// Read all sensors concurrently, each under its timeout (or `default_timeout`).
@@ -535,7 +534,32 @@ mod tests {
         assert_eq!(obs.signals.len(), 1);
         assert_eq!(obs.failed.len(), 2);
         assert!(obs.failed.iter().any(|f| f.sensor == "slow" && f.timed_out));
-        assert!((obs.confidence - 0.81).abs() < 1e-9);
+        // Two non-critical failures: recorded, not counted.
+        assert!((obs.confidence - 1.0).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn each_failed_critical_sensor_costs_three_tenths_of_the_confidence() {
+        let mk = |name, critical, mode| -> Arc<dyn Sensor> {
+            Arc::new(Fixed {
+                name,
+                critical,
+                mode,
+            })
+        };
+        for (critical_failed, want) in [(0, 1.0), (1, 0.7), (2, 0.4), (3, 0.1), (4, 0.0)] {
+            let mut sensors = vec![mk("ok", true, 0), mk("extra", false, 1)];
+            for name in ["a", "b", "c", "d"].into_iter().take(critical_failed) {
+                sensors.push(mk(name, true, 1));
+            }
+            let obs = observe(&sensors, 1, Duration::from_secs(2)).await;
+            assert_eq!(obs.failed.len(), critical_failed + 1);
+            assert!(
+                (obs.confidence - want).abs() < 1e-9,
+                "{critical_failed} failed: {}",
+                obs.confidence
+            );
+        }
     }
 
     #[test]

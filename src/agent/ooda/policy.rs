@@ -108,6 +108,28 @@ pub struct WorkspacePolicy {
     pub rules: usize,
 }
 
+/// The values a policy file may override and a workspace's may only tighten, as the command
+/// line (or the defaults) gives them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Baseline {
+    /// Risk budget.
+    pub risk_budget: f64,
+    /// Escalation threshold of the orientation and decision confidence.
+    pub confidence_threshold: f64,
+    /// Confidence above which a contradicted fact pauses the run.
+    pub contradiction_threshold: f64,
+}
+
+impl Default for Baseline {
+    fn default() -> Self {
+        Self {
+            risk_budget: super::risk::DEFAULT_RISK_BUDGET,
+            confidence_threshold: super::risk::DEFAULT_CONFIDENCE_THRESHOLD,
+            contradiction_threshold: super::risk::DEFAULT_CONTRADICTION_THRESHOLD,
+        }
+    }
+}
+
 /// The effective policy, as printed at run start (and in `--json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicyReport {
@@ -350,8 +372,11 @@ impl Policy {
             .collect()
     }
 
-    /// The effective tiers, and what the workspace layer tightened and what of it was refused.
-    pub fn report(&self, tools: &Toolset, cli_budget: f64) -> PolicyReport {
+    /// The effective tiers, and what the workspace layer tightened and what of it was refused
+    /// (a looser tier, a higher budget, a lower escalation threshold, a higher contradiction
+    /// threshold, rules), against the user's values or else `base`.
+    pub fn report(&self, tools: &Toolset, base: &Baseline) -> PolicyReport {
+        let cli_budget = base.risk_budget;
         let mut refused = Vec::new();
         let mut tightened = Vec::new();
         if let Some(w) = &self.workspace {
@@ -384,6 +409,38 @@ impl Policy {
                     ));
                 } else if b < user {
                     tightened.push(format!("risk budget: {user} → {b}"));
+                }
+            }
+            if let Some(t) = w.confidence_threshold {
+                let user = self
+                    .confidence_threshold
+                    .unwrap_or(base.confidence_threshold);
+                if !(0.0..=1.0).contains(&t) {
+                    refused.push(format!(
+                        "{file}: confidence_threshold = {t} is not between 0 and 1; refused"
+                    ));
+                } else if t < user {
+                    refused.push(format!(
+                        "{file}: confidence_threshold = {t} would lower the user's escalation threshold {user}; refused"
+                    ));
+                } else if t > user {
+                    tightened.push(format!("escalation threshold: {user} → {t}"));
+                }
+            }
+            if let Some(t) = w.contradiction_threshold {
+                let user = self
+                    .contradiction_threshold
+                    .unwrap_or(base.contradiction_threshold);
+                if !(0.0..=1.0).contains(&t) {
+                    refused.push(format!(
+                        "{file}: contradiction_threshold = {t} is not between 0 and 1; refused"
+                    ));
+                } else if t > user {
+                    refused.push(format!(
+                        "{file}: contradiction_threshold = {t} would raise the user's {user} (fewer contradictions would pause for review); refused"
+                    ));
+                } else if t < user {
+                    tightened.push(format!("contradiction threshold: {user} → {t}"));
                 }
             }
             if w.rules > 0 {

@@ -6,7 +6,9 @@
 //!   trace. An action that runs debits the budget by the risk it took ([`RiskAssessment::risk`]);
 //!   a budget at zero stops consequential actions until a human adds to it (`boyd resume
 //!   --add-budget`).
-//! - **Confidence chain**: observation (from the sensors) → orientation
+//! - **Confidence chain**: observation ([`observation_confidence`]: 1 − 0.3 × the critical
+//!   sensors that failed this cycle; a non-critical sensor's failure is recorded, not counted) →
+//!   orientation
 //!   ([`orientation_confidence`]: × 0.9, or at most 0.4 after any contradiction this cycle) →
 //!   decision ([`decision_confidence`]: × the risk assessment's confidence). Decide escalates
 //!   instead of deciding when the orientation confidence is under the policy's threshold (0.3 by
@@ -18,10 +20,14 @@ use crate::agent::tools::{Cost, RiskProfile};
 
 /// Risk multiplier of an irreversible action.
 pub const IRREVERSIBLE_FACTOR: f64 = 3.0;
+/// Observation confidence lost per failed critical sensor.
+pub const CRITICAL_SENSOR_PENALTY: f64 = 0.3;
 /// Orientation confidence = observation confidence × this, without contradictions.
 pub const ORIENTATION_FACTOR: f64 = 0.9;
 /// Orientation confidence after any contradiction (at most).
 pub const CONTRADICTION_CONFIDENCE: f64 = 0.4;
+/// The default risk budget.
+pub const DEFAULT_RISK_BUDGET: f64 = 20.0;
 /// The default escalation threshold of the orientation (and decision) confidence.
 pub const DEFAULT_CONFIDENCE_THRESHOLD: f64 = 0.3;
 /// The default confidence above which a contradicted fact pauses the run for review.
@@ -29,6 +35,12 @@ pub const DEFAULT_CONTRADICTION_THRESHOLD: f64 = 0.8;
 /// How sure an assessment of an irreversible action is: its effect cannot be checked by undoing
 /// it, and nothing in the run has shown what it does.
 pub const IRREVERSIBLE_ASSESSMENT_CONFIDENCE: f64 = 0.8;
+
+/// Observation confidence when `critical_failed` critical sensors failed this cycle:
+/// 1 − 0.3 × that count, never below 0.
+pub fn observation_confidence(critical_failed: usize) -> f64 {
+    (1.0 - CRITICAL_SENSOR_PENALTY * critical_failed as f64).max(0.0)
+}
 
 /// Risk-budget units of a declared cost.
 pub fn cost_units(c: Cost) -> f64 {

@@ -138,7 +138,7 @@ impl Tool for ReadFile {
         true
     }
     fn description(&self) -> &str {
-        "Read a text file in the workspace; every line is shown with its line number (\"12: text\"). Path is relative to the workspace, e.g. \"notes.txt\" or \"src/main.rs\". Optional start_line and end_line (1-based, inclusive) read part of a long file. Read a file once, then answer from what it showed: find the line that names exactly what the task asks for."
+        "Read a text file in the workspace; every line is shown with its line number (\"<line number>: <text>\"). Path is relative to the workspace, e.g. \"notes.txt\" or \"src/main.rs\". Optional start_line and end_line (1-based, inclusive) read part of a long file. Read a file once, then answer from what it showed: find the line that names exactly what the task asks for."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({

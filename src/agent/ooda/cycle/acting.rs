@@ -6,7 +6,8 @@ use std::time::Instant;
 use crate::lm::Usage;
 
 use super::super::act::{self, ActRequest, ActionReport};
-use super::super::decide::{Assessment, Tier};
+use super::super::decide::{Assessment, DecisionRecord, Tier};
+use super::super::intent::{explain, save_world, IntentWhy};
 use super::super::memory::{MemoryKind, STORE_MIN_CONFIDENCE};
 use super::super::observe::file_hash;
 use super::super::orient::file_hash_key;
@@ -38,7 +39,7 @@ impl Driver<'_, '_> {
                 Some(other) => other.to_string(),
                 None => String::new(),
             };
-            self.act_final(a, &text, cycle, choice.implicit)?;
+            self.act_final(a, &choice.record, &text, cycle, choice.implicit)?;
             self.answer = Some(text);
             return Ok(Flow::Stop(Terminal {
                 state: OodaState::Completed,
@@ -47,7 +48,13 @@ impl Driver<'_, '_> {
         }
         Ok(
             match self
-                .run_tool(a, cycle, choice.implicit, Some(choice.signature.clone()))
+                .run_tool(
+                    a,
+                    &choice.record,
+                    cycle,
+                    choice.implicit,
+                    Some(choice.signature.clone()),
+                )
                 .await?
             {
                 Ok(()) => Flow::Continue,
@@ -64,6 +71,7 @@ impl Driver<'_, '_> {
     pub(super) async fn run_tool(
         &mut self,
         a: &Assessment,
+        record: &DecisionRecord,
         cycle: usize,
         implicit: bool,
         sig: Option<String>,
@@ -102,6 +110,8 @@ impl Driver<'_, '_> {
                 Err(e) => return Ok(Err(format!("approval refused: {e}"))),
             }
         }
+        let why = self.why(record)?;
+        let s = &mut self.s;
         let t0 = Instant::now();
         let args = act::normalize_args(tool.as_ref(), a.args.clone());
         let id = s.next_action_id;
@@ -117,6 +127,7 @@ impl Driver<'_, '_> {
                 approval: approval_sha,
                 timeout: self.ooda.config.action_timeout,
                 risk: a.risk,
+                why: Some(why),
             },
             &self.ctx,
             &self.ooda.postconditions,
@@ -214,14 +225,22 @@ impl Driver<'_, '_> {
         }
     }
 
+    /// Why the decision's choice runs: the world model it was taken in, saved under its hash.
+    fn why(&self, record: &DecisionRecord) -> Result<IntentWhy, OodaError> {
+        let sha = save_world(&self.s.run_path, &self.s.world)?;
+        Ok(explain(record, sha, self.s.world.confidence))
+    }
+
     /// The final answer: an intent and an outcome in the audit log, a transcript step.
     fn act_final(
         &mut self,
         a: &Assessment,
+        record: &DecisionRecord,
         text: &str,
         cycle: usize,
         implicit: bool,
     ) -> Result<(), OodaError> {
+        let why = self.why(record)?;
         let s = &mut self.s;
         let id = s.next_action_id;
         s.next_action_id += 1;
@@ -235,6 +254,7 @@ impl Driver<'_, '_> {
                 irreversible: false,
                 approval: None,
                 implicit,
+                why: Some(Box::new(why)),
             },
             true,
         )?;

@@ -158,6 +158,8 @@ impl Session<'_> {
 /// The action Decide chose.
 struct Choice {
     assessment: Assessment,
+    /// The decision it came from (the alternatives and the reasoning of its intent record).
+    record: DecisionRecord,
     implicit: bool,
     /// The oriented state it was chosen in (for learned guidance).
     signature: String,
@@ -294,7 +296,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         let mut a = a;
         a.token = Some(token);
         a.approved = true;
-        Ok(match self.run_tool(&a, cycle, false, None).await? {
+        Ok(match self.run_tool(&a, &record, cycle, false, None).await? {
             Ok(()) => Flow::Continue,
             Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
         })
@@ -523,6 +525,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         Ok(ControlFlow::Continue(Choice {
             assessment: choice,
             implicit: record.implicit,
+            record,
             signature,
         }))
     }
