@@ -222,6 +222,7 @@ mod tests {
             irreversible: false,
             approval: None,
             implicit: false,
+            why: None,
         }
     }
 

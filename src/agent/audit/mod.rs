@@ -38,6 +38,7 @@ use serde_json::Value;
 use super::approval::ApprovalKey;
 use super::condense::sha256_hex;
 use super::guard::canonical_json;
+use super::ooda::intent::IntentWhy;
 
 /// The log file in a run directory.
 pub const AUDIT_FILE: &str = "audit.jsonl";
@@ -96,6 +97,10 @@ pub enum AuditEvent {
         approval: Option<String>,
         /// Chosen by implicit guidance (no Decide call).
         implicit: bool,
+        /// Why it ran (OODA): the world-model snapshot's hash, the chosen candidate, the
+        /// alternatives and the reasoning.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<Box<IntentWhy>>,
     },
     /// What an action did.
     Outcome {
