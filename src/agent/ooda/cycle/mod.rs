@@ -299,10 +299,12 @@ impl<'a, 'e> Driver<'a, 'e> {
         let mut a = a;
         a.token = Some(token);
         a.approved = true;
-        Ok(match self.run_tool(&a, &record, cycle, false, None).await? {
-            Ok(()) => Flow::Continue,
-            Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
-        })
+        Ok(
+            match self.run_tool(&a, &record, cycle, false, None).await? {
+                Ok(()) => Flow::Continue,
+                Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
+            },
+        )
     }
 
     // ---- Observe
