@@ -162,6 +162,13 @@ impl CliLab {
 
     /// `boyd run --loop ooda` on `task` in the workspace against `server`, with `extra` flags.
     fn run_ooda(&self, server: &ScriptedServer, task: &str, extra: &[&str]) -> Output {
+        let mut flags = vec!["--no-memory"];
+        flags.extend_from_slice(extra);
+        self.run_ooda_remembering(server, task, &flags)
+    }
+
+    /// The same with the workspace's memory of earlier runs (unless `extra` turns it off).
+    fn run_ooda_remembering(&self, server: &ScriptedServer, task: &str, extra: &[&str]) -> Output {
         self.boyd()
             .args([
                 "--model",
@@ -172,13 +179,7 @@ impl CliLab {
                 "--backend",
                 "openai",
             ])
-            .args([
-                "--base-url",
-                &server.url,
-                "--orient",
-                "rules",
-                "--no-memory",
-            ])
+            .args(["--base-url", &server.url, "--orient", "rules"])
             .args(["--retries", "0", "--workspace"])
             .arg(&self.ws)
             .args(extra)
@@ -506,4 +507,60 @@ fn the_policy_report_says_when_a_workspace_tried_to_loosen_a_threshold() {
         "{err}"
     );
     assert!(!err.contains("REFUSED"), "{err}");
+}
+
+/// Rule: implicit guidance learned from memory. Two runs of similar tasks ("What is A * B?") in
+/// one workspace succeed with the same steps (the calculator on the task's numbers, then its
+/// output as the answer); the third similar task takes those steps without a Decide call, and
+/// the trace names the pattern and the runs it was learned from.
+#[test]
+fn the_third_similar_task_in_a_workspace_skips_orient_and_decide() {
+    let lab = CliLab::new(&[]);
+    let mut runs = Vec::new();
+    for (a, b) in [(6, 7), (8, 9)] {
+        let server = ScriptedServer::start(
+            vec![
+                proposal(&[("calculator", json!({ "expression": format!("{a} * {b}") }))]),
+                proposal(&[("final_answer", json!({ "answer": (a * b).to_string() }))]),
+            ],
+            None,
+        );
+        let out = lab.run_ooda_remembering(&server, &format!("What is {a} * {b}?"), &["--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let (v, _) = run_dir_of(&out);
+        assert_eq!(v["answer"], (a * b).to_string(), "{v}");
+        assert_eq!(
+            v["counters"]["implicit"], 0,
+            "learned only after two runs: {v}"
+        );
+        assert_eq!(server.requests().len(), 2);
+        runs.push(v["run_id"].as_str().expect("run_id").to_string());
+    }
+    // Nothing scripted: a Decide call would get the out-of-script answer.
+    let server = ScriptedServer::start(Vec::new(), None);
+    let out = lab.run_ooda_remembering(&server, "What is 12 * 11?", &[]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Answer: 132"), "{t}");
+    assert_eq!(server.requests().len(), 0, "no model call: {t}");
+    assert!(
+        t.contains(&format!(
+            "implicit (learned in this workspace: \"What is {{0}} * {{1}}?\" at start -> calculator, succeeded in 2 earlier run(s) ({}, {}))",
+            runs[0], runs[1]
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("at after calculator verified -> final_answer"),
+        "{t}"
+    );
+    // A task of another shape is not guided.
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "no"}))])],
+        None,
+    );
+    let out = lab.run_ooda_remembering(&server, "Is 12 prime?", &["--json"]);
+    let (v, _) = run_dir_of(&out);
+    assert_eq!(v["counters"]["implicit"], 0, "{v}");
+    assert_eq!(server.requests().len(), 1);
 }

@@ -31,6 +31,8 @@ pub enum MemoryKind {
     Fact,
     /// An action's outcome.
     Outcome,
+    /// A learned (task shape, state → action) pattern (`super::learned`).
+    Pattern,
 }
 
 /// One remembered item.

@@ -24,6 +24,7 @@ pub mod decide;
 pub mod eval;
 pub mod guidance;
 pub mod intent;
+pub mod learned;
 pub mod lm_phases;
 pub mod memory;
 pub mod observe;

@@ -8,6 +8,7 @@ use crate::lm::Usage;
 use super::super::act::{self, ActRequest, ActionReport};
 use super::super::decide::{Assessment, DecisionRecord, Tier};
 use super::super::intent::{explain, save_world, IntentWhy};
+use super::super::learned;
 use super::super::memory::{MemoryKind, STORE_MIN_CONFIDENCE};
 use super::super::observe::file_hash;
 use super::super::orient::file_hash_key;
@@ -324,6 +325,12 @@ impl Driver<'_, '_> {
                     &s.run_id,
                     MemoryKind::Outcome,
                 );
+            }
+            // Each step of a completed run is one success of its learned pattern.
+            if let (OodaState::Completed, Some(a)) = (state, answer.as_ref()) {
+                if s.world.summary.is_empty() {
+                    learned::learn_run(mem, &s.task, &s.world.completed, a, &s.run_id);
+                }
             }
             mem.save()?;
         }

@@ -7,6 +7,7 @@
 //! our own machinery (audit, run directory, planner) are `Err` and end the run at once.
 
 mod acting;
+mod skip;
 
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -20,8 +21,8 @@ use crate::lm::Usage;
 
 use super::act::ActionReport;
 use super::decide::{
-    assess, state_signature, Approvals, Assessment, DecideInput, DecisionRecord, DropReason,
-    ImplicitGuidance,
+    assess, state_signature, Approvals, Assessment, Candidate, DecideInput, DecisionRecord,
+    DropReason, ImplicitGuidance,
 };
 use super::memory::{MemoryKind, PRIOR_DISCOUNT};
 use super::observe::{
@@ -246,8 +247,10 @@ impl<'a, 'e> Driver<'a, 'e> {
             return self.act_approved(cycle, a, token).await;
         }
         let obs = self.observe(cycle).await?;
-        proceed!(self.orient(cycle, &obs));
-        let choice = proceed!(self.decide(cycle, &obs));
+        // A pattern learned in this workspace skips the Orient and Decide model calls.
+        let learned = self.learned_pattern();
+        proceed!(self.orient(cycle, &obs, learned.is_none()));
+        let choice = proceed!(self.decide(cycle, &obs, learned));
         self.act(cycle, choice).await
     }
 
@@ -296,10 +299,12 @@ impl<'a, 'e> Driver<'a, 'e> {
         let mut a = a;
         a.token = Some(token);
         a.approved = true;
-        Ok(match self.run_tool(&a, &record, cycle, false, None).await? {
-            Ok(()) => Flow::Continue,
-            Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
-        })
+        Ok(
+            match self.run_tool(&a, &record, cycle, false, None).await? {
+                Ok(()) => Flow::Continue,
+                Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
+            },
+        )
     }
 
     // ---- Observe
@@ -329,10 +334,12 @@ impl<'a, 'e> Driver<'a, 'e> {
     /// Memory, the last action's rule claims and the orienter's claims, each checked against
     /// the world model before it is updated; the orientation confidence; compression. Stops
     /// for review on a contradiction against a high-confidence fact.
-    fn orient(&mut self, cycle: usize, obs: &Observation) -> Phase<()> {
+    fn orient(&mut self, cycle: usize, obs: &Observation, model: bool) -> Phase<()> {
         let mut report = OrientReport::default();
         self.retrieve_memory(cycle, &mut report);
-        let extraction = {
+        let extraction = if !model {
+            Ok(super::orient::Extraction::default())
+        } else {
             let input = OrientInput {
                 world: &self.s.world,
                 observation: obs,
@@ -487,7 +494,12 @@ impl<'a, 'e> Driver<'a, 'e> {
     /// Escalate on low confidence; else implicit guidance or the decider's candidates, assessed
     /// by the gate; the refused ones recorded. Without a viable candidate: the next cycle (the
     /// model's own mistakes, fed back) or a terminal state.
-    fn decide(&mut self, cycle: usize, obs: &Observation) -> Phase<Choice> {
+    fn decide(
+        &mut self,
+        cycle: usize,
+        obs: &Observation,
+        learned: Option<(Candidate, String)>,
+    ) -> Phase<Choice> {
         let threshold = self.ooda.config.confidence_threshold;
         if self.s.world.confidence < threshold {
             let failed: Vec<&str> = obs.failed.iter().map(|f| f.sensor.as_str()).collect();
@@ -506,7 +518,8 @@ impl<'a, 'e> Driver<'a, 'e> {
             );
         }
         let signature = state_signature(&self.s.world);
-        let record = match self.implicit_decision(cycle) {
+        let learned = learned.and_then(|l| self.learned_decision(cycle, l));
+        let record = match learned.or_else(|| self.implicit_decision(cycle)) {
             Some(r) => r,
             None => match self.model_decision(cycle) {
                 Ok(r) => r,
