@@ -237,7 +237,7 @@ impl Session {
         }
         let mut out = Vec::new();
         let mut passes = 0usize;
-        let mut forced = 0usize;
+        let mut sampled = 0usize;
         // Tokens the constraint forces before the first choice (`{"thought": "` of an agent
         // step) ride along with the prompt's prefill.
         let mut pre: Vec<u32> = Vec::new();
@@ -247,28 +247,7 @@ impl Session {
                 let room = opts
                     .max_tokens
                     .min(context.saturating_sub(prompt.len() + 1));
-                let all = c.take_forced();
-                for &t in all.iter().take(room) {
-                    if opts.eos.contains(&t) {
-                        early = Some(FinishReason::Eos);
-                        break;
-                    }
-                    out.push(t);
-                    forced += 1;
-                    if on_token(t) == Flow::Stop {
-                        early = Some(FinishReason::Stop);
-                        break;
-                    }
-                    pre.push(t);
-                }
-                if early.is_none() && all.len() > room {
-                    early = Some(FinishReason::Length);
-                }
-                if early.is_none() && c.is_done() {
-                    // The last forced token ends the output: emitted, not run.
-                    pre.pop();
-                    early = Some(FinishReason::ConstraintDone);
-                }
+                early = emit_forced(c, room, &opts.eos, &mut out, &mut pre, on_token);
             }
         }
         let t0 = Instant::now();
@@ -326,6 +305,7 @@ impl Session {
                 c.commit(next)?;
             }
             out.push(next);
+            sampled += 1;
             let flow = on_token(next);
             if flow == Flow::Stop {
                 // The stop token is emitted but not run: the cache ends before it.
@@ -343,24 +323,7 @@ impl Session {
             if self.fast_forward {
                 if let Some(c) = constraint.as_deref_mut() {
                     let room = opts.max_tokens.saturating_sub(out.len());
-                    for t in c.take_forced().into_iter().take(room) {
-                        if opts.eos.contains(&t) {
-                            end = Some(FinishReason::Eos);
-                            break;
-                        }
-                        out.push(t);
-                        forced += 1;
-                        if on_token(t) == Flow::Stop {
-                            end = Some(FinishReason::Stop);
-                            break;
-                        }
-                        batch.push(t);
-                    }
-                    if end.is_none() && c.is_done() {
-                        // The last forced token ends the output: emitted, not run.
-                        batch.pop();
-                        end = Some(FinishReason::ConstraintDone);
-                    }
+                    end = emit_forced(c, room, &opts.eos, &mut out, &mut batch, on_token);
                 }
             }
             if self.tokens.len() + batch.len() >= context {
@@ -393,7 +356,7 @@ impl Session {
             kv_bytes: self.cache.used_bytes(),
             context_used: self.cache.len(),
             decode_passes: passes,
-            forced_tokens: forced,
+            forced_tokens: out.len() - sampled,
         };
         Ok(TokenOutput {
             tokens: out,
@@ -401,6 +364,39 @@ impl Session {
             usage,
         })
     }
+}
+
+/// Emit the tokens `c` forces next, at most `room` of them: each is pushed to `out` (the
+/// output) and, unless it ends generation, to `batch` (the tokens to run). Returns why
+/// generation ends here, if it does: an end-of-generation id, a stop from `on_token`, forced
+/// tokens beyond `room`, or a complete output (whose last token is emitted but not run).
+fn emit_forced(
+    c: &mut dyn TokenConstraint,
+    room: usize,
+    eos: &[u32],
+    out: &mut Vec<u32>,
+    batch: &mut Vec<u32>,
+    on_token: &mut dyn FnMut(u32) -> Flow,
+) -> Option<FinishReason> {
+    let all = c.take_forced();
+    for &t in all.iter().take(room) {
+        if eos.contains(&t) {
+            return Some(FinishReason::Eos);
+        }
+        out.push(t);
+        if on_token(t) == Flow::Stop {
+            return Some(FinishReason::Stop);
+        }
+        batch.push(t);
+    }
+    if all.len() > room {
+        return Some(FinishReason::Length);
+    }
+    if c.is_done() {
+        batch.pop();
+        return Some(FinishReason::ConstraintDone);
+    }
+    None
 }
 
 /// Errors of `Session::generate`.
