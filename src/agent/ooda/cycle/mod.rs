@@ -518,7 +518,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             );
         }
         let signature = state_signature(&self.s.world);
-        let learned = learned.and_then(|l| self.learned_decision(cycle, l));
+        let learned = learned.and_then(|l| self.guided_decision(cycle, l));
         let record = match learned.or_else(|| self.implicit_decision(cycle)) {
             Some(r) => r,
             None => match self.model_decision(cycle) {
@@ -545,28 +545,8 @@ impl<'a, 'e> Driver<'a, 'e> {
 
     /// A decision by implicit guidance, when it has a viable suggestion.
     fn implicit_decision(&mut self, cycle: usize) -> Option<DecisionRecord> {
-        let (cand, why) = self.s.guidance.suggest(&self.s.world)?;
-        let tools = self.ooda.tools;
-        let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
-        let (assessed, chosen) = assess(
-            &[cand],
-            &self.s.world,
-            tools,
-            &self.ooda.config.policy,
-            &self.s.approvals,
-            &polls,
-            self.ooda.config.confidence_threshold,
-        );
-        chosen?;
-        self.s.counters.implicit += 1;
-        Some(DecisionRecord {
-            cycle,
-            implicit: true,
-            guidance: Some(why),
-            candidates: assessed,
-            chosen,
-            parse_error: None,
-        })
+        let suggestion = self.s.guidance.suggest(&self.s.world)?;
+        self.guided_decision(cycle, suggestion)
     }
 
     /// A decision from the decider's proposal.

@@ -41,8 +41,9 @@ impl Driver<'_, '_> {
         Some((c, why))
     }
 
-    /// A decision from a learned pattern, when the gate lets its action through.
-    pub(super) fn learned_decision(
+    /// A decision from a learned pattern or an implicit-guidance rule (no Decide call), when
+    /// the gate lets its action through.
+    pub(super) fn guided_decision(
         &mut self,
         cycle: usize,
         (cand, why): (Candidate, String),
