@@ -16,6 +16,7 @@ use crate::lm::{ChatMessage, Role, Usage};
 use super::guard::canonical_json;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
 use super::types::{Action, ObservationKind, Step};
+use super::words::{keywords, words};
 
 /// Most characters of observations put in front of the answer step; the newest observations
 /// are kept when there are more.
@@ -117,64 +118,6 @@ pub fn observations_block(steps: &[Step], overview: Option<&str>, budget: usize)
 /// Most lines shown as the best match for the question.
 pub const BEST_LINES: usize = 3;
 
-const STOPWORDS: &[&str] = &[
-    "a",
-    "an",
-    "and",
-    "are",
-    "as",
-    "at",
-    "be",
-    "by",
-    "do",
-    "does",
-    "for",
-    "from",
-    "give",
-    "how",
-    "in",
-    "is",
-    "it",
-    "its",
-    "many",
-    "much",
-    "of",
-    "on",
-    "or",
-    "that",
-    "the",
-    "this",
-    "to",
-    "what",
-    "which",
-    "who",
-    "with",
-    "according",
-    "file",
-    "value",
-    "say",
-    "says",
-];
-
-/// Lower-case words of `text`, identifiers split at `_` and punctuation.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// The question's content words.
-fn keywords(task: &str) -> Vec<String> {
-    let mut k: Vec<String> = words(task)
-        .into_iter()
-        .filter(|w| w.len() >= 2 && !STOPWORDS.contains(&w.as_str()))
-        .collect();
-    k.sort();
-    k.dedup();
-    k
-}
-
 /// How many of `keys` a line holds (a word matches its prefix of 3+ letters either way, so
 /// "max" matches "maximum").
 fn score(line_words: &[String], keys: &[String]) -> usize {
@@ -202,6 +145,9 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
     let mut order = 0usize;
     for step in steps.iter().filter(|s| usable(s)) {
         let mut section: Option<String> = None;
+        // A CSV file's header (its line 1 with commas): each later row with as many fields is
+        // shown as name=value pairs, so "qty=845" says which number is the quantity.
+        let mut header: Option<Vec<String>> = None;
         for line in step.observation.text.lines() {
             // Strip read_file's "12: " line-number prefix before looking at the content.
             let content = line
@@ -213,9 +159,26 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
                 section = Some(content.to_string());
                 continue;
             }
-            let shown = match &section {
-                Some(sec) => format!("{sec} {}", line.trim()),
-                None => line.trim().to_string(),
+            if line.starts_with("1: ") && content.contains(',') {
+                header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
+                continue;
+            }
+            let row = header.as_ref().and_then(|h| {
+                let fields: Vec<&str> = content.split(',').map(str::trim).collect();
+                let number = line.split_once(": ").map(|(n, _)| n.trim())?;
+                (fields.len() == h.len()).then(|| {
+                    let pairs: Vec<String> = h
+                        .iter()
+                        .zip(&fields)
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    format!("{number}: {}", pairs.join(", "))
+                })
+            });
+            let shown = match (&section, row) {
+                (_, Some(row)) => row,
+                (Some(sec), None) => format!("{sec} {}", line.trim()),
+                (None, None) => line.trim().to_string(),
             };
             let n = score(&words(&shown), &keys);
             if n > 0 && !scored.iter().any(|(_, _, l)| *l == shown) {
@@ -236,6 +199,48 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
         .collect()
 }
 
+/// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`), quoted phrases
+/// (`'hex bolt M8'`) and file names — that appear in none of `block` (compared without case).
+/// A small model otherwise answers a question about a missing key with a neighbouring value.
+pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for q in ['\'', '"', '`'] {
+        let parts: Vec<&str> = task.split(q).collect();
+        // Odd-numbered parts sit between a pair of quotes.
+        for inner in parts
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .take(parts.len().saturating_sub(1) / 2)
+        {
+            let inner = inner.trim();
+            if !inner.is_empty() && inner.chars().count() <= 60 {
+                terms.push(inner.to_string());
+            }
+        }
+    }
+    for w in task.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))) {
+        let w = w.trim_matches(|c: char| matches!(c, '.' | '-' | '/'));
+        let letters = w.chars().filter(|c| c.is_alphabetic()).count();
+        let identifier = w.contains('_')
+            || (letters >= 3
+                && w.chars().all(|c| !c.is_lowercase())
+                && w.chars().any(|c| c.is_alphabetic()))
+            || (w.contains('.') && letters >= 2 && !w.ends_with('.'));
+        if identifier {
+            terms.push(w.to_string());
+        }
+    }
+    let hay = block.to_lowercase();
+    let mut out: Vec<String> = Vec::new();
+    for t in terms {
+        if !hay.contains(&t.to_lowercase()) && !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 /// The messages of the answer step, or `None` when no step produced a usable observation.
 pub fn answer_messages(
     task: &str,
@@ -244,7 +249,7 @@ pub fn answer_messages(
 ) -> Option<Vec<ChatMessage>> {
     let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
     let best = best_lines(task, steps, BEST_LINES);
-    let hint = if best.is_empty() {
+    let mut hint = if best.is_empty() {
         String::new()
     } else {
         format!(
@@ -252,6 +257,14 @@ pub fn answer_messages(
             best.join("\n")
         )
     };
+    let absent = absent_terms(task, &block);
+    if !absent.is_empty() {
+        let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();
+        hint.push_str(&format!(
+            "\nNo tool output contains {}.\n",
+            quoted.join(" or ")
+        ));
+    }
     Some(vec![
         ChatMessage::new(Role::System, ANSWER_SYSTEM),
         ChatMessage::new(
@@ -381,8 +394,11 @@ mod tests {
         let csv = "inventory.csv (4 lines):\n1: sku,name,qty\n2: HB-06,hex bolt M6,1200\n3: HB-08,hex bolt M8,845\n4: NT-08,hex nut M8,1975";
         let steps = vec![step(1, "read_file", ObservationKind::Output, csv)];
         let best = best_lines("How many units of 'hex bolt M8' are in stock?", &steps, 3);
-        assert_eq!(best[0], "3: HB-08,hex bolt M8,845");
-        assert!(!best.iter().any(|l| l.contains("sku")));
+        assert_eq!(best[0], "3: sku=HB-08, name=hex bolt M8, qty=845");
+        assert!(
+            !best.iter().any(|l| l.starts_with("1:")),
+            "the header is not a row"
+        );
 
         // A TOML key is scored and shown with its section.
         let toml = "config.toml (6 lines):\n1: [server]\n2: port = 8080\n3: [metrics]\n4: port = 9102\n5: [admin]\n6: port = 7001";
@@ -401,6 +417,33 @@ mod tests {
         assert!(best_lines("What is the port?", &steps, 3).is_empty());
         let m = answer_messages("What is the port?", &steps, None).expect("test value");
         assert!(!m[1].content.contains("share most words"));
+    }
+
+    #[test]
+    fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
+        let block = "settings.py (2 lines):\n1: MAX_RETRIES = 5\n2: WORKER_THREADS = 16";
+        assert_eq!(
+            absent_terms("What is the value of LOG_LEVEL in settings.py?", block),
+            vec!["LOG_LEVEL"]
+        );
+        assert!(absent_terms("What is MAX_RETRIES in settings.py?", block).is_empty());
+        assert_eq!(
+            absent_terms(
+                "How many units of 'hex bolt M8' are in stock?",
+                "hex bolt M6"
+            ),
+            vec!["hex bolt M8"]
+        );
+        let steps = vec![step(1, "read_file", ObservationKind::Output, block)];
+        let m = answer_messages(
+            "What is the value of LOG_LEVEL in settings.py?",
+            &steps,
+            None,
+        )
+        .expect("messages");
+        assert!(m[1]
+            .content
+            .contains("No tool output contains \"LOG_LEVEL\"."));
     }
 
     #[test]

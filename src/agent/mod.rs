@@ -12,6 +12,7 @@ pub mod condense;
 pub mod eval;
 pub mod eval_concurrent;
 pub mod guard;
+pub mod narrow;
 pub mod ooda;
 pub mod parse;
 pub mod planner;
@@ -19,6 +20,7 @@ pub mod react;
 pub mod rundir;
 pub mod tools;
 pub mod types;
+pub mod words;
 
 pub use planner::{
     LmPlanner, LmPlannerConfig, Planner, PlannerError, PlannerInput, PlannerOutput,

@@ -58,6 +58,8 @@ pub struct Limits {
     pub show_workspace: bool,
     /// Type the file tools' path arguments by the workspace (see `tools::choices`).
     pub typed_paths: bool,
+    /// Narrow the constraint's enum arguments step by step (see `agent::narrow`).
+    pub narrow: bool,
 }
 
 impl Default for Limits {
@@ -74,6 +76,7 @@ impl Default for Limits {
             answer: AnswerMode::default(),
             show_workspace: true,
             typed_paths: true,
+            narrow: true,
         }
     }
 }
@@ -263,6 +266,10 @@ pub fn run(
         _ => tools,
     };
     let original_task = task;
+    let named_paths: Vec<String> = {
+        let (files, dirs) = super::tools::choices::paths_in_task(task);
+        files.into_iter().chain(dirs).collect()
+    };
     let task = planner_task.as_str();
     let mut steps: Vec<Step> = Vec::new();
     let mut cache = ActionCache::new(limits.stuck_after);
@@ -363,6 +370,18 @@ pub fn run(
         let index = steps.len() + 1;
         let step_start = Instant::now();
         let allowed = allowed_tools(tools, &steps, banned.as_deref());
+        let allowed = if limits.narrow {
+            let base = allowed.as_ref().unwrap_or(tools);
+            let n = super::narrow::narrow(base, original_task, &named_paths, &steps);
+            // Never narrow to nothing but the answer on the first step, nor to nothing at all.
+            if n.iter().any(|t| t.name() != FINAL_ANSWER) || !steps.is_empty() && !n.is_empty() {
+                Some(n)
+            } else {
+                allowed
+            }
+        } else {
+            allowed
+        };
         let out = {
             let input = PlannerInput {
                 task,

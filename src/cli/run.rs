@@ -98,10 +98,16 @@ pub struct AgentOpts {
     /// Do not show the workspace's top-level listing under the task.
     #[arg(long)]
     pub no_overview: bool,
-    /// Keep free-text path arguments (by default, in a workspace of at most 300 paths, the file
-    /// tools' paths are constrained to the paths there and the files the task names).
+    /// Keep free-text path and query arguments (by default, in a workspace of at most 300
+    /// paths, the file tools' paths are constrained to the paths there and the files the task
+    /// names, and search_text's query to the task's words).
     #[arg(long)]
     pub free_paths: bool,
+    /// Do not narrow the constraint step by step (by default an enum argument is narrowed to
+    /// the values the task names, the paths the task names are touched first, and a file read,
+    /// folder listed or preset described successfully is not offered again).
+    #[arg(long)]
+    pub no_narrow: bool,
     /// Where the model runs (in-process or an OpenAI-compatible server).
     #[command(flatten)]
     pub backend: super::backend::BackendOpts,
@@ -123,6 +129,7 @@ impl AgentOpts {
             answer: self.answer.into(),
             show_workspace: !self.no_overview,
             typed_paths: !self.free_paths,
+            narrow: !self.no_narrow,
             ..Limits::default()
         })
     }

@@ -581,10 +581,11 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
             }
         );
     }
-    assert_eq!(
-        s[7].observation.text,
-        "big.txt lines 250-251 of 300:\n250: row 250\n251: row 251\n"
-    );
+    // A two-line window of a long file is widened to 40 lines.
+    let expected: String = std::iter::once("big.txt lines 250-289 of 300:\n".to_string())
+        .chain((250..=289).map(|i| format!("{i}: row {i}\n")))
+        .collect();
+    assert_eq!(s[7].observation.text, expected);
     // A missing path names the files with that name elsewhere in the workspace.
     assert!(
         s[8].observation.text.contains("data/deep/c.csv"),

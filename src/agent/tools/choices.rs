@@ -113,10 +113,26 @@ pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
     (files, dirs)
 }
 
-/// A file tool whose `path` argument is an enum of workspace paths.
+/// A file tool whose `path` argument is an enum of workspace paths and, for `search_text`,
+/// whose `query` is made of the task's words.
 struct PathChoices {
     inner: Arc<dyn Tool>,
     choices: Vec<String>,
+    query_words: Vec<String>,
+}
+
+/// Most words in a typed search query.
+pub const QUERY_MAX_WORDS: usize = 5;
+
+/// The JSON-schema pattern of a query of 1..=[`QUERY_MAX_WORDS`] of `words` separated by
+/// single spaces (each word is letters, digits, `_` or `-`, so none needs escaping beyond `-`).
+pub fn query_pattern(words: &[String]) -> String {
+    let alt = words
+        .iter()
+        .map(|w| w.replace('-', "\\-"))
+        .collect::<Vec<_>>()
+        .join("|");
+    format!("^({alt})( ({alt})){{0,{}}}$", QUERY_MAX_WORDS - 1)
 }
 
 impl Tool for PathChoices {
@@ -134,6 +150,23 @@ impl Tool for PathChoices {
             .and_then(|p| p.get_mut("path"))
         {
             *path = serde_json::json!({ "enum": self.choices });
+        }
+        if !self.query_words.is_empty() {
+            if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+                if props.contains_key("query") {
+                    props.insert(
+                        "query".into(),
+                        serde_json::json!({
+                            "type": "string",
+                            "pattern": query_pattern(&self.query_words),
+                            "description": "words of the task to find"
+                        }),
+                    );
+                    // Task words are plain words; a regex flag would only let the model
+                    // switch the matching off.
+                    props.remove("regex");
+                }
+            }
         }
         schema
     }
@@ -157,9 +190,37 @@ fn dedup(mut v: Vec<String>) -> Vec<String> {
     v
 }
 
+/// The words a typed search query may use: the task's content words that are plain words or
+/// identifiers (paths and file names are left to the `path` argument).
+pub fn query_words(task: &str) -> Vec<String> {
+    let mut w: Vec<String> = task
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, ',' | ';' | '?' | '!' | '"' | '(' | ')' | ':')
+        })
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| {
+            w.chars().count() >= 2
+                && w.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+                && !crate::agent::words::STOPWORDS.contains(&w.as_str())
+        })
+        .collect();
+    w.sort();
+    w.dedup();
+    w
+}
+
 /// `tools` with the path arguments of `read_file`, `list_dir` and `search_text` typed by the
-/// workspace at `root` and the paths `task` names; `tools` unchanged when the workspace is
-/// too large to enumerate.
+/// workspace at `root` and the paths `task` names, and `search_text`'s query typed by the
+/// task's words; `tools` unchanged when the workspace is too large to enumerate.
+///
+/// A 0.5B planner searched for the guard's own sentence or for the timestamp of the line it
+/// had just read; a query made of the task's words cannot be either. A folder is offered as
+/// `data` and `data/`: with only `data`, a model that wrote the task's `data/` had to go on to
+/// a subfolder.
 pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
     let Some(ws) = WorkspacePaths::scan(root) else {
         return tools.clone();
@@ -168,10 +229,16 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
     let files = dedup(ws.files.iter().cloned().chain(task_files).collect());
     let dirs = dedup(
         std::iter::once(".".to_string())
-            .chain(ws.dirs.iter().cloned())
-            .chain(task_dirs)
+            .chain(
+                ws.dirs
+                    .iter()
+                    .cloned()
+                    .chain(task_dirs)
+                    .flat_map(|d| [format!("{d}/"), d]),
+            )
             .collect(),
     );
+    let words = query_words(task);
     let mut out = tools.clone();
     let plan: [(&str, Vec<String>); 3] = [
         ("read_file", files.clone()),
@@ -189,6 +256,11 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
             out.add(Arc::new(PathChoices {
                 inner: inner.clone(),
                 choices,
+                query_words: if name == "search_text" {
+                    words.clone()
+                } else {
+                    Vec::new()
+                },
             }));
         }
     }
@@ -238,13 +310,41 @@ mod tests {
         let list = tools.get("list_dir").expect("test value").args_schema();
         assert_eq!(
             list["properties"]["path"]["enum"],
-            serde_json::json!([".", "logs", "logs/old"])
+            serde_json::json!([".", "logs/", "logs", "logs/old/", "logs/old"])
         );
         assert_eq!(list["properties"]["recursive"]["type"], "boolean");
         assert!(
             tools.get("calculator").expect("test value").args_schema()["properties"]["expression"]
                 .is_object()
         );
+    }
+
+    #[test]
+    fn search_queries_are_made_of_the_task_words() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("app.log"), "x").expect("write");
+        let task = "app.log records when the disk filled up. What was the job id of that backup?";
+        assert_eq!(
+            query_words(task),
+            vec!["backup", "disk", "filled", "id", "job", "records", "up"]
+        );
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let search = tools.get("search_text").expect("search").args_schema();
+        assert!(search["properties"].get("regex").is_none());
+        let pattern = search["properties"]["query"]["pattern"]
+            .as_str()
+            .expect("a pattern");
+        let re = regex::Regex::new(pattern).expect("the pattern compiles");
+        assert!(re.is_match("disk backup"));
+        assert!(re.is_match("backup job id"));
+        assert!(!re.is_match("System guard: you already ran this exact action"));
+        assert!(!re.is_match("2026-03-02T08:00:00.600Z INFO"));
+        assert!(
+            !re.is_match("disk disk disk disk disk disk"),
+            "at most five words"
+        );
+        let read = tools.get("read_file").expect("read").args_schema();
+        assert!(read["properties"].get("query").is_none());
     }
 
     #[test]

@@ -109,6 +109,9 @@ fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
 }
 
 /// Files up to this many lines are always shown whole.
+/// The fewest lines a ranged read of a long file shows.
+pub const MIN_WINDOW_LINES: usize = 40;
+
 const SHORT_FILE_LINES: usize = 200;
 
 /// Longest path argument the schemas accept.
@@ -183,6 +186,9 @@ impl Tool for ReadFile {
             (None, Some(n)) => start.saturating_add(n.max(1) - 1).min(total),
             (None, None) => total,
         };
+        // A window of a few lines is widened: a small model asks for line 1 to line 1 of a
+        // 3,000-line log by habit, and then reads the same line again.
+        let end = end.max(start.saturating_add(MIN_WINDOW_LINES - 1).min(total));
         let mut out = if start == 1 && end == total {
             format!("{} ({total} lines):\n", a.path)
         } else {
@@ -392,36 +398,78 @@ struct SearchArgs {
 
 /// How lines are matched.
 enum Matcher {
-    /// Every word (lowercase) appears in the lowercased line.
+    /// Every word (lowercase stem, see `agent::words::stem`) appears in the lowercased line.
     Words(Vec<String>),
     /// A compiled regex.
     Regex(regex::Regex),
 }
 
 impl Matcher {
+    /// The query's words as lower-case stems; question words ("what", "the") are left out
+    /// when any other word is left.
     fn words_in(query: &str) -> Vec<String> {
-        query
+        let all: Vec<String> = query
             .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '.' && c != '-')
             .map(|w| w.trim_matches(|c| c == '.' || c == '-').to_lowercase())
             .filter(|w| !w.is_empty())
-            .collect()
+            .collect();
+        let content: Vec<String> = all
+            .iter()
+            .filter(|w| !crate::agent::words::STOPWORDS.contains(&w.as_str()))
+            .cloned()
+            .collect();
+        let mut out: Vec<String> = if content.is_empty() { all } else { content }
+            .iter()
+            .map(|w| crate::agent::words::stem(w).to_string())
+            .collect();
+        out.dedup();
+        out
     }
-    /// Number of words of the query found in `line` (for a regex: 1 on a match).
-    fn score(&self, line: &str) -> usize {
+    /// Which words of the query `line` holds, as a bit set (for a regex: bit 0 on a match).
+    fn hits(&self, line: &str) -> u64 {
         match self {
             Matcher::Words(words) => {
                 let l = line.to_lowercase();
-                words.iter().filter(|w| l.contains(w.as_str())).count()
+                words
+                    .iter()
+                    .take(64)
+                    .enumerate()
+                    .filter(|(_, w)| l.contains(w.as_str()))
+                    .fold(0u64, |m, (i, _)| m | (1 << i))
             }
-            Matcher::Regex(re) => usize::from(re.is_match(line)),
+            Matcher::Regex(re) => u64::from(re.is_match(line)),
         }
     }
-    fn needed(&self) -> usize {
+    /// The bit set of a line that holds everything.
+    fn all(&self) -> u64 {
         match self {
-            Matcher::Words(w) => w.len(),
+            Matcher::Words(w) if w.len() >= 64 => u64::MAX,
+            Matcher::Words(w) => (1u64 << w.len()) - 1,
             Matcher::Regex(_) => 1,
         }
     }
+}
+
+/// Rank lines that hold only some of the words: a word found on few lines weighs more than
+/// one found on many (inverse document frequency over the lines searched), so "disk backup"
+/// ranks the one disk line above a thousand backup lines.
+fn rank_partial(partial: &mut [(u64, String)], lines: usize) {
+    let mut df = [0usize; 64];
+    for (m, _) in partial.iter() {
+        for (i, d) in df.iter_mut().enumerate() {
+            if m & (1 << i) != 0 {
+                *d += 1;
+            }
+        }
+    }
+    let n = lines.max(1) as f64;
+    let weight = |m: u64| -> f64 {
+        (0..64)
+            .filter(|i| m & (1 << i) != 0)
+            .map(|i| (n / df[i].max(1) as f64).ln() + 1.0)
+            .sum()
+    };
+    partial.sort_by(|a, b| weight(b.0).total_cmp(&weight(a.0)));
 }
 
 impl Tool for SearchText {
@@ -471,9 +519,10 @@ impl Tool for SearchText {
         let mut files = Vec::new();
         collect_files(&start, &mut files, 0);
         files.sort();
-        // (score, file, line number, text) of lines matching at least one word.
+        // Lines holding every word, and (which words, shown line) of those holding some.
         let mut full: Vec<String> = Vec::new();
-        let mut partial: Vec<(usize, String)> = Vec::new();
+        let mut partial: Vec<(u64, String)> = Vec::new();
+        let mut lines_seen = 0usize;
         let mut more = 0usize;
         let mut scanned = 0usize;
         for f in files.iter().take(MAX_FILES_SCANNED) {
@@ -495,8 +544,9 @@ impl Tool for SearchText {
             scanned += 1;
             let text = String::from_utf8_lossy(&bytes);
             for (i, line) in text.lines().enumerate() {
-                let score = matcher.score(line);
-                if score == 0 {
+                lines_seen += 1;
+                let hits = matcher.hits(line);
+                if hits == 0 {
                     continue;
                 }
                 let shown = format!(
@@ -505,14 +555,14 @@ impl Tool for SearchText {
                     i + 1,
                     super::truncate_str(line.trim_end(), 300)
                 );
-                if score >= matcher.needed() {
+                if hits == matcher.all() {
                     if full.len() < MAX_MATCHES {
                         full.push(shown);
                     } else {
                         more += 1;
                     }
                 } else if partial.len() < 10_000 {
-                    partial.push((score, shown));
+                    partial.push((hits, shown));
                 }
             }
         }
@@ -540,8 +590,8 @@ impl Tool for SearchText {
                 "no matches: searched {files_note} for {what}. Try other words (a synonym, a shorter phrase) or list_dir."
             ));
         }
-        // Stable: best score first, then file order.
-        partial.sort_by_key(|p| std::cmp::Reverse(p.0));
+        // Stable: rarest words first, then file order.
+        rank_partial(&mut partial, lines_seen);
         let shown: Vec<String> = partial
             .iter()
             .take(MAX_MATCHES / 2)

@@ -1,0 +1,343 @@
+//! Step-by-step narrowing of the output constraint: which argument values the next action may
+//! use, given the task and the steps so far. Only the constraint changes; the prompt (and so the
+//! reused KV prefix) stays the same.
+//!
+//! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Three
+//! rules, each over enum-typed arguments only:
+//!
+//! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
+//!    preset, the model, the quant), the argument is narrowed to those.
+//! 2. **Task-named paths first.** While a file or folder the task names has not been touched,
+//!    the file tools may only touch such a path (a missing one too: its not-found error is the
+//!    answer to a question about it).
+//! 3. **No second identical look.** A value of a tool's only required enum argument that
+//!    already succeeded (a file read, a folder listed recursively, a preset described) is left
+//!    out; a tool with no value left is not offered.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::tools::{RiskProfile, Tool, ToolContext, ToolError, Toolset};
+use super::types::{Action, ObservationKind, Step};
+
+/// The file tools whose `path` is narrowed by rule 2.
+const FILE_TOOLS: &[&str] = &["read_file", "list_dir", "search_text"];
+
+/// A tool with a narrowed argument schema.
+struct Narrowed {
+    inner: Arc<dyn Tool>,
+    schema: Value,
+}
+
+impl Tool for Narrowed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn args_schema(&self) -> Value {
+        self.schema.clone()
+    }
+    fn needs_workspace(&self) -> bool {
+        self.inner.needs_workspace()
+    }
+    fn risk(&self) -> RiskProfile {
+        self.inner.risk()
+    }
+    fn polls(&self) -> bool {
+        self.inner.polls()
+    }
+    fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.inner.call(args, ctx)
+    }
+}
+
+/// Lower-case letters and digits only: "RTX 4090" and "rtx-4090" both read "rtx4090".
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The values of `choices` the task names (compared without case or punctuation; values of
+/// fewer than two letters or digits are never "named").
+pub fn named_values(task: &str, choices: &[String]) -> Vec<String> {
+    let t = squash(task);
+    choices
+        .iter()
+        .filter(|c| {
+            let s = squash(c);
+            s.chars().count() >= 2 && t.contains(&s)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The string values of an enum property.
+fn enum_values(prop: &Value) -> Option<Vec<String>> {
+    prop.get("enum")?
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn path_of(args: &Value) -> Option<String> {
+    let p = args.get("path")?.as_str()?;
+    let p = p.trim_start_matches("./").trim_end_matches('/');
+    Some(if p.is_empty() { ".".into() } else { p.into() })
+}
+
+fn same_path(a: &str, b: &str) -> bool {
+    a.trim_start_matches("./").trim_end_matches('/')
+        == b.trim_start_matches("./").trim_end_matches('/')
+}
+
+/// The tool calls of `steps` (name, args, whether the tool returned output).
+fn calls(steps: &[Step]) -> impl Iterator<Item = (&str, &Value, bool)> {
+    steps.iter().filter_map(|s| match &s.action {
+        Some(Action::ToolCall { name, args }) => Some((
+            name.as_str(),
+            args,
+            s.observation.kind == ObservationKind::Output,
+        )),
+        _ => None,
+    })
+}
+
+/// The value of `tool`'s only required enum property that rule 3 leaves out after a success,
+/// with that property's name.
+fn spent_values(tool: &str, prop: &str, steps: &[Step]) -> HashSet<String> {
+    calls(steps)
+        .filter(|(name, _, ok)| *name == tool && *ok)
+        .filter(|(name, args, _)| {
+            // A folder listed without `recursive` may still be listed with it.
+            *name != "list_dir" || args.get("recursive").and_then(Value::as_bool) == Some(true)
+        })
+        .filter_map(|(_, args, _)| {
+            if prop == "path" {
+                path_of(args)
+            } else {
+                args.get(prop)?.as_str().map(str::to_string)
+            }
+        })
+        .collect()
+}
+
+/// `allowed` with its enum arguments narrowed by the three rules for the next step. `task` is
+/// the user's task (not the overview under it); `named_paths` the files and folders it names.
+pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[Step]) -> Toolset {
+    // Rule 2: task-named paths not yet touched by any file tool.
+    let untouched: Vec<&String> = named_paths
+        .iter()
+        .filter(|p| {
+            !calls(steps).any(|(name, args, _)| {
+                FILE_TOOLS.contains(&name) && path_of(args).is_some_and(|a| same_path(&a, p))
+            })
+        })
+        .collect();
+    let mut out = Toolset::new();
+    for tool in allowed.iter() {
+        let mut schema = tool.args_schema();
+        let required: Vec<String> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+            out.add(tool.clone());
+            continue;
+        };
+        let mut changed = false;
+        let mut emptied = false;
+        let enum_required: Vec<&String> = required
+            .iter()
+            .filter(|r| {
+                props
+                    .get(r.as_str())
+                    .is_some_and(|p| enum_values(p).is_some())
+            })
+            .collect();
+        // The argument rule 3 watches: the only required one, or `list_dir`'s folder.
+        let only_required = match enum_required.as_slice() {
+            [one] if required.len() == 1 => Some((*one).clone()),
+            [] if tool.name() == "list_dir" => Some("path".to_string()),
+            _ => None,
+        };
+        for (key, prop) in props.iter_mut() {
+            let Some(values) = enum_values(prop) else {
+                continue;
+            };
+            let mut keep = values.clone();
+            if key == "path" {
+                if FILE_TOOLS.contains(&tool.name()) && !untouched.is_empty() {
+                    keep.retain(|v| untouched.iter().any(|p| same_path(v, p)));
+                }
+            } else {
+                let named = named_values(task, &keep);
+                if !named.is_empty() {
+                    keep = named;
+                }
+            }
+            if only_required.as_deref() == Some(key.as_str()) {
+                let spent = spent_values(tool.name(), key, steps);
+                keep.retain(|v| {
+                    !spent.iter().any(|s| {
+                        if key == "path" {
+                            same_path(v, s)
+                        } else {
+                            v == s
+                        }
+                    })
+                });
+            }
+            if keep.len() != values.len() {
+                changed = true;
+                if keep.is_empty() {
+                    emptied = true;
+                    break;
+                }
+                prop["enum"] = Value::from(keep);
+            }
+        }
+        if emptied {
+            // An argument with no value left: the tool is not offered this step.
+            continue;
+        }
+        if changed {
+            out.add(Arc::new(Narrowed {
+                inner: tool.clone(),
+                schema,
+            }));
+        } else {
+            out.add(tool.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::tools::choices::constrain_paths;
+    use crate::agent::types::{Observation, StepTimings};
+    use crate::lm::Usage;
+    use serde_json::json;
+
+    fn done(index: usize, tool: &str, args: Value, kind: ObservationKind) -> Step {
+        Step {
+            index,
+            thought: String::new(),
+            action: Some(Action::tool(tool, args)),
+            raw: String::new(),
+            observation: Observation::new(kind, "x".to_string()),
+            fingerprint: None,
+            timings: StepTimings::default(),
+            usage: Usage::default(),
+        }
+    }
+
+    fn enum_of(tools: &Toolset, tool: &str, prop: &str) -> Vec<String> {
+        enum_values(&tools.get(tool).expect("tool").args_schema()["properties"][prop])
+            .expect("an enum")
+    }
+
+    #[test]
+    fn values_the_task_names_narrow_the_enum_and_spent_ones_drop_out() {
+        let tools = Toolset::builtin(None);
+        let task = "How many times more bandwidth does the H200 have than the RTX 4090?";
+        let n = narrow(&tools, task, &[], &[]);
+        let mut presets = enum_of(&n, "hardware", "preset");
+        presets.sort();
+        assert_eq!(presets, vec!["h200", "rtx-4090"]);
+        let steps = vec![done(
+            1,
+            "hardware",
+            json!({"preset": "h200"}),
+            ObservationKind::Output,
+        )];
+        let n = narrow(&tools, task, &[], &steps);
+        assert_eq!(enum_of(&n, "hardware", "preset"), vec!["rtx-4090"]);
+        let steps = vec![
+            steps[0].clone(),
+            done(
+                2,
+                "hardware",
+                json!({"preset": "rtx-4090"}),
+                ObservationKind::Output,
+            ),
+        ];
+        let n = narrow(&tools, task, &[], &steps);
+        assert!(n.get("hardware").is_none(), "nothing left to describe");
+        assert!(n.get("calculator").is_some());
+        // size_model has several required arguments: rule 3 does not apply to it.
+        let n = narrow(&tools, task, &[], &steps);
+        let mut hw = enum_of(&n, "size_model", "hw");
+        hw.sort();
+        assert_eq!(hw, vec!["h200", "rtx-4090"]);
+    }
+
+    #[test]
+    fn a_task_that_names_no_value_leaves_the_enum_whole() {
+        let tools = Toolset::builtin(None);
+        let n = narrow(&tools, "What is 2 + 2?", &[], &[]);
+        assert_eq!(
+            enum_of(&n, "hardware", "preset"),
+            enum_of(&tools, "hardware", "preset")
+        );
+    }
+
+    #[test]
+    fn named_paths_come_first_then_a_read_file_is_not_read_again() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("config.toml"), "a = 1").expect("write");
+        std::fs::write(dir.path().join("notes.txt"), "b").expect("write");
+        let task = "What API key is stored in secrets.toml?";
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let named = vec!["secrets.toml".to_string()];
+        let n = narrow(&tools, task, &named, &[]);
+        assert_eq!(enum_of(&n, "read_file", "path"), vec!["secrets.toml"]);
+        assert!(n.get("list_dir").is_none(), "no folder is named");
+        let missing = ObservationKind::ToolError {
+            kind: crate::agent::tools::ToolErrorKind::NotFound,
+        };
+        let steps = vec![done(
+            1,
+            "read_file",
+            json!({"path": "secrets.toml"}),
+            missing,
+        )];
+        let n = narrow(&tools, task, &named, &steps);
+        assert_eq!(
+            enum_of(&n, "read_file", "path"),
+            vec!["config.toml", "notes.txt", "secrets.toml"],
+            "touched: every path is open again, and a failed read may be retried"
+        );
+        let steps = vec![done(
+            1,
+            "read_file",
+            json!({"path": "config.toml"}),
+            ObservationKind::Output,
+        )];
+        let n = narrow(
+            &tools,
+            "What is in config.toml?",
+            &["config.toml".into()],
+            &steps,
+        );
+        assert_eq!(
+            enum_of(&n, "read_file", "path"),
+            vec!["notes.txt", "secrets.toml"]
+        );
+    }
+}
