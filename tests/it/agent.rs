@@ -460,7 +460,7 @@ fn file_tools_see_only_the_workspace() {
     let s = steps_of(&out);
     assert_eq!(
         s[0].observation.text,
-        "notes.txt (22 bytes)\nsub/ (1 file)\ntotal: 1 file and 1 folder directly in ."
+        "notes.txt (22 bytes)\nsub/ (1 file)\ntotal: 1 file and 1 folder directly in .; 2 files in . and its subfolders\nby type, . and its subfolders: 2 .txt"
     );
     // A short file is shown whole even when a range is asked.
     assert_eq!(
@@ -539,7 +539,7 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
     assert!(
         s[0].observation
             .text
-            .ends_with("total: 2 files and 1 folder directly in data"),
+            .contains("total: 2 files and 1 folder directly in data; 3 files in data and its subfolders\nby type, data and its subfolders: 3 .csv"),
         "{}",
         s[0].observation.text
     );

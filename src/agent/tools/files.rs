@@ -7,6 +7,7 @@
 //! as a sentence, plain-word search that does not need a regex.
 
 use std::io::Read;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -302,6 +303,43 @@ fn count_all_files(dir: &Path, depth: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// Files below `dir` by extension (`.md`; "no extension" for none), most first, as
+/// "5 .md, 2 .yaml, 1 .svg" (links not followed, 32 levels at most).
+fn extension_counts(dir: &Path) -> String {
+    fn walk(dir: &Path, depth: usize, out: &mut BTreeMap<String, usize>) {
+        if depth > 32 {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_file() => {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let ext = match name.rsplit_once('.') {
+                        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
+                            format!(".{}", ext.to_lowercase())
+                        }
+                        _ => "no extension".to_string(),
+                    };
+                    *out.entry(ext).or_default() += 1;
+                }
+                Ok(t) if t.is_dir() => walk(&e.path(), depth + 1, out),
+                _ => {}
+            }
+        }
+    }
+    let mut counts = BTreeMap::new();
+    walk(dir, 0, &mut counts);
+    let mut v: Vec<(String, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.iter()
+        .map(|(e, n)| format!("{n} {e}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -366,14 +404,29 @@ impl Tool for ListDir {
                 plural(listing.files, "file", "files"),
                 plural(listing.dirs, "folder", "folders")
             )
-        } else {
+        } else if listing.dirs == 0 {
             format!(
-                "\ntotal: {} and {} directly in {shown}",
+                "\ntotal: {} and 0 folders directly in {shown}",
                 plural(listing.files, "file", "files"),
-                plural(listing.dirs, "folder", "folders")
+            )
+        } else {
+            // The whole tree's count too: "how many files are in data/" is a question about
+            // everything below it far more often than about its top level.
+            format!(
+                "\ntotal: {} and {} directly in {shown}; {} in {shown} and its subfolders",
+                plural(listing.files, "file", "files"),
+                plural(listing.dirs, "folder", "folders"),
+                plural(count_all_files(&dir, 0), "file", "files")
             )
         };
         out.push_str(&total);
+        // Counting by type is arithmetic a small model gets wrong from a listing.
+        if a.recursive || listing.dirs > 0 {
+            out.push_str(&format!(
+                "\nby type, {shown} and its subfolders: {}",
+                extension_counts(&dir)
+            ));
+        }
         Ok(out)
     }
 }
