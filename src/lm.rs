@@ -178,6 +178,31 @@ pub struct GenOutput {
     pub usage: Usage,
 }
 
+/// One generated token with its log-probability and the most likely alternatives (the
+/// `logprobs` of an OpenAI chat completion).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    /// The token's text (bytes that are not valid UTF-8 on their own become U+FFFD).
+    pub token: String,
+    /// The token's bytes.
+    pub bytes: Vec<u8>,
+    /// Its natural-log probability under the model.
+    pub logprob: f32,
+    /// The most likely tokens at this position, best first.
+    pub top_logprobs: Vec<TopLogprob>,
+}
+
+/// One alternative of a [`TokenLogprob`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopLogprob {
+    /// The token's text.
+    pub token: String,
+    /// The token's bytes.
+    pub bytes: Vec<u8>,
+    /// Its natural-log probability.
+    pub logprob: f32,
+}
+
 /// Errors a language model reports.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -309,6 +334,25 @@ pub trait LanguageModel {
         on_text: &mut dyn FnMut(&str),
         cancel: &CancelToken,
     ) -> Result<GenOutput, LmError>;
+
+    /// [`generate`](Self::generate) that also reports the log-probability of each generated
+    /// token and its `top_logprobs` most likely alternatives. `on_text` receives each piece of
+    /// text with the log-probabilities of the tokens that produced it (tokens held back and then
+    /// cut as part of a stop string are left out); the returned list is all of them in order.
+    /// Backends that cannot compute them (the default) refuse with [`LmError::Backend`].
+    fn generate_logprobs(
+        &mut self,
+        req: &GenRequest,
+        top_logprobs: usize,
+        on_text: &mut dyn FnMut(&str, &[TokenLogprob]),
+        cancel: &CancelToken,
+    ) -> Result<(GenOutput, Vec<TokenLogprob>), LmError> {
+        let _ = (req, top_logprobs, on_text, cancel);
+        Err(LmError::Backend(BackendError::new(format!(
+            "the model {} does not report log-probabilities; leave `logprobs` out",
+            self.name()
+        ))))
+    }
 
     /// The context length in tokens.
     fn context_length(&self) -> usize;

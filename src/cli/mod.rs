@@ -45,6 +45,38 @@ pub struct GlobalOpts {
     /// sizes bf16 and q4_0 (its default: what the runtime allocates).
     #[arg(long, global = true, value_parser = crate::sizing::KvDtype::parse)]
     pub kv_dtype: Option<crate::sizing::KvDtype>,
+    /// CPU kernel set of the native engine: auto (the fastest this CPU runs), scalar (the
+    /// reference), avx2 (AVX2+FMA+F16C), vnni (avx2 with the AVX-512 VNNI kernels) or
+    /// no-panel; overrides BOYD_KERNELS. A set this CPU cannot run is refused.
+    #[arg(long, global = true, value_parser = parse_kernels)]
+    pub kernels: Option<crate::kernels::cpu::KernelChoice>,
+}
+
+/// `--kernels`: the names of [`KernelChoice::parse`](crate::kernels::cpu::KernelChoice::parse)
+/// plus `avx2` (= `no-vnni`) and `vnni`, checked against this CPU's features.
+pub fn parse_kernels(s: &str) -> Result<crate::kernels::cpu::KernelChoice, String> {
+    use crate::kernels::cpu::{KernelChoice, Kernels};
+    let has = |name: &str| Kernels::select(KernelChoice::Auto).name == name;
+    let choice = match s {
+        "avx2" => KernelChoice::NoVnni,
+        "vnni" => KernelChoice::Auto,
+        other => KernelChoice::parse(other).ok_or_else(|| {
+            format!("unknown kernel set {other:?}: use auto, scalar, avx2, vnni or no-panel")
+        })?,
+    };
+    if matches!(s, "avx2" | "no-vnni" | "no-panel") && has("scalar") {
+        return Err(format!(
+            "this CPU lacks AVX2, FMA or F16C, so it runs only the scalar kernels; use \
+             --kernels scalar (or auto), not {s}"
+        ));
+    }
+    if s == "vnni" && !has("avx2+vnni") {
+        return Err(
+            "this CPU lacks AVX-512 VNNI (avx512vnni + avx512vl); use --kernels avx2 or scalar"
+                .into(),
+        );
+    }
+    Ok(choice)
 }
 
 /// boyd: a local-inference agent — run GGUF models, size and measure them, run agent loops.
@@ -130,13 +162,16 @@ pub fn cancel_on_ctrl_c(token: &crate::lm::CancelToken) {
 }
 
 /// The runtime's tuning knobs from the environment (`BOYD_ENGINE`, `BOYD_KERNELS`,
-/// `BOYD_PREFILL_CHUNK`), read here and passed down, with `--kv-dtype`; with `BOYD_PROFILE=1`
+/// `BOYD_PREFILL_CHUNK`), read here and passed down, with `--kv-dtype` and `--kernels`; with `BOYD_PROFILE=1`
 /// the native engine's per-operation profile is printed on stderr when the model is dropped.
 pub fn runtime_options(g: &GlobalOpts) -> crate::runtime::options::RuntimeOptions {
     use crate::runtime::options::{ProfileSink, RuntimeOptions};
     let mut opts = RuntimeOptions::from_env();
     if let Some(kv) = g.kv_dtype {
         opts.kv_dtype = kv;
+    }
+    if let Some(k) = g.kernels {
+        opts.kernels = k;
     }
     if RuntimeOptions::profile_requested() {
         opts.profile = Some(ProfileSink(std::sync::Arc::new(|p| eprint!("{p}"))));

@@ -11,12 +11,14 @@ use candle_core::Device;
 
 use crate::lm::{
     BackendError, CancelToken, Constraint, GenOutput, GenRequest, LanguageModel, LmError,
+    TokenLogprob, TopLogprob,
 };
 use crate::runtime::constrain::{GrammarConstraint, GrammarVocab, TokenConstraint};
 use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::fit::{self, Fit, FitError};
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::options::RuntimeOptions;
+use crate::runtime::sampling::TokenScore;
 use crate::runtime::session::{Flow, GenOptions, GenerateError, Session};
 use crate::runtime::tokenizer::{GgufTokenizer, TokenizerError};
 use crate::sizing::Hardware;
@@ -265,13 +267,17 @@ fn held_back(text: &str, stops: &[String]) -> usize {
     keep
 }
 
-impl LanguageModel for LocalModel {
-    fn generate(
+impl LocalModel {
+    /// Generate for `req`; with `top_logprobs` set, every generated token is scored (see
+    /// [`Session::generate_scored`]) and `on_text` gets each piece with the scores of the
+    /// tokens that produced it.
+    fn generate_inner(
         &mut self,
         req: &GenRequest,
-        on_text: &mut dyn FnMut(&str),
+        top_logprobs: Option<usize>,
+        on_text: &mut dyn FnMut(&str, &[TokenLogprob]),
         cancel: &CancelToken,
-    ) -> Result<GenOutput, LmError> {
+    ) -> Result<(GenOutput, Vec<TokenLogprob>), LmError> {
         let mut grammar = match &req.constraint {
             Some(c) => Some(self.constraint_state(c)?),
             None => None,
@@ -282,46 +288,64 @@ impl LanguageModel for LocalModel {
             max_tokens: req.max_tokens,
             eos: self.tokenizer.eos_ids(),
         };
-        let mut stream = self.tokenizer.stream_decoder(true);
+        let tokenizer = &self.tokenizer;
+        let mut stream = tokenizer.stream_decoder(true);
         let mut text = String::new();
         let mut emitted = 0;
         let mut stopped_at = None;
         let mut decode_err = None;
+        // Scores of tokens whose text has not been handed to `on_text` yet, and all handed.
+        let mut pending: Vec<TokenLogprob> = Vec::new();
+        let mut scored: Vec<TokenLogprob> = Vec::new();
+        let mut emit = |piece: &str, pending: &mut Vec<TokenLogprob>| {
+            on_text(piece, pending);
+            scored.append(pending);
+        };
         let constraint = grammar.as_mut().map(|g| g as &mut dyn TokenConstraint);
-        let result =
-            self.session
-                .generate_constrained(&prompt, &opts, constraint, cancel, &mut |id| {
-                    match stream.push(id) {
-                        Ok(piece) => text.push_str(&piece),
-                        Err(e) => {
-                            decode_err = Some(e);
-                            return Flow::Stop;
-                        }
-                    }
-                    if let Some(pos) = req
-                        .stop
-                        .iter()
-                        .filter_map(|s| {
-                            text[emitted.min(text.len())..]
-                                .find(s.as_str())
-                                .map(|p| p + emitted)
-                        })
-                        .min()
-                    {
-                        stopped_at = Some(pos);
-                        if pos > emitted {
-                            on_text(&text[emitted..pos]);
-                        }
-                        emitted = pos;
+        let result = self.session.generate_scored(
+            &prompt,
+            &opts,
+            constraint,
+            top_logprobs,
+            cancel,
+            &mut |id, score| {
+                match stream.push(id) {
+                    Ok(piece) => text.push_str(&piece),
+                    Err(e) => {
+                        decode_err = Some(e);
                         return Flow::Stop;
                     }
-                    let safe = text.len() - held_back(&text, &req.stop);
-                    if safe > emitted {
-                        on_text(&text[emitted..safe]);
-                        emitted = safe;
+                }
+                if let Some(s) = score {
+                    pending.push(token_logprob(tokenizer, &s));
+                }
+                if let Some(pos) = req
+                    .stop
+                    .iter()
+                    .filter_map(|s| {
+                        text[emitted.min(text.len())..]
+                            .find(s.as_str())
+                            .map(|p| p + emitted)
+                    })
+                    .min()
+                {
+                    stopped_at = Some(pos);
+                    if pos > emitted {
+                        emit(&text[emitted..pos], &mut pending);
                     }
-                    Flow::Continue
-                });
+                    // Tokens wholly inside the stop string are not output.
+                    pending.clear();
+                    emitted = pos;
+                    return Flow::Stop;
+                }
+                let safe = text.len() - held_back(&text, &req.stop);
+                if safe > emitted {
+                    emit(&text[emitted..safe], &mut pending);
+                    emitted = safe;
+                }
+                Flow::Continue
+            },
+        );
         if let Some(e) = decode_err {
             return Err(LmError::Backend(BackendError::new(e)));
         }
@@ -346,15 +370,69 @@ impl LanguageModel for LocalModel {
             text.truncate(pos);
         } else {
             text.push_str(&stream.finish());
-            if text.len() > emitted {
-                on_text(&text[emitted..]);
+            if text.len() > emitted || !pending.is_empty() {
+                emit(&text[emitted..], &mut pending);
             }
         }
-        Ok(GenOutput {
-            text,
-            finish: out.finish,
-            usage: out.usage,
-        })
+        Ok((
+            GenOutput {
+                text,
+                finish: out.finish,
+                usage: out.usage,
+            },
+            scored,
+        ))
+    }
+}
+
+/// A scored token as text and bytes (ids past the tokenizer's vocabulary, padding rows of the
+/// output matrix, have no bytes).
+fn token_logprob(tokenizer: &GgufTokenizer, s: &TokenScore) -> TokenLogprob {
+    let piece = |id: u32| {
+        let bytes = tokenizer.token_bytes(id).unwrap_or_default().to_vec();
+        (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+    };
+    let (token, bytes) = piece(s.id);
+    TokenLogprob {
+        token,
+        bytes,
+        logprob: s.logprob,
+        top_logprobs: s
+            .top
+            .iter()
+            .map(|&(id, logprob)| {
+                let (token, bytes) = piece(id);
+                TopLogprob {
+                    token,
+                    bytes,
+                    logprob,
+                }
+            })
+            .collect(),
+    }
+}
+
+impl LanguageModel for LocalModel {
+    fn generate(
+        &mut self,
+        req: &GenRequest,
+        on_text: &mut dyn FnMut(&str),
+        cancel: &CancelToken,
+    ) -> Result<GenOutput, LmError> {
+        let mut plain = |piece: &str, _: &[TokenLogprob]| on_text(piece);
+        Ok(self.generate_inner(req, None, &mut plain, cancel)?.0)
+    }
+
+    /// Log-probabilities from the log-softmax of the raw logits, before the repetition
+    /// penalty, the output constraint's mask, temperature and top-k/top-p.
+    fn generate_logprobs(
+        &mut self,
+        req: &GenRequest,
+        top_logprobs: usize,
+        on_text: &mut dyn FnMut(&str, &[TokenLogprob]),
+        cancel: &CancelToken,
+    ) -> Result<(GenOutput, Vec<TokenLogprob>), LmError> {
+        self.generate_inner(req, Some(top_logprobs), on_text, cancel)
     }
 
     fn context_length(&self) -> usize {

@@ -241,6 +241,75 @@ pub fn argmax(logits: &[f32]) -> Option<u32> {
     best.map(|(i, _)| i as u32)
 }
 
+/// The log-probability of a chosen token and of the most likely tokens at one position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenScore {
+    /// The chosen token.
+    pub id: u32,
+    /// Its log-probability.
+    pub logprob: f32,
+    /// The most likely tokens with their log-probabilities, best first (ties: lower id first).
+    pub top: Vec<(u32, f32)>,
+}
+
+/// The log-softmax of `logits`: `l - log(sum(exp(l)))`, computed against the largest finite
+/// logit so nothing overflows. `-inf` logits get `-inf`; all `-inf` (or empty) gives all `-inf`.
+pub fn log_softmax(logits: &[f32]) -> Vec<f32> {
+    let lse = log_sum_exp(logits);
+    logits.iter().map(|&l| l - lse).collect()
+}
+
+fn log_sum_exp(logits: &[f32]) -> f32 {
+    let max = logits
+        .iter()
+        .copied()
+        .filter(|l| l.is_finite())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        return f32::INFINITY;
+    }
+    let sum: f64 = logits
+        .iter()
+        .filter(|l| l.is_finite())
+        .map(|&l| f64::from(l - max).exp())
+        .sum();
+    max + sum.ln() as f32
+}
+
+/// Score `chosen` under the log-softmax of `logits` and list the `top` most likely tokens.
+///
+/// These are the model's own probabilities: `logits` are taken as the model produced them,
+/// before the repetition penalty, an output constraint's mask, temperature, top-k and top-p.
+/// Non-finite logits are left out of the alternatives.
+pub fn score_token(logits: &[f32], chosen: u32, top: usize) -> TokenScore {
+    let lse = log_sum_exp(logits);
+    let logprob = logits
+        .get(chosen as usize)
+        .map_or(f32::NEG_INFINITY, |&l| l - lse);
+    let mut ids: Vec<u32> = (0..logits.len() as u32)
+        .filter(|&i| logits[i as usize].is_finite())
+        .collect();
+    let better = |a: &u32, b: &u32| {
+        logits[*b as usize]
+            .total_cmp(&logits[*a as usize])
+            .then(a.cmp(b))
+    };
+    let k = top.min(ids.len());
+    if k > 0 && k < ids.len() {
+        ids.select_nth_unstable_by(k - 1, better);
+    }
+    ids.truncate(k);
+    ids.sort_unstable_by(better);
+    TokenScore {
+        id: chosen,
+        logprob,
+        top: ids
+            .into_iter()
+            .map(|i| (i, logits[i as usize] - lse))
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +319,43 @@ mod tests {
             temperature,
             ..SamplingParams::default()
         }
+    }
+
+    #[test]
+    fn log_softmax_is_a_distribution_over_the_whole_vocabulary() {
+        // Large logits (no overflow), negative ones and a masked one.
+        let logits: Vec<f32> = (0..50_000)
+            .map(|i| ((i * 7919) % 1000) as f32 * 0.05 + if i % 2 == 0 { 60.0 } else { -30.0 })
+            .chain([f32::NEG_INFINITY])
+            .collect();
+        let lp = log_softmax(&logits);
+        assert!(lp.iter().all(|&x| x <= 0.0), "log-probabilities are <= 0");
+        assert_eq!(lp[50_000], f32::NEG_INFINITY);
+        let total: f64 = lp.iter().map(|&x| f64::from(x).exp()).sum();
+        assert!((total - 1.0).abs() < 1e-4, "sum of probabilities {total}");
+        let s = score_token(&logits, 3, 20);
+        assert_eq!(s.logprob, lp[3]);
+        assert_eq!(s.top.len(), 20);
+        assert!(s.top.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+        let best = argmax(&logits).expect("finite logits");
+        assert_eq!(s.top[0], (best, lp[best as usize]));
+        for &(id, l) in &s.top {
+            assert_eq!(l, lp[id as usize]);
+        }
+        // No alternative is better than the worst listed one.
+        let worst = s.top[19].1;
+        let better = lp.iter().filter(|&&x| x > worst).count();
+        assert!(better < 20, "{better} tokens beat the 20th");
+    }
+
+    #[test]
+    fn score_token_handles_small_and_masked_inputs() {
+        let s = score_token(&[0.0, f32::NEG_INFINITY, 0.0], 0, 5);
+        assert_eq!(s.top.len(), 2, "masked ids are no alternatives");
+        assert!((s.logprob - 0.5f32.ln()).abs() < 1e-6);
+        assert_eq!(s.top[0].0, 0, "ties: lower id first");
+        assert_eq!(score_token(&[1.0, 2.0], 1, 0).top, vec![]);
+        assert_eq!(score_token(&[], 0, 3).logprob, f32::NEG_INFINITY);
     }
 
     #[test]

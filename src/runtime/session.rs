@@ -14,7 +14,7 @@ use crate::lm::{CancelToken, FinishReason, LmError, SamplingParams, Usage};
 use crate::runtime::constrain::{ConstraintError, TokenConstraint};
 use crate::runtime::decoder::{Decoder, DecoderError};
 use crate::runtime::kv_cache::KvCache;
-use crate::runtime::sampling::Sampler;
+use crate::runtime::sampling::{score_token, Sampler, TokenScore};
 
 /// Tokens run through the model per forward call during prefill (llama.cpp's ubatch).
 pub const PREFILL_CHUNK: usize = 512;
@@ -222,10 +222,30 @@ impl Session {
         &mut self,
         prompt: &[u32],
         opts: &GenOptions,
-        mut constraint: Option<&mut dyn TokenConstraint>,
+        constraint: Option<&mut dyn TokenConstraint>,
         cancel: &CancelToken,
         on_token: &mut dyn FnMut(u32) -> Flow,
     ) -> Result<TokenOutput, GenerateError> {
+        let mut plain = |t: u32, _: Option<TokenScore>| on_token(t);
+        self.generate_scored(prompt, opts, constraint, None, cancel, &mut plain)
+    }
+
+    /// [`generate_constrained`](Self::generate_constrained) that, with `top_logprobs` set,
+    /// also hands `on_token` each generated token's [`TokenScore`]: its log-probability and
+    /// the `top_logprobs` most likely tokens, from the log-softmax of the raw logits (before
+    /// the repetition penalty, the constraint's mask, temperature and top-k/top-p; see
+    /// [`score_token`]). Scoring turns fast-forward off for this call, so that every token,
+    /// forced ones included, comes out of a decode pass with logits of its own.
+    pub fn generate_scored(
+        &mut self,
+        prompt: &[u32],
+        opts: &GenOptions,
+        mut constraint: Option<&mut dyn TokenConstraint>,
+        top_logprobs: Option<usize>,
+        cancel: &CancelToken,
+        on_token: &mut dyn FnMut(u32, Option<TokenScore>) -> Flow,
+    ) -> Result<TokenOutput, GenerateError> {
+        let fast_forward = self.fast_forward && top_logprobs.is_none();
         let context = self.context_length();
         if prompt.len() >= context {
             return Err(LmError::ContextExceeded {
@@ -242,12 +262,13 @@ impl Session {
         // step) ride along with the prompt's prefill.
         let mut pre: Vec<u32> = Vec::new();
         let mut early: Option<FinishReason> = None;
-        if self.fast_forward {
+        if fast_forward {
             if let Some(c) = constraint.as_deref_mut() {
                 let room = opts
                     .max_tokens
                     .min(context.saturating_sub(prompt.len() + 1));
-                early = emit_forced(c, room, &opts.eos, &mut out, &mut pre, on_token);
+                let mut on_forced = |t: u32| on_token(t, None);
+                early = emit_forced(c, room, &opts.eos, &mut out, &mut pre, &mut on_forced);
             }
         }
         let t0 = Instant::now();
@@ -281,6 +302,7 @@ impl Session {
             if out.len() >= opts.max_tokens {
                 break FinishReason::Length;
             }
+            let raw = top_logprobs.map(|_| logits.clone());
             let next = match constraint.as_deref_mut() {
                 None => sampler.sample(&mut logits, &self.tokens, None),
                 Some(c) => {
@@ -306,7 +328,8 @@ impl Session {
             }
             out.push(next);
             sampled += 1;
-            let flow = on_token(next);
+            let score = raw.map(|r| score_token(&r, next, top_logprobs.unwrap_or(0)));
+            let flow = on_token(next, score);
             if flow == Flow::Stop {
                 // The stop token is emitted but not run: the cache ends before it.
                 break FinishReason::Stop;
@@ -320,10 +343,11 @@ impl Session {
             // pass each. The constraint has already advanced past them.
             let mut batch = vec![next];
             let mut end: Option<FinishReason> = None;
-            if self.fast_forward {
+            if fast_forward {
                 if let Some(c) = constraint.as_deref_mut() {
                     let room = opts.max_tokens.saturating_sub(out.len());
-                    end = emit_forced(c, room, &opts.eos, &mut out, &mut batch, on_token);
+                    let mut on_forced = |t: u32| on_token(t, None);
+                    end = emit_forced(c, room, &opts.eos, &mut out, &mut batch, &mut on_forced);
                 }
             }
             if self.tokens.len() + batch.len() >= context {

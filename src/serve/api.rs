@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use crate::lm::{
     ChatMessage, Constraint, FinishReason, GenOutput, GenRequest, LmError, Role, SamplingParams,
+    TokenLogprob,
 };
 
 /// A request the server refuses, with the OpenAI error shape.
@@ -75,7 +76,13 @@ pub struct ChatRequest {
     pub include_usage: bool,
     /// The model the client named.
     pub model: String,
+    /// `logprobs: true`: report each generated token's log-probability with this many
+    /// alternatives (`top_logprobs`, 0 when not given). `None`: no log-probabilities.
+    pub logprobs: Option<usize>,
 }
+
+/// Most alternatives per token a request may ask for (`top_logprobs`), as OpenAI allows.
+pub const MAX_TOP_LOGPROBS: u64 = 20;
 
 fn content_text(v: &Value) -> Result<String, ApiError> {
     match v {
@@ -226,6 +233,29 @@ pub fn parse_chat_request(body: &[u8], default_max_tokens: usize) -> Result<Chat
             .or_else(|| num("guided_json"))
             .map(|s| Constraint::JsonSchema(s.clone()))
     };
+    let logprobs = match num("logprobs") {
+        None => false,
+        Some(x) => x
+            .as_bool()
+            .ok_or_else(|| ApiError::bad("`logprobs` must be true or false"))?,
+    };
+    let top_logprobs = match num("top_logprobs") {
+        None => None,
+        Some(x) => Some(
+            x.as_u64()
+                .filter(|n| *n <= MAX_TOP_LOGPROBS)
+                .ok_or_else(|| {
+                    ApiError::bad(format!(
+                        "`top_logprobs` must be an integer from 0 to {MAX_TOP_LOGPROBS}"
+                    ))
+                })? as usize,
+        ),
+    };
+    if top_logprobs.is_some() && !logprobs {
+        return Err(ApiError::bad(
+            "`top_logprobs` needs `logprobs: true`; set it or leave `top_logprobs` out",
+        ));
+    }
     Ok(ChatRequest {
         gen: GenRequest {
             messages,
@@ -245,7 +275,27 @@ pub fn parse_chat_request(body: &[u8], default_max_tokens: usize) -> Result<Chat
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
+        logprobs: logprobs.then_some(top_logprobs.unwrap_or(0)),
     })
+}
+
+/// The OpenAI `logprobs` object of a choice: `{"content": [...]}`, each token with its text,
+/// log-probability, bytes and alternatives.
+pub(crate) fn logprobs_json(tokens: &[TokenLogprob]) -> Value {
+    let entry = |token: &str, logprob: f32, bytes: &[u8]| json!({"token": token, "logprob": logprob, "bytes": bytes});
+    let content: Vec<Value> = tokens
+        .iter()
+        .map(|t| {
+            let mut v = entry(&t.token, t.logprob, &t.bytes);
+            v["top_logprobs"] = t
+                .top_logprobs
+                .iter()
+                .map(|a| entry(&a.token, a.logprob, &a.bytes))
+                .collect();
+            v
+        })
+        .collect();
+    json!({"content": content})
 }
 
 /// The OpenAI name of a finish reason.
@@ -291,10 +341,27 @@ mod tests {
         assert_eq!(r.gen.max_tokens, 100);
         assert!(!r.max_tokens_given && !r.stream);
         assert_eq!(r.gen.sampling.temperature, 1.0, "OpenAI's default");
+        assert_eq!(r.logprobs, None);
         assert_eq!(
             r.gen.constraint,
             Some(Constraint::JsonSchema(json!({"type": "string"})))
         );
+    }
+
+    #[test]
+    fn logprobs_fields_parse_to_the_number_of_alternatives() {
+        let m = r#""messages":[{"role":"user","content":"q"}]"#;
+        for (extra, want) in [
+            (r#""logprobs":true"#, Some(0)),
+            (r#""logprobs":true,"top_logprobs":20"#, Some(20)),
+            (r#""logprobs":true,"top_logprobs":0"#, Some(0)),
+            (r#""logprobs":false"#, None),
+            (r#""logprobs":null,"top_logprobs":null"#, None),
+        ] {
+            let b = format!("{{{m},{extra}}}");
+            let r = parse_chat_request(b.as_bytes(), 10).expect("parse");
+            assert_eq!(r.logprobs, want, "{extra}");
+        }
     }
 
     #[test]
@@ -318,6 +385,26 @@ mod tests {
             (
                 br#"{"messages":[{"role":"user","content":"x"}],"max_tokens":0}"#,
                 "max_tokens",
+            ),
+            (
+                br#"{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21}"#,
+                "from 0 to 20",
+            ),
+            (
+                br#"{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":-1}"#,
+                "from 0 to 20",
+            ),
+            (
+                br#"{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}"#,
+                "needs `logprobs: true`",
+            ),
+            (
+                br#"{"messages":[{"role":"user","content":"x"}],"logprobs":false,"top_logprobs":3}"#,
+                "needs `logprobs: true`",
+            ),
+            (
+                br#"{"messages":[{"role":"user","content":"x"}],"logprobs":1}"#,
+                "true or false",
             ),
         ] {
             let e = parse_chat_request(body, 10).expect_err("bad");

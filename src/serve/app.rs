@@ -29,11 +29,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep, timeout_at, Instant, Sleep};
 use tower::ServiceBuilder;
 
-use super::api::{finish_name, parse_chat_request, usage_json, ApiError};
+use super::api::{finish_name, logprobs_json, parse_chat_request, usage_json, ApiError};
 use super::guard::{self, KeyCheck};
-use super::worker::{Event, Job};
+use super::worker::{Event, Job, Reply};
 use super::{now_s, ServeLimits, ServeOptions, Stats};
-use crate::lm::{CancelToken, GenOutput};
+use crate::lm::{CancelToken, GenOutput, TokenLogprob};
 
 /// Largest request head hyper buffers (request line + headers); larger heads get 431.
 const MAX_HEAD: usize = 64 * 1024;
@@ -317,17 +317,33 @@ struct ChunkMeta {
     created: u64,
     model: String,
     include_usage: bool,
+    /// Whether the request asked for log-probabilities.
+    logprobs: bool,
 }
 
 impl ChunkMeta {
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Bytes {
+        self.chunk_with(delta, Value::Null, finish)
+    }
+
+    fn chunk_with(&self, delta: Value, logprobs: Value, finish: Option<&str>) -> Bytes {
         event(&json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
         }))
+    }
+
+    /// A chunk of text with the log-probabilities of its tokens, when the request asked.
+    fn piece(&self, text: &str, logprobs: &[TokenLogprob]) -> Bytes {
+        let l = if self.logprobs {
+            logprobs_json(logprobs)
+        } else {
+            Value::Null
+        };
+        self.chunk_with(json!({ "content": text }), l, None)
     }
 
     fn tail(&self, out: &GenOutput, q: &mut VecDeque<Bytes>) {
@@ -390,6 +406,7 @@ async fn chat(State(sh): State<Arc<Shared>>, req: Request) -> Response {
         created: now_s(),
         model: sh.opts.model_id.clone(),
         include_usage: creq.include_usage,
+        logprobs: creq.logprobs.is_some(),
     };
     let stream = creq.stream;
     let cancel = CancelToken::new();
@@ -427,14 +444,14 @@ async fn chat(State(sh): State<Arc<Shared>>, req: Request) -> Response {
                 return error_response(&generation_timeout(sh.limits()));
             }
             Ok(None) => return error_response(&worker_gone()),
-            Ok(Some(Event::Piece(p))) if stream => break Event::Piece(p),
-            Ok(Some(Event::Piece(_))) => continue,
+            Ok(Some(piece @ Event::Piece(..))) if stream => break piece,
+            Ok(Some(Event::Piece(..))) => continue,
             Ok(Some(done @ Event::Done(_))) => break done,
         }
     };
     if !stream {
         return match first {
-            Event::Done(Ok(out)) => json_response(&json!({
+            Event::Done(Ok(Reply { out, logprobs })) => json_response(&json!({
                 "id": meta.id,
                 "object": "chat.completion",
                 "created": meta.created,
@@ -442,24 +459,25 @@ async fn chat(State(sh): State<Arc<Shared>>, req: Request) -> Response {
                 "choices": [{
                     "index": 0,
                     "message": {"role": "assistant", "content": out.text},
+                    "logprobs": logprobs.as_deref().map(logprobs_json),
                     "finish_reason": finish_name(out.finish),
                 }],
                 "usage": usage_json(&out),
             })),
             Event::Done(Err(e)) => error_response(&e),
-            Event::Piece(_) => error_response(&worker_gone()),
+            Event::Piece(..) => error_response(&worker_gone()),
         };
     }
     let mut pending = VecDeque::new();
     pending.push_back(meta.chunk(json!({"role": "assistant", "content": ""}), None));
     let done = match first {
         Event::Done(Err(e)) => return error_response(&e),
-        Event::Done(Ok(out)) => {
-            meta.tail(&out, &mut pending);
+        Event::Done(Ok(reply)) => {
+            meta.tail(&reply.out, &mut pending);
             true
         }
-        Event::Piece(p) => {
-            pending.push_back(meta.chunk(json!({"content": p}), None));
+        Event::Piece(p, l) => {
+            pending.push_back(meta.piece(&p, &l));
             false
         }
     };
@@ -507,12 +525,11 @@ async fn next_event(mut st: SseState) -> Option<(Result<Bytes, Infallible>, SseS
                 st.pending.push_back(event(&st.timeout.body()));
             }
             Ok(None) => st.pending.push_back(event(&worker_gone().body())),
-            Ok(Some(Event::Piece(p))) => {
+            Ok(Some(Event::Piece(p, l))) => {
                 st.done = false;
-                st.pending
-                    .push_back(st.meta.chunk(json!({"content": p}), None));
+                st.pending.push_back(st.meta.piece(&p, &l));
             }
-            Ok(Some(Event::Done(Ok(out)))) => st.meta.tail(&out, &mut st.pending),
+            Ok(Some(Event::Done(Ok(reply)))) => st.meta.tail(&reply.out, &mut st.pending),
             Ok(Some(Event::Done(Err(e)))) => st.pending.push_back(event(&e.body())),
         }
     }

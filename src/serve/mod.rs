@@ -4,7 +4,10 @@
 //! Routes: `GET /v1/models`, `POST /v1/chat/completions` (whole or streamed as server-sent
 //! events, with `stream_options.include_usage`), `GET /health`. Structured output is accepted as
 //! `response_format` (`json_schema`, `json_object`), llama-server's `json_schema` and vLLM's
-//! `guided_json`, and becomes the runtime's grammar mask.
+//! `guided_json`, and becomes the runtime's grammar mask. `logprobs` / `top_logprobs` (0 to 20)
+//! add `choices[].logprobs.content` (each token's text, bytes, log-probability and the most
+//! likely alternatives, from the log-softmax of the raw logits before any sampling setting),
+//! whole or per streamed chunk.
 //!
 //! Design decision: HTTP is axum on hyper (HTTP/1) on a small tokio runtime; the model lives on
 //! one worker thread that takes generation jobs from a bounded queue (see [`worker`]), so a slow

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::api::{ApiError, ChatRequest};
 use super::Stats;
-use crate::lm::{CancelToken, FinishReason, GenOutput, LanguageModel, LmError};
+use crate::lm::{CancelToken, FinishReason, GenOutput, LanguageModel, LmError, TokenLogprob};
 
 /// One generation to run.
 pub(crate) struct Job {
@@ -29,10 +29,19 @@ pub(crate) struct Job {
 
 /// What a job sends back.
 pub(crate) enum Event {
-    /// A piece of text (streamed requests only).
-    Piece(String),
+    /// A piece of text and the log-probabilities of the tokens that produced it (empty unless
+    /// the request asked for them); streamed requests only.
+    Piece(String, Vec<TokenLogprob>),
     /// The end.
-    Done(Result<GenOutput, ApiError>),
+    Done(Result<Reply, ApiError>),
+}
+
+/// A finished generation.
+pub(crate) struct Reply {
+    /// Text, finish reason, usage.
+    pub out: GenOutput,
+    /// Every generated token's log-probabilities, when the request asked for them.
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 /// Start the worker owning `model`; returns the queue (`queue` jobs may wait).
@@ -58,9 +67,10 @@ fn run(mut model: Box<dyn LanguageModel + Send>, mut rx: mpsc::Receiver<Job>, st
         let events = job.events.clone();
         let cancel = job.cancel.clone();
         let stream = job.stream;
-        let mut on_text = |piece: &str| {
+        let mut on_text = |piece: &str, logprobs: &[TokenLogprob]| {
             let gone = if stream {
-                events.send(Event::Piece(piece.to_string())).is_err()
+                let e = Event::Piece(piece.to_string(), logprobs.to_vec());
+                events.send(e).is_err()
             } else {
                 events.is_closed()
             };
@@ -73,7 +83,7 @@ fn run(mut model: Box<dyn LanguageModel + Send>, mut rx: mpsc::Receiver<Job>, st
             generate(model.as_mut(), &mut job.req, &mut on_text, &job.cancel)
         }))
         .unwrap_or_else(|_| Err(LmError::Backend("the model panicked".into())));
-        if let Ok(out) = &result {
+        if let Ok(Reply { out, .. }) = &result {
             Stats::add(&stats.generated_tokens, out.usage.generated_tokens as u64);
             if out.finish == FinishReason::Cancelled {
                 Stats::add(&stats.generations_cancelled, 1);
@@ -83,20 +93,34 @@ fn run(mut model: Box<dyn LanguageModel + Send>, mut rx: mpsc::Receiver<Job>, st
     }
 }
 
-/// Generate for `req`; when `max_tokens` was not given and the context is too small for the
-/// default, retry with what the context leaves.
+/// Generate for `req` (with log-probabilities when it asks for them); when `max_tokens` was
+/// not given and the context is too small for the default, retry with what the context leaves.
 fn generate(
     model: &mut dyn LanguageModel,
     req: &mut ChatRequest,
-    on_text: &mut dyn FnMut(&str),
+    on_text: &mut dyn FnMut(&str, &[TokenLogprob]),
     cancel: &CancelToken,
-) -> Result<GenOutput, LmError> {
-    match model.generate(&req.gen, on_text, cancel) {
+) -> Result<Reply, LmError> {
+    let mut once = |req: &ChatRequest| match req.logprobs {
+        None => model
+            .generate(&req.gen, &mut |p| on_text(p, &[]), cancel)
+            .map(|out| Reply {
+                out,
+                logprobs: None,
+            }),
+        Some(top) => model
+            .generate_logprobs(&req.gen, top, on_text, cancel)
+            .map(|(out, l)| Reply {
+                out,
+                logprobs: Some(l),
+            }),
+    };
+    match once(req) {
         Err(LmError::ContextExceeded {
             prompt, context, ..
         }) if !req.max_tokens_given && prompt < context => {
             req.gen.max_tokens = context - prompt;
-            model.generate(&req.gen, on_text, cancel)
+            once(req)
         }
         other => other,
     }

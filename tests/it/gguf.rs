@@ -1434,6 +1434,43 @@ fn cli_force_flag_parses_next_to_models_pull_force() {
     assert!(Cli::try_parse_from(["boyd", "models", "pull", "x", "--force"]).is_ok());
 }
 
+#[test]
+fn cli_kernels_flag_picks_a_set_this_cpu_runs_or_says_why_not() {
+    use boyd::cli::{runtime_options, Cli};
+    use boyd::kernels::cpu::{KernelChoice, Kernels};
+    use clap::Parser;
+    let parse = |k: &str| Cli::try_parse_from(["boyd", "perplexity", "x.txt", "--kernels", k]);
+    let cli = parse("scalar").expect("scalar runs everywhere");
+    assert_eq!(cli.global.kernels, Some(KernelChoice::Scalar));
+    assert_eq!(runtime_options(&cli.global).kernels, KernelChoice::Scalar);
+    let e = parse("sse9").expect_err("unknown set");
+    assert!(
+        e.to_string().contains("use auto, scalar, avx2, vnni"),
+        "{e}"
+    );
+    let detected = Kernels::select(KernelChoice::Auto).name;
+    match parse("vnni") {
+        Ok(cli) => {
+            assert_eq!(detected, "avx2+vnni");
+            assert_eq!(cli.global.kernels, Some(KernelChoice::Auto));
+        }
+        Err(e) => {
+            assert_ne!(detected, "avx2+vnni");
+            assert!(e.to_string().contains("lacks AVX-512 VNNI"), "{e}");
+        }
+    }
+    match parse("avx2") {
+        Ok(cli) => {
+            assert_eq!(cli.global.kernels, Some(KernelChoice::NoVnni));
+            assert_eq!(Kernels::select(KernelChoice::NoVnni).name, "avx2");
+        }
+        Err(e) => {
+            assert_eq!(detected, "scalar");
+            assert!(e.to_string().contains("lacks AVX2"), "{e}");
+        }
+    }
+}
+
 /// A tokenizer with more tokens than the embedding has rows is refused at load, before the
 /// first out-of-range id fails a generation.
 #[test]

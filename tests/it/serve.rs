@@ -276,3 +276,150 @@ fn official_openai_python_client_talks_to_boyd_serve() {
     );
     assert_eq!(v["bad_request"]["status"], 400);
 }
+
+/// POST `body` to the server's chat route; the status and the body (errors included).
+fn post_chat(server: &ServerHandle, body: &Value) -> (u16, String) {
+    let url = format!("{}/v1/chat/completions", server.base_url());
+    match ureq::post(&url)
+        .set("Content-Type", "application/json")
+        .send_string(&body.to_string())
+    {
+        Ok(r) => (r.status(), r.into_string().expect("body")),
+        Err(ureq::Error::Status(code, r)) => (code, r.into_string().expect("error body")),
+        Err(e) => panic!("request failed: {e}"),
+    }
+}
+
+/// Check one `logprobs.content` list: log-probabilities ≤ 0, `top` alternatives best first,
+/// and under greedy the chosen token is the first alternative.
+fn check_logprobs(content: &[Value], top: usize, greedy: bool) {
+    assert!(!content.is_empty());
+    for t in content {
+        let lp = t["logprob"].as_f64().expect("logprob");
+        assert!(lp <= 0.0 && lp.is_finite(), "{t}");
+        let bytes: Vec<u8> = serde_json::from_value(t["bytes"].clone()).expect("bytes");
+        assert_eq!(
+            String::from_utf8_lossy(&bytes),
+            t["token"].as_str().expect("token")
+        );
+        let alts = t["top_logprobs"].as_array().expect("top_logprobs");
+        assert_eq!(alts.len(), top, "{t}");
+        let lps: Vec<f64> = alts
+            .iter()
+            .map(|a| a["logprob"].as_f64().expect("alternative logprob"))
+            .collect();
+        assert!(
+            lps.windows(2).all(|w| w[0] >= w[1]),
+            "not best first: {lps:?}"
+        );
+        assert!(lps.iter().all(|&l| l <= 0.0));
+        if greedy {
+            assert_eq!(lps[0], lp, "greedy picks the most likely token: {t}");
+            assert_eq!(alts[0]["token"], t["token"]);
+        } else if let Some(&best) = lps.first() {
+            assert!(lp <= best, "{t}");
+        }
+    }
+}
+
+#[test]
+fn chat_completions_report_logprobs_whole_and_streamed() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let server = serve(&synth_path(dir.path()), None);
+    let body = |extra: Value| {
+        let mut b = json!({"messages": [{"role": "user", "content": "Say something."}],
+            "max_tokens": 10, "temperature": 0});
+        for (k, v) in extra.as_object().expect("object") {
+            b[k] = v.clone();
+        }
+        b
+    };
+
+    let (status, text) = post_chat(&server, &body(json!({"logprobs": true, "top_logprobs": 5})));
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    let whole = v["choices"][0]["logprobs"]["content"]
+        .as_array()
+        .expect("logprobs.content")
+        .clone();
+    assert_eq!(
+        whole.len() as u64,
+        v["usage"]["completion_tokens"].as_u64().expect("usage"),
+        "one entry per generated token"
+    );
+    check_logprobs(&whole, 5, true);
+    let joined: Vec<u8> = whole
+        .iter()
+        .flat_map(|t| serde_json::from_value::<Vec<u8>>(t["bytes"].clone()).expect("bytes"))
+        .collect();
+    assert_eq!(
+        String::from_utf8_lossy(&joined).trim_start(),
+        v["choices"][0]["message"]["content"]
+            .as_str()
+            .expect("content")
+            .trim_start(),
+        "the tokens' bytes spell the reply"
+    );
+
+    // Streamed: the chunks' logprobs add up to the same tokens.
+    let (status, text) = post_chat(
+        &server,
+        &body(json!({"logprobs": true, "top_logprobs": 5, "stream": true})),
+    );
+    assert_eq!(status, 200, "{text}");
+    let mut streamed = Vec::new();
+    for line in text.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if line == "[DONE]" {
+            break;
+        }
+        let c: Value = serde_json::from_str(line).expect("chunk JSON");
+        if let Some(list) = c["choices"][0]["logprobs"]["content"].as_array() {
+            streamed.extend(list.iter().cloned());
+        }
+    }
+    assert_eq!(streamed.len(), whole.len(), "{text}");
+    for (s, w) in streamed.iter().zip(&whole) {
+        assert_eq!(s["token"], w["token"]);
+        let d = s["logprob"].as_f64().expect("lp") - w["logprob"].as_f64().expect("lp");
+        assert!(d.abs() < 1e-3, "streamed {s} vs whole {w}");
+    }
+
+    // Sampled, with no alternatives asked for, and under a grammar that forces tokens: every
+    // generated token still gets its own entry.
+    let schema = json!({"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}},
+        "required": ["answer"], "additionalProperties": false});
+    let (status, text) = post_chat(
+        &server,
+        &body(
+            json!({"logprobs": true, "temperature": 0.8, "max_tokens": 30,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}}),
+        ),
+    );
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    let content = v["choices"][0]["logprobs"]["content"]
+        .as_array()
+        .expect("logprobs.content");
+    assert_eq!(
+        content.len() as u64,
+        v["usage"]["completion_tokens"].as_u64().expect("usage")
+    );
+    check_logprobs(content, 0, false);
+
+    // Not asked for: null.
+    let (_, text) = post_chat(&server, &body(json!({})));
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    assert!(v["choices"][0]["logprobs"].is_null(), "{v}");
+
+    for (extra, needle) in [
+        (
+            json!({"logprobs": true, "top_logprobs": 21}),
+            "from 0 to 20",
+        ),
+        (json!({"top_logprobs": 2}), "needs `logprobs: true`"),
+    ] {
+        let (status, text) = post_chat(&server, &body(extra.clone()));
+        assert_eq!(status, 400, "{extra}: {text}");
+        assert!(text.contains(needle), "{extra}: {text}");
+    }
+}
