@@ -1,7 +1,7 @@
 //! Observe: read every sensor of a cycle concurrently, each under a timeout.
 //!
 //! A sensor returns signals (`key = value` readings) or fails; a failed or timed-out sensor is
-//! recorded in the `Observation`, never fatal. The observation's confidence is 1 − 0.3 × the
+//! recorded in the `SensorReadings`, never fatal. Their confidence is 1 − 0.3 × the
 //! critical sensors that failed (`super::risk::observation_confidence`), so a run that loses its
 //! eyes escalates (Decide refuses to act below a threshold); a non-critical sensor's failure is
 //! recorded as a signal and does not lower it. Sensor futures are `'static` so they can run as tokio tasks side by side.
@@ -65,7 +65,7 @@ pub struct SensorFailure {
 
 /// What one Observe phase saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Observation {
+pub struct SensorReadings {
     /// Cycle number.
     pub cycle: usize,
     /// UTC time.
@@ -78,7 +78,7 @@ pub struct Observation {
     pub confidence: f64,
 }
 
-impl Observation {
+impl SensorReadings {
     /// The value of the first signal with this key.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.signals
@@ -116,7 +116,7 @@ pub async fn observe(
     sensors: &[Arc<dyn Sensor>],
     cycle: usize,
     default_timeout: Duration,
-) -> Observation {
+) -> SensorReadings {
     let mut set = tokio::task::JoinSet::new();
     for (i, s) in sensors.iter().enumerate() {
         let fut = s.read();
@@ -164,7 +164,7 @@ pub async fn observe(
             }),
         }
     }
-    Observation {
+    SensorReadings {
         cycle,
         time: utc_timestamp(),
         confidence: confidence_after(&failed),
