@@ -9,7 +9,9 @@
 //! - OODA (`ooda::OodaBuilder` → `ooda::Ooda::run`) observes sensors (`ooda::observe`'s
 //!   `SensorReadings`), orients a world model, decides through a risk gate and acts.
 //!
-//! This module never imports candle.
+//! Both write each call of a tool with side effects to the run's audit log
+//! (`audit::AuditSink`): an intent before it runs and an outcome after. This module never
+//! imports candle.
 
 pub mod answer;
 pub mod approval;
