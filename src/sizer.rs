@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 
 use crate::catalog::Catalog;
-use crate::hw::HostMemory;
+pub use crate::hw::host::{ASSUMED_FLOPS_PER_CORE, ASSUMED_HOST_BANDWIDTH};
+use crate::hw::ProbeError;
 use crate::runtime::decoder::EngineKind;
 use crate::runtime::gguf::GgufHeader;
 use crate::sizing::{
@@ -209,17 +210,6 @@ pub fn estimate(q: &SizeQuery) -> anyhow::Result<Estimate> {
         .context("no estimate")
 }
 
-/// Assumed peak DRAM bandwidth of an uncalibrated host: dual-channel DDR4-3200
-/// (2 × 25.6 GB/s), the common desktop and laptop configuration. Replaced by the measured
-/// value once `boyd validate` has written a profile.
-pub const ASSUMED_HOST_BANDWIDTH: BytesPerSec = BytesPerSec(51.2e9);
-
-/// Assumed matrix throughput per CPU core of an uncalibrated host, in multiply-add pairs
-/// counted as two operations: boyd's CPU matmuls multiply 8-bit codes (AVX2 `vpmaddubsw` or
-/// AVX-512 VNNI `vpdpbusd`: 32 multiply-adds per 256-bit instruction, two per cycle, so
-/// 128 operations/cycle) at 2.5 GHz. Calibration fits an efficiency on top.
-pub const ASSUMED_FLOPS_PER_CORE: f64 = 128.0 * 2.5e9;
-
 /// Architecture, weights and the default context for MODEL.
 pub fn resolve_model(
     model: &str,
@@ -417,16 +407,15 @@ pub fn hardware(name: &str, device: &str, mem_gib: Option<f64>) -> anyhow::Resul
 }
 
 /// What `--hw this` learns about the machine: the GPU at `--device` (when it is one and can
-/// be opened), the text of /proc/meminfo (when readable) and the CPU threads. Gathered by
-/// [`MachineFacts::probe`]; tests build it by hand.
-#[derive(Debug, Clone, Default)]
+/// be opened) and the host as [`crate::hw::this_machine`] reads it (its RAM from
+/// /proc/meminfo and its CPU threads). Gathered by [`MachineFacts::probe`]; tests build it by
+/// hand.
+#[derive(Debug)]
 pub struct MachineFacts {
     /// The GPU the model would run on.
     pub gpu: Option<GpuFacts>,
-    /// /proc/meminfo, when readable.
-    pub meminfo: Option<String>,
-    /// CPU threads.
-    pub cores: usize,
+    /// This host as sizing hardware, or why it could not be read.
+    pub host: Result<Hardware, ProbeError>,
 }
 
 /// A GPU as its driver reports it.
@@ -444,7 +433,8 @@ pub struct GpuFacts {
 
 impl MachineFacts {
     /// Probe this machine for `device` (`cpu`, `cuda`, `cuda:N`, `metal`, `auto`): only a
-    /// non-CPU spec opens a GPU, and an unreadable /proc/meminfo is left as `None`.
+    /// non-CPU spec opens a GPU; the host is always read (an unreadable /proc/meminfo is kept
+    /// as its error).
     pub fn probe(device: &str) -> Self {
         use crate::hw::DeviceProbe as _;
         let gpu = if device == "cpu" {
@@ -465,8 +455,7 @@ impl MachineFacts {
         };
         Self {
             gpu,
-            meminfo: std::fs::read_to_string("/proc/meminfo").ok(),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            host: crate::hw::this_machine(),
         }
     }
 }
@@ -486,27 +475,11 @@ pub fn this_machine_from(
 ) -> anyhow::Result<Hardware> {
     let hw = match &facts.gpu {
         Some(g) => Hardware::for_gpu(&g.name, g.backend, g.total, g.free)?,
-        None => {
-            let meminfo = facts.meminfo.as_deref().context(
-                "cannot read /proc/meminfo to size for this machine; pick a preset with --hw (see --list-hw)",
-            )?;
-            let (total, available) = parse_meminfo(meminfo)
-                .context("/proc/meminfo has no MemTotal; pick a preset with --hw")?;
-            let cores = facts.cores.max(1);
-            Hardware::new(
-                "this",
-                &format!("this machine ({cores} CPU threads)"),
-                Backend::Cpu,
-                total,
-                1.0,
-                ASSUMED_HOST_BANDWIDTH,
-                cores as f64 * ASSUMED_FLOPS_PER_CORE,
-                "RAM from /proc/meminfo (MemAvailable as free); bandwidth assumed 51.2 GB/s \
-                 (dual-channel DDR4-3200) and 320 G int8 op/s per thread until `boyd validate` calibrates",
-            )?
-            .with_free(available.unwrap_or(total))
-            .with_threads(cores)
-        }
+        None => facts.host.as_ref().map(Hardware::clone).map_err(|e| {
+            anyhow::anyhow!(
+                "{e}: cannot size this machine; pick a preset with --hw (see --list-hw)"
+            )
+        })?,
     };
     match profile {
         Some((path, p)) if p.backend == hw.backend => {
@@ -524,12 +497,6 @@ pub fn this_machine_from(
         }
         None => Ok(hw),
     }
-}
-
-/// `(MemTotal, MemAvailable)` from the text of /proc/meminfo (the probe's parser,
-/// [`HostMemory::parse`]).
-pub fn parse_meminfo(text: &str) -> Option<(Bytes, Option<Bytes>)> {
-    HostMemory::parse(text).map(|m| (m.total, m.available))
 }
 
 /// Where the calibration profile for `device` lives: `$BOYD_HOME/profiles/<device>.toml`.
@@ -575,17 +542,6 @@ pub fn save_profile(profile: &Profile) -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn meminfo_parses_total_and_available() {
-        let text =
-            "MemTotal:       16318480 kB\nMemFree:         1000 kB\nMemAvailable:   8000000 kB\n";
-        assert_eq!(
-            parse_meminfo(text),
-            Some((Bytes(16_318_480 * 1024), Some(Bytes(8_000_000 * 1024))))
-        );
-        assert_eq!(parse_meminfo("MemFree: 1 kB"), None);
-    }
-
     fn profile(backend: Backend, device: &str) -> (PathBuf, Profile) {
         let p = Profile {
             version: crate::sizing::profile::PROFILE_VERSION,
@@ -609,6 +565,14 @@ mod tests {
 
     const MEMINFO: &str = "MemTotal: 16318480 kB\nMemAvailable: 8000000 kB\n";
 
+    /// A host whose /proc/meminfo could not be read.
+    fn unreadable_host() -> Result<Hardware, ProbeError> {
+        Err(ProbeError::System {
+            what: "/proc/meminfo",
+            reason: "test".into(),
+        })
+    }
+
     #[test]
     fn this_on_a_cuda_host_sizes_the_gpu_with_its_free_memory_and_profile() {
         let facts = MachineFacts {
@@ -618,8 +582,7 @@ mod tests {
                 total: Bytes(24_564 * Bytes::MIB),
                 free: Bytes(20 * Bytes::GIB),
             }),
-            meminfo: None,
-            cores: 8,
+            host: unreadable_host(),
         };
         // No /proc/meminfo needed: the GPU is what is sized.
         let hw = this_machine_from(&facts, None).expect("gpu");
@@ -641,7 +604,7 @@ mod tests {
                 free: Bytes(14 * Bytes::GIB),
                 ..facts.gpu.clone().expect("gpu")
             }),
-            ..facts.clone()
+            host: unreadable_host(),
         };
         let hw = this_machine_from(&odd, None).expect("t4");
         assert_eq!(
@@ -658,15 +621,18 @@ mod tests {
     fn this_on_the_cpu_needs_meminfo_and_presets_never_do() {
         let cpu = MachineFacts {
             gpu: None,
-            meminfo: Some(MEMINFO.into()),
-            cores: 4,
+            host: Ok(crate::hw::host::host_hardware(
+                crate::hw::HostMemory::parse(MEMINFO).expect("meminfo"),
+                4,
+            )
+            .expect("host")),
         };
         let hw = this_machine_from(&cpu, Some(profile(Backend::Cpu, "cpu"))).expect("cpu");
         assert_eq!(hw.backend, Backend::Cpu);
         assert_eq!(hw.free, Bytes(8_000_000 * 1024));
         assert_eq!(hw.bandwidth, BytesPerSec(900e9), "the CPU profile applies");
         let unreadable = MachineFacts {
-            meminfo: None,
+            host: unreadable_host(),
             ..cpu
         };
         let err = this_machine_from(&unreadable, None).expect_err("no meminfo");

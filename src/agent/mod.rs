@@ -1,9 +1,17 @@
-//! Agent loops over the `Planner` seam: typed steps, tools, a condenser, guards and budgets.
+//! The two agent loops and what they share: typed steps, tools, a condenser, guards, budgets,
+//! the run directory and the audit log.
 //!
-//! `react::run` drives Thought → Action → Observation with any `Planner`: `LmPlanner` over a
-//! `crate::lm::LanguageModel` (the in-process runtime) or `ScriptedPlanner` in tests. The prompt
-//! is always derived from typed `Step`s, so each step's prompt extends the previous one and the
-//! runtime reuses the KV prefix. This module never imports candle.
+//! - ReAct (`react::run`) drives Thought → Action → Observation with any `Planner`:
+//!   `LmPlanner` over a `crate::lm::LanguageModel` (the in-process runtime) or
+//!   `ScriptedPlanner` in tests. The prompt is always derived from typed `Step`s, so each step's
+//!   prompt extends the previous one and the runtime reuses the KV prefix. The names exported
+//!   here (`Limits`, `AgentError`, `AgentEvent`) are the ReAct loop's.
+//! - OODA (`ooda::OodaBuilder` → `ooda::Ooda::run`) observes sensors (`ooda::observe`'s
+//!   `SensorReadings`), orients a world model, decides through a risk gate and acts.
+//!
+//! Both write each call of a tool with side effects to the run's audit log
+//! (`audit::AuditSink`): an intent before it runs and an outcome after. This module never
+//! imports candle.
 
 pub mod answer;
 pub mod approval;

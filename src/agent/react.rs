@@ -4,8 +4,10 @@
 //! older observations first when the next prompt would come near the model's context), ask the
 //! planner, then either finish, refuse (repeat of a failed action, stuck, irreversible without
 //! approval) or run the tool, condense its output, and append the step to the transcript.
-//! Model mistakes become observations; only our own failures (run directory, planner backend)
-//! end the run with an error.
+//! Model mistakes become observations; only our own failures (run directory, audit log, planner
+//! backend) end the run with an error. A call of a tool with side effects (the shell, the
+//! writers) is recorded in the run's audit log, as the OODA loop records its actions: an intent
+//! before it runs and an outcome after (`audit::ActionTrail`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -16,6 +18,7 @@ use serde_json::Value;
 use crate::lm::{CancelToken, Usage};
 
 use super::answer::{AnswerMode, AnswerOutput};
+use super::audit::{ActionTrail, AuditError};
 use super::condense::{self, Condenser};
 use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCache, Verdict};
 use super::parse::ActionParseError;
@@ -139,6 +142,9 @@ pub enum AgentError {
     /// The planner failed (model backend error, script exhausted).
     #[error("planner failed")]
     Planner(#[source] PlannerError),
+    /// The audit log could not be written.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
 }
 
 /// Wrap a scalar argument into the tool's single required property, so
@@ -177,6 +183,8 @@ fn call_tool(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> Result<String, 
 
 struct Loop<'a> {
     run_dir: RunDir,
+    /// Intent and outcome records of the calls of tools with side effects.
+    audit: ActionTrail,
     condenser: Condenser,
     on_event: &'a mut dyn FnMut(&AgentEvent<'_>),
 }
@@ -203,8 +211,10 @@ pub fn run(
     on_event: &mut dyn FnMut(&AgentEvent<'_>),
 ) -> Result<RunOutcome, AgentError> {
     let start = Instant::now();
+    let audit = ActionTrail::in_run_dir(run_dir.path(), run_dir.id(), task);
     let mut lp = Loop {
         run_dir,
+        audit,
         condenser: Condenser {
             limit: limits.observation_limit,
         },
@@ -525,13 +535,12 @@ pub fn run(
                             )
                         }
                         Some(t) => {
+                            let args = normalize_args(t.as_ref(), args.clone());
+                            let audited = lp.audit.intent(index, t.as_ref(), &args, &f)?;
                             let t0 = Instant::now();
-                            let result = call_tool(
-                                t.as_ref(),
-                                normalize_args(t.as_ref(), args.clone()),
-                                &ctx,
-                            );
+                            let result = call_tool(t.as_ref(), args, &ctx);
                             tool_s = t0.elapsed().as_secs_f64();
+                            lp.audit.outcome(audited, &result)?;
                             match result {
                                 Ok(text) => {
                                     let obs = lp.observe(ObservationKind::Output, text)?;
@@ -639,6 +648,8 @@ pub fn run(
         planner: planner.name(),
         parse_failures,
     };
+    lp.audit
+        .finish(outcome.stop.as_str(), outcome.detail.as_deref())?;
     lp.run_dir.append(&Record::End(outcome.clone()))?;
     lp.run_dir.write_outcome(&outcome)?;
     (lp.on_event)(&AgentEvent::Finished { outcome: &outcome });

@@ -50,7 +50,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     }
     args.agent.require_react()?;
     if args.concurrency != 1 {
-        return super::eval_parallel::run(&args, g, tasks, limits);
+        return super::eval_concurrent::run(&args, g, tasks, limits);
     }
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;

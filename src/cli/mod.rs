@@ -11,7 +11,7 @@ pub mod backend;
 pub mod bench;
 pub mod chat;
 pub mod eval;
-pub mod eval_parallel;
+pub mod eval_concurrent;
 pub mod generate;
 pub mod memory;
 pub mod models;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::GlobalOpts;
-use crate::agent::audit::{read_events, AuditEvent};
+use crate::agent::audit::{read_events, verify, AuditEvent, AUDIT_FILE};
 use crate::agent::guard::canonical_json;
 use crate::agent::ooda::intent::{IntentWhy, WORLDS_DIR};
 use crate::agent::rundir::{boyd_home, find_run, list_runs, read_transcript, Record};
@@ -143,13 +143,14 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                 }
             }
             print_whys(&whys);
+            print_audit(&r.path);
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 /// Why each action of an OODA run ran, by action id, from its audit log's intent records
-/// (empty for a ReAct run, which has no audit log).
+/// (empty for a ReAct run, whose intent records carry no why).
 fn intent_whys(run_dir: &Path) -> BTreeMap<u64, (String, IntentWhy)> {
     read_events(run_dir)
         .unwrap_or_default()
@@ -181,6 +182,50 @@ fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>) {
                 a.tool,
                 clip(&canonical_json(&a.args), 120),
                 a.why_not
+            );
+        }
+    }
+}
+
+/// The actions in the run's audit log, when it has one (every OODA run; a ReAct run that called
+/// a tool with side effects, such as the shell): each intent with how it ended, and whether the
+/// chain verifies (`boyd audit verify` also checks who signed it).
+fn print_audit(run_dir: &Path) {
+    if !run_dir.join(AUDIT_FILE).exists() {
+        return;
+    }
+    let events = read_events(run_dir).unwrap_or_default();
+    let verdict = match verify(run_dir) {
+        Ok(r) => match (&r.problem, r.unknown_intents.len()) {
+            (Some(p), _) => format!("DAMAGED at {p}"),
+            (None, 0) => "chain intact".to_string(),
+            (None, n) => format!("chain intact; {n} action(s) with no outcome"),
+        },
+        Err(e) => format!("cannot verify: {e}"),
+    };
+    println!("\nAudit log ({AUDIT_FILE}, {verdict}):");
+    for r in &events {
+        if let AuditEvent::Intent {
+            action_id,
+            tool,
+            args,
+            ..
+        } = &r.event
+        {
+            let status = events.iter().find_map(|o| match &o.event {
+                AuditEvent::Outcome {
+                    action_id: id,
+                    status,
+                    ..
+                } if id == action_id => serde_json::to_value(status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned)),
+                _ => None,
+            });
+            println!(
+                "  [{action_id}] {tool} {} -> {}",
+                clip(&canonical_json(args), 120),
+                status.as_deref().unwrap_or("no outcome")
             );
         }
     }

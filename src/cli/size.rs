@@ -14,8 +14,8 @@ use anyhow::{bail, Context as _};
 use super::GlobalOpts;
 use crate::sizer::{self, SizeQuery};
 pub use crate::sizer::{
-    from_gguf, load_profile, parse_meminfo, profile_path, resolve_model, save_profile,
-    ASSUMED_FLOPS_PER_CORE, ASSUMED_HOST_BANDWIDTH,
+    from_gguf, load_profile, profile_path, resolve_model, save_profile, ASSUMED_FLOPS_PER_CORE,
+    ASSUMED_HOST_BANDWIDTH,
 };
 use crate::sizing::{self, Estimate, Hardware, DEFAULT_UBATCH};
 use crate::units::Bytes;

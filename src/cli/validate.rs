@@ -69,43 +69,34 @@ fn hardware(args: &Args, g: &GlobalOpts) -> anyhow::Result<Hardware> {
     Ok(hw)
 }
 
-/// Matrix throughput assumed for a GPU no preset describes (a mid-range data-centre part);
-/// only the prefill prediction uses it, and calibration fits an efficiency on top.
-const ASSUMED_GPU_MATRIX_FLOPS: f64 = 100e12;
-
 /// The shipped GPU preset that best matches a driver's device name
 /// ([`Hardware::preset_for_gpu`]).
 pub fn preset_for_gpu(name: &str, backend: Backend) -> Option<Hardware> {
     Hardware::preset_for_gpu(name, backend)
 }
 
-/// The GPU at `spec` as the sizing model should know it before calibration.
+/// The GPU at `spec` as the sizing model should know it before calibration
+/// ([`Hardware::for_gpu`]: its preset, else the driver's figures).
 fn gpu_hardware(spec: &str) -> anyhow::Result<Hardware> {
     let probe = Probe::for_device(spec)?;
     let m = probe.memory()?;
     let name = probe.name();
-    if let Some(h) = preset_for_gpu(&name, probe.backend()) {
+    let mut hw = Hardware::for_gpu(&name, probe.backend(), m.total, m.free)?;
+    if hw.name == "this" {
+        eprintln!(
+            "{name}: no hardware preset matches; using the driver's memory figures and an assumed \
+             matrix throughput (--hw PRESET for the vendor's)"
+        );
+        hw.source =
+            "memory from the driver; bandwidth measured by boyd validate; matrix throughput assumed"
+                .into();
+    } else {
         eprintln!(
             "{name}: using hardware preset {} (--hw to choose another)",
-            h.name
+            hw.name
         );
-        return Ok(h.with_free(m.free));
     }
-    eprintln!(
-        "{name}: no hardware preset matches; using the driver's memory figures and an assumed \
-         matrix throughput (--hw PRESET for the vendor's)"
-    );
-    Ok(Hardware::new(
-        "this",
-        &name,
-        probe.backend(),
-        m.total,
-        1.0,
-        BytesPerSec(1e12),
-        ASSUMED_GPU_MATRIX_FLOPS,
-        "memory from the driver; bandwidth measured by boyd validate; matrix throughput assumed",
-    )?
-    .with_free(m.free))
+    Ok(hw)
 }
 
 /// Run `boyd validate`.

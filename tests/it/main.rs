@@ -19,6 +19,7 @@ mod measure;
 mod ooda;
 mod ooda_cli;
 mod prompt_examples;
+mod react_audit;
 mod remote;
 mod serve;
 mod sizing;

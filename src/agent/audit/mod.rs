@@ -19,16 +19,19 @@
 //!
 //! Files: this one holds the record format, the manifest and its signature, the errors and the
 //! [`AuditSink`] seam; `chain` the writer ([`ChainLog`]: create, append, reopen after a crash);
-//! `check` the reader that names the first bad record ([`verify`], [`verify_bytes`]).
+//! `check` the reader that names the first bad record ([`verify`], [`verify_bytes`]); `trail`
+//! the ReAct loop's intent and outcome records ([`ActionTrail`]).
 
 mod chain;
 mod check;
+mod trail;
 
 pub use chain::ChainLog;
 pub use check::{
     read_events, verify, verify_bytes, verify_with_key, AuditProblem, ProblemKind, TornTail,
     UnknownIntent, VerifyReport,
 };
+pub use trail::{ActionTrail, AuditedCall};
 
 use std::path::{Path, PathBuf};
 

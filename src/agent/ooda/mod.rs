@@ -52,10 +52,10 @@ use super::tools::{Sandbox, Toolset};
 use super::types::{RunOutcome, StopReason, UsageTotals};
 
 use act::{ActionReport, PostConditions};
-use cycle::{open_phase_log, Driver, Session};
+use cycle::{open_phase_log, Driver, RunState};
 use decide::{Approvals, Candidate, Decider, DecisionRecord, ImplicitGuidance, Policy, Tier};
 use memory::{MemoryError, MemoryStore};
-use observe::{Observation, Sensor};
+use observe::{Sensor, SensorReadings};
 use orient::Orienter;
 use snapshot::bad_snapshot;
 use world::{OrientReport, WorldModel};
@@ -277,7 +277,7 @@ pub enum OodaEvent<'a> {
     /// Observe finished.
     Observed {
         /// What was seen.
-        observation: &'a Observation,
+        observation: &'a SensorReadings,
     },
     /// Orient finished.
     Oriented {
@@ -570,7 +570,7 @@ impl<'a> Ooda<'a> {
         let mut world =
             WorldModel::new(task, budget, self.config.deadline.map(|d| d.as_secs_f64()));
         world.contradiction_threshold = self.config.contradiction_threshold;
-        let session = Session {
+        let session = RunState {
             phase_log: open_phase_log(&run_path)?,
             approvals: Approvals::new(self.approval_key.clone(), &run_id, &run_path, Vec::new()),
             run_dir,
@@ -709,7 +709,7 @@ impl<'a> Ooda<'a> {
         let tokens: Vec<String> = approve.map(|t| vec![t.to_string()]).unwrap_or_default();
         let mut guidance = snap.guidance;
         guidance.rules = self.config.policy.rules.clone();
-        let session = Session {
+        let session = RunState {
             phase_log: open_phase_log(run_path)?,
             approvals: Approvals::new(self.approval_key.clone(), &snap.run_id, run_path, tokens),
             run_id: snap.run_id,

@@ -1,7 +1,7 @@
 //! Observe: read every sensor of a cycle concurrently, each under a timeout.
 //!
 //! A sensor returns signals (`key = value` readings) or fails; a failed or timed-out sensor is
-//! recorded in the `Observation`, never fatal. The observation's confidence is 1 − 0.3 × the
+//! recorded in the `SensorReadings`, never fatal. Their confidence is 1 − 0.3 × the
 //! critical sensors that failed (`super::risk::observation_confidence`), so a run that loses its
 //! eyes escalates (Decide refuses to act below a threshold); a non-critical sensor's failure is
 //! recorded as a signal and does not lower it. Sensor futures are `'static` so they can run as tokio tasks side by side.
@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::hw::HostMemory;
 use crate::lm::Usage;
 
 use super::act::ActionReport;
@@ -64,7 +65,7 @@ pub struct SensorFailure {
 
 /// What one Observe phase saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Observation {
+pub struct SensorReadings {
     /// Cycle number.
     pub cycle: usize,
     /// UTC time.
@@ -77,7 +78,7 @@ pub struct Observation {
     pub confidence: f64,
 }
 
-impl Observation {
+impl SensorReadings {
     /// The value of the first signal with this key.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.signals
@@ -115,7 +116,7 @@ pub async fn observe(
     sensors: &[Arc<dyn Sensor>],
     cycle: usize,
     default_timeout: Duration,
-) -> Observation {
+) -> SensorReadings {
     let mut set = tokio::task::JoinSet::new();
     for (i, s) in sensors.iter().enumerate() {
         let fut = s.read();
@@ -163,7 +164,7 @@ pub async fn observe(
             }),
         }
     }
-    Observation {
+    SensorReadings {
         cycle,
         time: utc_timestamp(),
         confidence: confidence_after(&failed),
@@ -404,13 +405,17 @@ impl Sensor for WorkspaceSensor {
     }
 }
 
-/// `MemAvailable` from the text of /proc/meminfo, in bytes.
-pub fn mem_available(meminfo: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
-        let rest = l.strip_prefix("MemAvailable:")?;
-        let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-        Some(kib * 1024)
-    })
+/// The `hardware.mem_available_mib` signal for a reading of the host's memory
+/// ([`HostMemory`], the one /proc/meminfo parser).
+pub fn mem_available_signal(mem: HostMemory) -> Result<Signal, SensorError> {
+    let b = mem
+        .available
+        .ok_or_else(|| SensorError("/proc/meminfo has no MemAvailable".into()))?;
+    Ok(Signal::new(
+        "hardware",
+        "hardware.mem_available_mib",
+        (b.0 / (1 << 20)).to_string(),
+    ))
 }
 
 /// Free memory on this machine (Linux: /proc/meminfo).
@@ -426,15 +431,8 @@ impl Sensor for HardwareSensor {
     }
     fn read(&self) -> SensorFuture {
         Box::pin(async move {
-            let text = std::fs::read_to_string("/proc/meminfo")
-                .map_err(|e| SensorError(format!("cannot read /proc/meminfo: {e}")))?;
-            let b = mem_available(&text)
-                .ok_or_else(|| SensorError("/proc/meminfo has no MemAvailable".into()))?;
-            Ok(vec![Signal::new(
-                "hardware",
-                "hardware.mem_available_mib",
-                (b / (1 << 20)).to_string(),
-            )])
+            let mem = HostMemory::read().map_err(|e| SensorError(e.to_string()))?;
+            Ok(vec![mem_available_signal(mem)?])
         })
     }
 }
@@ -564,10 +562,13 @@ mod tests {
 
     #[test]
     fn meminfo() {
-        assert_eq!(
-            mem_available("MemTotal: 10 kB\nMemAvailable:   2048 kB\n"),
-            Some(2048 * 1024)
-        );
-        assert_eq!(mem_available("nothing"), None);
+        let mem = HostMemory::parse("MemTotal: 10 kB\nMemAvailable:   2048 kB\n").expect("parse");
+        assert_eq!(mem.available, Some(crate::units::Bytes(2048 * 1024)));
+        let signal = mem_available_signal(mem).expect("signal");
+        assert_eq!(signal.key, "hardware.mem_available_mib");
+        assert_eq!(signal.value, "2");
+        assert!(HostMemory::parse("nothing").is_none());
+        let no_available = HostMemory::parse("MemTotal: 10 kB\n").expect("parse");
+        assert!(mem_available_signal(no_available).is_err());
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::lm::{CancelToken, Usage};
 
 use super::act::ActionReport;
-use super::observe::Observation;
+use super::observe::SensorReadings;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::planner::PlannerError;
 use crate::agent::tools::{truncate_str, Toolset};
@@ -30,7 +30,7 @@ pub struct OrientInput<'a> {
     /// The world model before the update.
     pub world: &'a WorldModel,
     /// This cycle's observation.
-    pub observation: &'a Observation,
+    pub observation: &'a SensorReadings,
     /// The last action, when there was one since the previous Orient.
     pub last_action: Option<&'a ActionReport>,
     /// The run's tools (a model-backed orienter shares the Decide system prompt, built from
@@ -148,7 +148,7 @@ pub fn file_hash_key(path: &str) -> String {
 
 /// The claims of this cycle's sensor readings: each watched file's content hash. A reading that
 /// differs from the hash taken when the file was read contradicts it.
-pub fn sensor_claims(obs: &Observation) -> Vec<FactClaim> {
+pub fn sensor_claims(obs: &SensorReadings) -> Vec<FactClaim> {
     obs.signals
         .iter()
         .filter_map(|s| {

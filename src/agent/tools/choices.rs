@@ -179,6 +179,9 @@ impl Tool for PathChoices {
     fn polls(&self) -> bool {
         self.inner.polls()
     }
+    fn side_effects(&self) -> bool {
+        self.inner.side_effects()
+    }
     fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         self.inner.call(args, ctx)
     }

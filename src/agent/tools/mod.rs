@@ -192,6 +192,12 @@ pub trait Tool: Send + Sync {
     fn polls(&self) -> bool {
         false
     }
+    /// Whether a call acts beyond reading and computing (runs a program, writes, deletes): the
+    /// loops record such a call in the audit log, an intent before and an outcome after.
+    /// Default: the irreversible tools.
+    fn side_effects(&self) -> bool {
+        !self.risk().reversible
+    }
     /// Words a task uses when it asks for this tool's effect (lowercase). An irreversible
     /// action is only offered for approval when the task names one of them: one that only a
     /// file or a tool output asked for is refused. Default: the name and its first word

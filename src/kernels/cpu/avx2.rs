@@ -5,11 +5,14 @@
 //! `maddubs` (unsigned × signed → pairs of `i16`), then `madd` with ones or with per-group
 //! scales (→ `i32`), then converted and accumulated in `f32` with one FMA per block.
 //!
-//! Safety: every function here is `unsafe` because of `#[target_feature]`; the caller checks
-//! the CPU features once (`super::Kernels::detect`). Loads are unaligned (`loadu`) and stay
-//! inside the slices when the length conditions in each `# Safety` section hold; the safe
-//! wrappers (`super::x86`) assert them before calling in. (`unsafe` is allowed by the parent
-//! `kernels` module; see its documentation.)
+//! Safety: every function here is `unsafe`: the `#[target_feature]` kernels because the CPU
+//! must have the features, the `#[inline(always)]` helpers inlined into them because they use
+//! the same intrinsics and some read through raw pointers. Each states its contract in a
+//! `# Safety` section (features, and which bytes must be readable). The caller checks the CPU
+//! features once (`super::Kernels::avx2`). Loads are unaligned (`loadu`) and stay inside the
+//! slices when the length conditions hold; the safe wrappers (`super::x86`) assert them with
+//! `assert!` before calling in, so a release build checks them too. (`unsafe` is allowed by
+//! the parent `kernels` module; see its documentation.)
 
 use std::arch::x86_64::*;
 
@@ -21,6 +24,10 @@ use super::QType;
 /// from the intrinsics the compiler emits `vpinsrw` into whatever register is free, which in
 /// the one-row loops was the running offset sum, so every block waited for the previous one
 /// (a 2x slowdown measured on `Q8_0`). `vpbroadcastw` writes the whole register.
+///
+/// # Safety
+/// The CPU must support AVX2 and F16C, and the two bytes `p + at .. p + at + 2` must be
+/// readable (inside one allocation).
 #[inline(always)]
 pub(super) unsafe fn f16c(p: *const u8, at: usize) -> f32 {
     let x: __m128;
@@ -34,6 +41,10 @@ pub(super) unsafe fn f16c(p: *const u8, at: usize) -> f32 {
     _mm_cvtss_f32(x)
 }
 
+/// The sum of the eight lanes of `v`.
+///
+/// # Safety
+/// The CPU must support AVX (every AVX2 CPU does). Reads no memory.
 #[inline(always)]
 pub(super) unsafe fn hsum(v: __m256) -> f32 {
     let lo = _mm256_castps256_ps128(v);
@@ -45,6 +56,10 @@ pub(super) unsafe fn hsum(v: __m256) -> f32 {
 }
 
 /// 32 nibbles of 16 bytes: low nibbles in lanes 0..16, high nibbles in lanes 16..32.
+///
+/// # Safety
+/// The CPU must support AVX2, and the 16 bytes `p .. p + 16` must be readable (inside one
+/// allocation; no alignment needed).
 #[inline(always)]
 unsafe fn nibbles32(p: *const u8) -> __m256i {
     let b = _mm_loadu_si128(p as *const __m128i);
@@ -54,6 +69,9 @@ unsafe fn nibbles32(p: *const u8) -> __m256i {
 }
 
 /// Signed × signed byte dot product, summed in pairs to 8 × `i32`.
+///
+/// # Safety
+/// The CPU must support AVX2. Reads no memory.
 #[inline(always)]
 unsafe fn dot_i8(x: __m256i, y: __m256i) -> __m256i {
     let ax = _mm256_sign_epi8(x, x);
@@ -63,12 +81,18 @@ unsafe fn dot_i8(x: __m256i, y: __m256i) -> __m256i {
 }
 
 /// Unsigned × signed byte dot product, summed in pairs to 8 × `i32`.
+///
+/// # Safety
+/// The CPU must support AVX2. Reads no memory.
 #[inline(always)]
 unsafe fn dot_u8_i8(x: __m256i, y: __m256i) -> __m256i {
     _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1))
 }
 
 /// Spread the 32 bits of `bits` to 32 bytes: byte `j` is 0xFF when bit `j` is set.
+///
+/// # Safety
+/// The CPU must support AVX2. Reads no memory.
 #[inline(always)]
 unsafe fn bits_to_bytes(bits: u32) -> __m256i {
     let shuf = _mm256_set_epi64x(
@@ -203,6 +227,12 @@ fn k4_mins(scales: &[u8], bs: &[i16]) -> (i32, [i16; 8]) {
 
 /// The shared body of `Q4_K` (`Q5 = false`) and `Q5_K` (`Q5 = true`, with the fifth bit of
 /// each code in `qh`). Inlined into the feature-enabled wrappers below.
+///
+/// # Safety
+/// As for [`dot_q4_k`] and [`dot_q5_k`], which it is inlined into: the CPU must support AVX2,
+/// FMA and F16C, and `a.covers(off, w.len() / BYTES)` for the format's super-block size
+/// `BYTES` (`w` is read only below `w.len() / BYTES · BYTES`; `a`'s values and scales are read
+/// unchecked).
 #[inline(always)]
 unsafe fn dot_k45<const Q5: bool>(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let bytes = if Q5 { size::Q5_K } else { size::Q4_K };
@@ -471,6 +501,9 @@ dot4!(
 );
 
 /// Signed × signed byte dot product with AVX-512 VNNI, summed in fours to 8 × `i32`.
+///
+/// # Safety
+/// The CPU must support AVX2, AVX-512 VNNI and AVX-512 VL. Reads no memory.
 #[inline(always)]
 unsafe fn dot_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
     _mm256_dpbusd_epi32(
@@ -481,6 +514,9 @@ unsafe fn dot_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
 }
 
 /// Unsigned × signed byte dot product with AVX-512 VNNI, summed in fours to 8 × `i32`.
+///
+/// # Safety
+/// The CPU must support AVX-512 VNNI and AVX-512 VL. Reads no memory.
 #[inline(always)]
 unsafe fn dot_u8_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
     _mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y)
@@ -540,6 +576,9 @@ pub unsafe fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
 /// `e^x` for eight lanes with `x ≤ 0` (softmax after subtracting the maximum): `2^n · e^f`
 /// with `n = round(x / ln 2)`, `|f| ≤ ln 2 / 2`, and a degree-6 Taylor polynomial for `e^f`
 /// (relative error about 1e-7). Inputs below −87 are clamped (e^−87 is still a normal float).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA. Reads no memory.
 #[inline(always)]
 pub(super) unsafe fn exp_neg(x: __m256) -> __m256 {
     let x = _mm256_max_ps(x, _mm256_set1_ps(-87.0));
@@ -705,12 +744,18 @@ macro_rules! panel_kernel {
 
 /// `acc + Σ₄ x·y` for unsigned `x` and signed `y`, through `maddubs` (pairs, saturating at
 /// ±32767: safe for codes below 64 against activations of at most 127) and `madd`.
+///
+/// # Safety
+/// The CPU must support AVX2. Reads no memory.
 #[inline(always)]
 unsafe fn acc_u8_i8(acc: __m256i, x: __m256i, y: __m256i) -> __m256i {
     _mm256_add_epi32(acc, dot_u8_i8(x, y))
 }
 
 /// `acc + Σ₄ x·y` with AVX-512 VNNI's `vpdpbusd` (no intermediate saturation).
+///
+/// # Safety
+/// The CPU must support AVX-512 VNNI and AVX-512 VL. Reads no memory.
 #[inline(always)]
 unsafe fn acc_u8_i8_vnni(acc: __m256i, x: __m256i, y: __m256i) -> __m256i {
     _mm256_dpbusd_epi32(acc, x, y)
@@ -724,6 +769,13 @@ panel_kernel!(
 );
 
 /// The 32 codes of 32-weight block `b` of a row of `ty` (see `super::panel::decode_row`).
+///
+/// # Safety
+/// The CPU must support AVX2, and the bytes of the block that holds weights `32b .. 32b + 32`
+/// must be readable from `w`: for the 32-weight formats (`Q4_0`, `Q4_1`, `Q5_0`, `Q8_0`) the
+/// first `(b + 1) · BYTES` bytes, for the super-block formats (`Q4_K`, `Q5_K`, `Q6_K`) the first
+/// `(b / 8 + 1) · BYTES`, where `BYTES` is `ty`'s block size. `F32` and `F16` read nothing
+/// (they have no panel form and give zeros).
 #[inline(always)]
 unsafe fn block_codes(ty: QType, w: *const u8, b: usize) -> __m256i {
     let low4 = _mm256_set1_epi8(0x0F);

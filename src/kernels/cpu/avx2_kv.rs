@@ -8,6 +8,7 @@
 //!
 //! Safety: every function here is `unsafe` because of `#[target_feature]`; `super::kv`'s safe
 //! wrappers check the features (through `Kernels`) and assert the slice lengths before calling.
+//! Each function, the private helpers included, states its contract in a `# Safety` section.
 
 use std::arch::x86_64::*;
 
@@ -18,18 +19,30 @@ use super::kv::Q8_ROW_BLOCK;
 const Q8_BLOCK: usize = 34;
 
 /// Eight `f16` at `p` as `f32` lanes.
+///
+/// # Safety
+/// The CPU must support AVX and F16C, and the 16 bytes (eight `u16`) from `p` must be
+/// readable (inside one allocation; no alignment needed).
 #[inline(always)]
 unsafe fn load_f16(p: *const u16) -> __m256 {
     _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i))
 }
 
 /// Eight signed bytes at `p` as `f32` lanes.
+///
+/// # Safety
+/// The CPU must support AVX2, and the eight bytes from `p` must be readable (inside one
+/// allocation; no alignment needed).
 #[inline(always)]
 unsafe fn load_i8(p: *const u8) -> __m256 {
     _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p as *const __m128i)))
 }
 
 /// `scores[..n] ← e^(scores − max)`; returns `1 / Σ`.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA, and `n ≤ scores.len()` (the vector loop reads and writes
+/// `scores[..n]` unchecked).
 #[inline(always)]
 unsafe fn softmax(scores: &mut [f32], n: usize, max: f32) -> f32 {
     let mv = _mm256_set1_ps(max);
@@ -102,8 +115,9 @@ pub unsafe fn attend_f16<const C: usize>(
 /// (`C / 4` blocks of 34 bytes) each, contiguous.
 ///
 /// # Safety
-/// The CPU must support AVX2, FMA and F16C; `C` is a multiple of 4; `q.len() == out.len() ==
-/// 8·C`, `k.len(), v.len() ≥ n·(C/4)·34` and `scores.len() ≥ n` (asserted by the safe wrapper).
+/// The CPU must support AVX2, FMA and F16C; `C` is a multiple of 4 (checked at compile time);
+/// `q.len() == out.len() == 8·C`, `k.len(), v.len() ≥ n·(C/4)·34` and `scores.len() ≥ n`
+/// (asserted by the safe wrapper).
 #[target_feature(enable = "avx2,fma,f16c")]
 #[allow(clippy::needless_range_loop)]
 pub unsafe fn attend_q8_0<const C: usize>(
@@ -115,9 +129,12 @@ pub unsafe fn attend_q8_0<const C: usize>(
     scores: &mut [f32],
     out: &mut [f32],
 ) {
+    // Checked when the kernel is instantiated: whole blocks of 32 values per row.
+    const {
+        assert!(C.is_multiple_of(4), "q8_0 rows hold whole 32-value blocks");
+        assert!(Q8_ROW_BLOCK == 32, "q8_0 blocks hold 32 values");
+    }
     let blocks = C / 4;
-    debug_assert_eq!(blocks * 4, C);
-    debug_assert_eq!(Q8_ROW_BLOCK, 32);
     let row = blocks * Q8_BLOCK;
     let mut qv = [_mm256_setzero_ps(); C];
     for c in 0..C {

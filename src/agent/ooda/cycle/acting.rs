@@ -23,9 +23,7 @@ use crate::agent::condense::{sha256_hex, Condenser};
 use crate::agent::guard::{canonical_json, fingerprint};
 use crate::agent::rundir::{utc_timestamp, Record};
 use crate::agent::tools::{truncate_str, ToolErrorKind};
-use crate::agent::types::{
-    Action, Observation as StepObservation, ObservationKind, Step, StepTimings,
-};
+use crate::agent::types::{Action, Observation, ObservationKind, Step, StepTimings};
 
 /// Confidence of a file's content hash taken when a tool read it.
 const READ_HASH_CONFIDENCE: f64 = 0.95;
@@ -165,7 +163,7 @@ impl Driver<'_, '_> {
             limit: self.ooda.config.observation_limit,
         }
         .condense(kind, report.output.clone(), &dir)
-        .unwrap_or_else(|_| StepObservation::new(kind, truncate_str(&report.output, 1500)));
+        .unwrap_or_else(|_| Observation::new(kind, truncate_str(&report.output, 1500)));
         s.run_dir.append(&Record::Step(Step {
             index: id as usize,
             thought: a.thought.clone(),
@@ -283,7 +281,7 @@ impl Driver<'_, '_> {
             thought: a.thought.clone(),
             action: Some(Action::answer(text)),
             raw: String::new(),
-            observation: StepObservation::new(ObservationKind::Final, text),
+            observation: Observation::new(ObservationKind::Final, text),
             fingerprint: Some(a.fingerprint.clone()),
             timings: StepTimings::default(),
             usage: Usage::default(),

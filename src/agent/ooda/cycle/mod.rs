@@ -26,8 +26,8 @@ use super::decide::{
 };
 use super::memory::{MemoryKind, PRIOR_DISCOUNT};
 use super::observe::{
-    observe, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor,
-    Observation, Sensor, UsageSlot, WatchSlot, WorkspaceSensor,
+    observe, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor, Sensor,
+    SensorReadings, UsageSlot, WatchSlot, WorkspaceSensor,
 };
 use super::orient::{rule_claims, sensor_claims, OrientInput};
 use super::risk;
@@ -98,7 +98,7 @@ fn planner_stop<T>(phase: &str, e: PlannerError) -> Phase<T> {
 }
 
 /// The state of one session of a run (a fresh run or a resume).
-pub(super) struct Session<'e> {
+pub(super) struct RunState<'e> {
     pub(super) run_dir: RunDir,
     pub(super) run_id: String,
     pub(super) run_path: PathBuf,
@@ -133,7 +133,7 @@ pub(super) fn open_phase_log(run_path: &Path) -> Result<std::fs::File, OodaError
         })
 }
 
-impl Session<'_> {
+impl RunState<'_> {
     fn log<T: Serialize>(&mut self, phase: &str, cycle: usize, data: &T) -> Result<(), OodaError> {
         let line = serde_json::json!({"phase": phase, "cycle": cycle, "time": utc_timestamp(), "data": data});
         let path = self.run_path.join(PHASE_LOG);
@@ -169,7 +169,7 @@ struct Choice {
 /// One session's loop: the run's collaborators, its state, and what carries between cycles.
 pub(super) struct Driver<'a, 'e> {
     ooda: Ooda<'a>,
-    s: Session<'e>,
+    s: RunState<'e>,
     sensors: Vec<Arc<dyn Sensor>>,
     ctx: ToolContext,
     session_cycles: usize,
@@ -189,7 +189,7 @@ pub(super) struct Driver<'a, 'e> {
 
 impl<'a, 'e> Driver<'a, 'e> {
     /// Start a session (announces it).
-    pub(super) fn new(ooda: Ooda<'a>, s: Session<'e>) -> Self {
+    pub(super) fn new(ooda: Ooda<'a>, s: RunState<'e>) -> Self {
         let tiers = ooda.config.policy.tiers_for(ooda.tools);
         (s.on_event)(&OodaEvent::Started {
             run_id: &s.run_id,
@@ -310,7 +310,7 @@ impl<'a, 'e> Driver<'a, 'e> {
     // ---- Observe
 
     /// Read every sensor; the readings become the world model's signals.
-    async fn observe(&mut self, cycle: usize) -> Result<Observation, OodaError> {
+    async fn observe(&mut self, cycle: usize) -> Result<SensorReadings, OodaError> {
         let obs = observe(&self.sensors, cycle, self.ooda.config.sensor_timeout).await;
         let world = &mut self.s.world;
         // Signals are the latest readings; only the loop's own notes carry over.
@@ -334,7 +334,7 @@ impl<'a, 'e> Driver<'a, 'e> {
     /// Memory, the last action's rule claims and the orienter's claims, each checked against
     /// the world model before it is updated; the orientation confidence; compression. Stops
     /// for review on a contradiction against a high-confidence fact.
-    fn orient(&mut self, cycle: usize, obs: &Observation, model: bool) -> Phase<()> {
+    fn orient(&mut self, cycle: usize, obs: &SensorReadings, model: bool) -> Phase<()> {
         let mut report = OrientReport::default();
         self.retrieve_memory(cycle, &mut report);
         let extraction = if !model {
@@ -497,7 +497,7 @@ impl<'a, 'e> Driver<'a, 'e> {
     fn decide(
         &mut self,
         cycle: usize,
-        obs: &Observation,
+        obs: &SensorReadings,
         learned: Option<(Candidate, String)>,
     ) -> Phase<Choice> {
         let threshold = self.ooda.config.confidence_threshold;

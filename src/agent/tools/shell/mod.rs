@@ -113,6 +113,10 @@ impl Tool for Shell {
             reversible: !self.policy.can_write(),
         }
     }
+    fn side_effects(&self) -> bool {
+        // It runs programs, even read-only ones: every command goes in the audit log.
+        true
+    }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: Args = parse_args(args)?;
         let words = self.policy.check(&a.command)?;
