@@ -14,6 +14,8 @@
 //! 3. **No second identical look.** A value of a tool's only required enum argument that
 //!    already succeeded (a file read, a folder listed recursively, a preset described) is left
 //!    out; a tool with no value left is not offered.
+//!
+//! And `read_blob`'s id is an enum of the blobs the run holds.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -50,6 +52,12 @@ impl Tool for Narrowed {
     }
     fn polls(&self) -> bool {
         self.inner.polls()
+    }
+    fn side_effects(&self) -> bool {
+        self.inner.side_effects()
+    }
+    fn intent_words(&self) -> Vec<String> {
+        self.inner.intent_words()
     }
     fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
         self.inner.call(args, ctx)
@@ -141,9 +149,28 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
+    // Blob ids are typed by the blobs this run holds (a 64-digit id is where a small model
+    // drops a digit).
+    let blobs: Vec<String> = steps
+        .iter()
+        .filter_map(|s| s.observation.blob.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut out = Toolset::new();
     for tool in allowed.iter() {
         let mut schema = tool.args_schema();
+        if let Some(blob) = schema.pointer_mut("/properties/blob") {
+            if blobs.is_empty() {
+                continue;
+            }
+            *blob = serde_json::json!({ "enum": blobs });
+            out.add(Arc::new(Narrowed {
+                inner: tool.clone(),
+                schema,
+            }));
+            continue;
+        }
         let required: Vec<String> = schema
             .get("required")
             .and_then(Value::as_array)
@@ -285,6 +312,16 @@ mod tests {
         let mut hw = enum_of(&n, "size_model", "hw");
         hw.sort();
         assert_eq!(hw, vec!["h200", "rtx-4090"]);
+    }
+
+    #[test]
+    fn blob_ids_are_the_blobs_the_run_holds() {
+        let tools = Toolset::builtin(None);
+        assert!(narrow(&tools, "t", &[], &[]).get("read_blob").is_none());
+        let mut s = done(1, "read_file", json!({"path": "a.log"}), ObservationKind::Output);
+        s.observation.blob = Some("ab".repeat(32));
+        let n = narrow(&tools, "t", &[], &[s]);
+        assert_eq!(enum_of(&n, "read_blob", "blob"), vec!["ab".repeat(32)]);
     }
 
     #[test]

@@ -581,9 +581,9 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
             }
         );
     }
-    // A two-line window of a long file is widened to 40 lines.
-    let expected: String = std::iter::once("big.txt lines 250-289 of 300:\n".to_string())
-        .chain((250..=289).map(|i| format!("{i}: row {i}\n")))
+    // A two-line window of a long file is widened to 12 lines.
+    let expected: String = std::iter::once("big.txt lines 250-261 of 300:\n".to_string())
+        .chain((250..=261).map(|i| format!("{i}: row {i}\n")))
         .collect();
     assert_eq!(s[7].observation.text, expected);
     // A missing path names the files with that name elsewhere in the workspace.

@@ -111,7 +111,7 @@ fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
 
 /// Files up to this many lines are always shown whole.
 /// The fewest lines a ranged read of a long file shows.
-pub const MIN_WINDOW_LINES: usize = 40;
+pub const MIN_WINDOW_LINES: usize = 12;
 
 const SHORT_FILE_LINES: usize = 200;
 
