@@ -505,6 +505,7 @@ impl WorldModel {
             .filter(|(k, _)| {
                 k.starts_with("decide.")
                     || k.starts_with("sensor.")
+                    || k.starts_with(super::external::SIGNAL_PREFIX)
                     || k.as_str() == "last_action.discrepancy"
                     || k.as_str() == "workspace.changed"
             })

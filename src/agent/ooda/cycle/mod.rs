@@ -7,6 +7,7 @@
 //! our own machinery (audit, run directory, planner) are `Err` and end the run at once.
 
 mod acting;
+mod observing;
 mod skip;
 
 use std::io::Write;
@@ -25,12 +26,10 @@ use super::decide::{
     DropReason, ImplicitGuidance,
 };
 use super::memory::{MemoryKind, PRIOR_DISCOUNT};
-use super::observe::{
-    observe, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor,
-    Observation, Sensor, UsageSlot, WatchSlot, WorkspaceSensor,
-};
+use super::observe::{LastActionSlot, Observation, UsageSlot, WatchSlot};
 use super::orient::{rule_claims, sensor_claims, OrientInput};
 use super::risk;
+use super::sensing::SensorThreads;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
 use crate::agent::audit::{AuditEvent, AuditSink};
@@ -170,7 +169,11 @@ struct Choice {
 pub(super) struct Driver<'a, 'e> {
     ooda: Ooda<'a>,
     s: Session<'e>,
-    sensors: Vec<Arc<dyn Sensor>>,
+    /// The sensors, each on its own thread.
+    sensing: SensorThreads,
+    /// Contradictions the last Orient found (the orientation confidence is recomputed when a
+    /// sensor fails during generation).
+    cycle_contradictions: usize,
     ctx: ToolContext,
     session_cycles: usize,
     /// Consecutive unusable or refused proposals.
@@ -208,7 +211,10 @@ impl<'a, 'e> Driver<'a, 'e> {
                 .filter_map(|f| f.key.strip_prefix("sha256 of ").map(str::to_string))
                 .collect(),
         ));
-        let sensors = ooda.sensors_for(&s.last_action, &s.usage_slot, &watch);
+        let sensing = SensorThreads::start(
+            ooda.sensors_for(&s.last_action, &s.usage_slot, &watch),
+            ooda.config.sensor_timeout,
+        );
         let ctx = ToolContext {
             workspace: ooda.workspace.clone(),
             blob_dir: s.run_dir.blob_dir(),
@@ -217,7 +223,8 @@ impl<'a, 'e> Driver<'a, 'e> {
         Self {
             ooda,
             s,
-            sensors,
+            sensing,
+            cycle_contradictions: 0,
             ctx,
             session_cycles: 0,
             decide_failures: 0,
@@ -246,11 +253,14 @@ impl<'a, 'e> Driver<'a, 'e> {
         if let Some((a, token)) = self.s.approved_pending.take() {
             return self.act_approved(cycle, a, token).await;
         }
-        let obs = self.observe(cycle).await?;
+        let obs = self.observe(cycle)?;
+        // The critical sensors keep being read, on their threads, while the model generates.
+        self.sensing.start_watch();
         // A pattern learned in this workspace skips the Orient and Decide model calls.
         let learned = self.learned_pattern();
         proceed!(self.orient(cycle, &obs, learned.is_none()));
         let choice = proceed!(self.decide(cycle, &obs, learned));
+        proceed!(self.recheck(cycle, &obs));
         self.act(cycle, choice).await
     }
 
@@ -305,28 +315,6 @@ impl<'a, 'e> Driver<'a, 'e> {
                 Err(refusal) => Flow::Stop(Terminal::new(OodaState::Escalated, refusal)),
             },
         )
-    }
-
-    // ---- Observe
-
-    /// Read every sensor; the readings become the world model's signals.
-    async fn observe(&mut self, cycle: usize) -> Result<Observation, OodaError> {
-        let obs = observe(&self.sensors, cycle, self.ooda.config.sensor_timeout).await;
-        let world = &mut self.s.world;
-        // Signals are the latest readings; only the loop's own notes carry over.
-        world.signals.retain(|k, _| k.starts_with("decide."));
-        for sig in &obs.signals {
-            world.signals.insert(sig.key.clone(), sig.value.clone());
-        }
-        for f in &obs.failed {
-            world.signals.insert(
-                format!("sensor.{}", f.sensor),
-                format!("failed: {}", f.reason),
-            );
-        }
-        self.s.log("observe", cycle, &obs)?;
-        (self.s.on_event)(&OodaEvent::Observed { observation: &obs });
-        Ok(obs)
     }
 
     // ---- Orient
@@ -401,6 +389,7 @@ impl<'a, 'e> Driver<'a, 'e> {
                 false,
             )?;
         }
+        self.cycle_contradictions = report.contradictions.len();
         s.world.confidence =
             risk::orientation_confidence(obs.confidence, report.contradictions.len());
         s.world.elapsed_s = s.elapsed();
@@ -704,36 +693,5 @@ impl<'a, 'e> Driver<'a, 'e> {
             OodaState::Escalated,
             format!("no viable candidate ({})", reasons.join("; ")),
         ))
-    }
-}
-
-impl Ooda<'_> {
-    /// The built-in sensors (unless turned off) and the caller's.
-    fn sensors_for(
-        &self,
-        last_action: &LastActionSlot,
-        usage: &UsageSlot,
-        watch: &WatchSlot,
-    ) -> Vec<Arc<dyn Sensor>> {
-        let mut v: Vec<Arc<dyn Sensor>> = Vec::new();
-        if self.config.builtin_sensors {
-            v.push(Arc::new(LastActionSensor {
-                slot: last_action.clone(),
-            }));
-            if let Some(ws) = &self.workspace {
-                v.push(Arc::new(WorkspaceSensor::new(ws.root())));
-                v.push(Arc::new(FileHashSensor {
-                    workspace: ws.clone(),
-                    watch: watch.clone(),
-                }));
-            }
-            v.push(Arc::new(HardwareSensor));
-            v.push(Arc::new(ModelSensor {
-                slot: usage.clone(),
-                context_length: self.phases.decider_ref().context_window(),
-            }));
-        }
-        v.extend(self.sensors.iter().cloned());
-        v
     }
 }

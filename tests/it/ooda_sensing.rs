@@ -1,0 +1,192 @@
+//! OODA sensors on their own threads, outcome memories in Orient, and hypotheses — through the
+//! library path the CLI uses (`OodaBuilder`), with scripted phases.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use boyd::agent::ooda::decide::{
+    Candidate, DecideInput, Decider, Proposal, ScriptedDecider, ScriptedDecision,
+};
+use boyd::agent::ooda::observe::{Sensor, SensorFuture, Signal};
+use boyd::agent::ooda::orient::RuleOrienter;
+use boyd::agent::ooda::{OodaBuilder, OodaConfig, OodaOutcome, OodaState, SplitPhases};
+use boyd::agent::planner::PlannerError;
+use boyd::agent::rundir::RunDir;
+use boyd::agent::tools::Toolset;
+use boyd::lm::CancelToken;
+
+/// A decider that "generates" for a while (blocking the loop's thread, as a model call does)
+/// before giving its scripted proposal.
+struct SlowDecider {
+    inner: ScriptedDecider,
+    generate: Duration,
+}
+
+impl Decider for SlowDecider {
+    fn propose(&mut self, input: &DecideInput<'_>) -> Result<Proposal, PlannerError> {
+        std::thread::sleep(self.generate);
+        self.inner.propose(input)
+    }
+    fn name(&self) -> String {
+        "slow scripted".into()
+    }
+}
+
+/// A critical sensor that answers its first reading at once and blocks its thread for 30 s on
+/// every later one.
+struct Heartbeat {
+    reads: Arc<AtomicUsize>,
+}
+
+impl Sensor for Heartbeat {
+    fn name(&self) -> &str {
+        "heartbeat"
+    }
+    fn critical(&self) -> bool {
+        true
+    }
+    fn timeout(&self) -> Option<Duration> {
+        Some(Duration::from_millis(200))
+    }
+    fn read(&self) -> SensorFuture {
+        let n = self.reads.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            if n > 0 {
+                std::thread::sleep(Duration::from_secs(30));
+            }
+            Ok(vec![Signal::new("heartbeat", "heartbeat.beat", "ok")])
+        })
+    }
+}
+
+fn calc(expr: &str) -> Candidate {
+    Candidate::tool("calculator", json!({ "expression": expr }))
+}
+
+/// Rule: sensors read on their own threads with real timeouts that fire while the model
+/// generates. The critical heartbeat answers Observe, then hangs while Decide generates for
+/// 1 s; its 200 ms timeout fires during the generation, the observation confidence drops to
+/// 0.7 (orientation 0.63, under the threshold 0.7), and the run escalates before the chosen
+/// action runs.
+#[tokio::test]
+async fn a_sensor_timing_out_during_generation_lowers_confidence_and_escalates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let reads = Arc::new(AtomicUsize::new(0));
+    let tools = Toolset::builtin(None);
+    let mut decider = SlowDecider {
+        inner: ScriptedDecider::new([ScriptedDecision::Propose(vec![calc("6 * 7")])]),
+        generate: Duration::from_secs(1),
+    };
+    let mut orienter = RuleOrienter;
+    let mut phases = SplitPhases {
+        decider: &mut decider,
+        orienter: &mut orienter,
+    };
+    let config = OodaConfig {
+        confidence_threshold: 0.7,
+        ..OodaConfig::default()
+    };
+    let ooda = OodaBuilder::new(config)
+        .sensor(Arc::new(Heartbeat {
+            reads: reads.clone(),
+        }))
+        .build_with(&mut phases, &tools, CancelToken::new());
+    let t0 = Instant::now();
+    let mut observed = Vec::new();
+    let out: OodaOutcome = ooda
+        .run(
+            "What is 6 * 7?",
+            RunDir::create(&home).expect("run dir"),
+            &mut |ev| {
+                if let boyd::agent::ooda::OodaEvent::Observed { observation } = ev {
+                    observed.push(observation.confidence);
+                }
+            },
+        )
+        .await
+        .expect("run");
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(out.state, OodaState::Escalated, "{out:?}");
+    let detail = out.detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains(
+            "critical sensor failed during generation: heartbeat (no reading within 200 ms)"
+        ),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("orientation confidence 0.63 is below 0.70"),
+        "{detail}"
+    );
+    assert_eq!(observed, vec![1.0], "Observe itself saw the heartbeat");
+    assert_eq!(decider.inner.calls(), 1, "the model did generate");
+    assert_eq!(out.counters.actions, 0, "the chosen action did not run");
+    assert!(reads.load(Ordering::SeqCst) >= 2);
+    let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");
+    let recheck = phases
+        .lines()
+        .find(|l| l.contains("\"phase\":\"recheck\""))
+        .expect("a recheck record");
+    assert!(recheck.contains("\"timed_out\":true"), "{recheck}");
+    assert!(
+        recheck.contains("\"observation_confidence\":0.7"),
+        "{recheck}"
+    );
+}
+
+/// The same run with a heartbeat that keeps answering acts and completes: the watch costs no
+/// waiting and changes nothing.
+#[tokio::test]
+async fn a_healthy_critical_sensor_during_generation_changes_nothing() {
+    struct Steady;
+    impl Sensor for Steady {
+        fn name(&self) -> &str {
+            "steady"
+        }
+        fn critical(&self) -> bool {
+            true
+        }
+        fn read(&self) -> SensorFuture {
+            Box::pin(async { Ok(vec![Signal::new("steady", "steady.ok", "1")]) })
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let tools = Toolset::builtin(None);
+    let mut decider = SlowDecider {
+        inner: ScriptedDecider::new([
+            ScriptedDecision::Propose(vec![calc("6 * 7")]),
+            ScriptedDecision::Propose(vec![Candidate::answer("42")]),
+        ]),
+        generate: Duration::from_millis(300),
+    };
+    let mut orienter = RuleOrienter;
+    let mut phases = SplitPhases {
+        decider: &mut decider,
+        orienter: &mut orienter,
+    };
+    let config = OodaConfig {
+        confidence_threshold: 0.7,
+        ..OodaConfig::default()
+    };
+    let out = OodaBuilder::new(config)
+        .sensor(Arc::new(Steady))
+        .build_with(&mut phases, &tools, CancelToken::new())
+        .run(
+            "What is 6 * 7?",
+            RunDir::create(&home).expect("run dir"),
+            &mut |_| {},
+        )
+        .await
+        .expect("run");
+    assert_eq!(out.state, OodaState::Completed, "{out:?}");
+    assert_eq!(out.answer.as_deref(), Some("42"));
+    let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");
+    assert!(!phases.contains("\"phase\":\"recheck\""), "{phases}");
+}
