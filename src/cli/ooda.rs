@@ -300,6 +300,14 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                     clip(&c.new.value, 40)
                 ));
             }
+            for r in &report.recalled {
+                line.push_str(&format!(
+                    "\n         ~ earlier outcome: {} -> {} (run {})",
+                    clip(&r.action, 60),
+                    clip(&r.result, 60),
+                    r.run
+                ));
+            }
             for e in &report.extraction_errors {
                 line.push_str(&format!("\n         (fact extraction unusable: {})", clip(e, 80)));
             }
@@ -363,6 +371,16 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             }
             writeln!(out, "{line}")
         }
+        OodaEvent::Hypothesis { hypothesis: h } => writeln!(
+            out,
+            "hypothesis {}: {}{}",
+            h.status.as_str(),
+            clip(&h.statement, 160),
+            h.evidence
+                .as_deref()
+                .map(|e| format!(" — {}", clip(e, 120)))
+                .unwrap_or_default()
+        ),
         OodaEvent::Finished { .. } => Ok(()),
     };
 }

@@ -709,3 +709,89 @@ fn a_malformed_sensor_is_refused_with_a_clear_error() {
     }
     assert_eq!(server.requests().len(), 0);
 }
+
+/// Rule: hypotheses are written and tested. Each chosen action gets one ("will produce a
+/// verified result"), open in the world-model snapshot its intent names; the outcome's
+/// verification refutes it (a read of a missing file fails) or confirms it (the calculator
+/// verifies). The trace prints both, the run's snapshot keeps them, and `boyd runs show` prints
+/// each under its action.
+#[test]
+fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
+    use boyd::agent::ooda::hypothesis::HypothesisStatus;
+    let lab = CliLab::new(&[]);
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "missing.txt"}))]),
+            proposal(&[("calculator", json!({"expression": "6 * 7"}))]),
+            proposal(&[("final_answer", json!({"answer": "42"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is 6 * 7?", &[]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("hypothesis open: read_file {\"path\":\"missing.txt\"} will produce a verified result (use read_file)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("hypothesis refuted: read_file {\"path\":\"missing.txt\"} will produce a verified result (use read_file) — failed: "),
+        "{t}"
+    );
+    assert!(
+        t.contains("hypothesis confirmed: calculator {\"expression\":\"6 * 7\"} will produce a verified result (use calculator) — verified: 42"),
+        "{t}"
+    );
+    let run_id = t
+        .lines()
+        .find_map(|l| l.strip_prefix("run:  "))
+        .expect("run id")
+        .trim()
+        .to_string();
+    let dir = lab.home.join("runs").join(&run_id);
+    let snap = boyd::agent::ooda::load_snapshot(&dir).expect("snapshot");
+    let h = &snap.world.hypotheses;
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(
+        (h[0].status, h[0].action_id),
+        (HypothesisStatus::Refuted, Some(1))
+    );
+    assert_eq!(
+        (h[1].status, h[1].action_id),
+        (HypothesisStatus::Confirmed, Some(2))
+    );
+    // The calculator's intent names a world in which its hypothesis is still open.
+    let events = boyd::agent::audit::read_events(&dir).expect("audit");
+    let sha = events
+        .iter()
+        .find_map(|r| match &r.event {
+            boyd::agent::audit::AuditEvent::Intent { tool, why, .. } if tool == "calculator" => {
+                why.as_ref().map(|w| w.world_sha256.clone())
+            }
+            _ => None,
+        })
+        .expect("the calculator's intent");
+    let world: boyd::agent::ooda::world::WorldModel = serde_json::from_slice(
+        &std::fs::read(dir.join("worlds").join(format!("{sha}.json"))).expect("snapshot"),
+    )
+    .expect("a world model");
+    assert_eq!(world.hypotheses.len(), 2);
+    assert_eq!(world.hypotheses[0].status, HypothesisStatus::Refuted);
+    assert_eq!(world.hypotheses[1].status, HypothesisStatus::Open);
+
+    let show = lab
+        .boyd()
+        .args(["runs", "show", &run_id])
+        .output()
+        .expect("boyd runs show");
+    let t = text(&show);
+    assert!(show.status.success(), "{t}");
+    assert!(
+        t.contains("hypothesis: calculator {\"expression\":\"6 * 7\"} will produce a verified result (use calculator) — confirmed (verified: 42)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("hypothesis: read_file {\"path\":\"missing.txt\"} will produce a verified result (use read_file) — refuted (failed: "),
+        "{t}"
+    );
+}

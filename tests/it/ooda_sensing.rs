@@ -10,8 +10,9 @@ use serde_json::json;
 use boyd::agent::ooda::decide::{
     Candidate, DecideInput, Decider, Proposal, ScriptedDecider, ScriptedDecision,
 };
+use boyd::agent::ooda::memory::MemoryStore;
 use boyd::agent::ooda::observe::{Sensor, SensorFuture, Signal};
-use boyd::agent::ooda::orient::RuleOrienter;
+use boyd::agent::ooda::orient::{Extraction, OrientInput, Orienter, RuleOrienter};
 use boyd::agent::ooda::{OodaBuilder, OodaConfig, OodaOutcome, OodaState, SplitPhases};
 use boyd::agent::planner::PlannerError;
 use boyd::agent::rundir::RunDir;
@@ -189,4 +190,120 @@ async fn a_healthy_critical_sensor_during_generation_changes_nothing() {
     assert_eq!(out.answer.as_deref(), Some("42"));
     let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");
     assert!(!phases.contains("\"phase\":\"recheck\""), "{phases}");
+}
+
+/// An orienter that records what it was shown.
+#[derive(Default)]
+struct Recorder {
+    /// The world model's rendering at each call.
+    seen: Vec<String>,
+    /// The recalled outcomes at each call.
+    recalled: Vec<Vec<String>>,
+}
+
+impl Orienter for Recorder {
+    fn extract(&mut self, input: &OrientInput<'_>) -> Result<Extraction, PlannerError> {
+        self.seen.push(input.world.render());
+        self.recalled.push(
+            input
+                .world
+                .recalled
+                .iter()
+                .map(|r| format!("{} => {} [{}]", r.action, r.result, r.run))
+                .collect(),
+        );
+        Ok(Extraction::default())
+    }
+    fn name(&self) -> String {
+        "recorder".into()
+    }
+}
+
+/// Rule: outcome memories are retrieved into Orient. A run in a workspace stores its action's
+/// outcome; the next run of a similar task in that workspace has it in the world model its
+/// Orient is given (and so in what Decide is shown), naming the run it came from; a run in
+/// another workspace does not.
+#[test]
+fn a_stored_outcome_appears_in_the_next_runs_orient_input() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let ws = dir.path().join("ws");
+    let other = dir.path().join("other");
+    for d in [&home, &ws, &other] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let tools = Toolset::builtin(None);
+    let run = |orienter: &mut dyn Orienter,
+               decider: &mut ScriptedDecider,
+               workspace: &std::path::Path| {
+        let memory = MemoryStore::open(&home, Some(workspace)).expect("memory");
+        let mut phases = SplitPhases { decider, orienter };
+        let rd = RunDir::create(&home).expect("run dir");
+        let fut = async {
+            OodaBuilder::new(OodaConfig::default())
+                .memory(Some(memory))
+                .build_with(&mut phases, &tools, CancelToken::new())
+                .run("What is 6 * 7?", rd, &mut |_| {})
+                .await
+                .expect("run")
+        };
+        block_on(fut)
+    };
+    let first = run(
+        &mut RuleOrienter,
+        &mut ScriptedDecider::new([
+            ScriptedDecision::Propose(vec![calc("6 * 7")]),
+            ScriptedDecision::Propose(vec![Candidate::answer("42")]),
+        ]),
+        ws.as_path(),
+    );
+    assert_eq!(first.state, OodaState::Completed);
+
+    let mut rec = Recorder::default();
+    let second = run(
+        &mut rec,
+        &mut ScriptedDecider::new([ScriptedDecision::Propose(vec![Candidate::answer("42")])]),
+        ws.as_path(),
+    );
+    assert_eq!(second.state, OodaState::Completed);
+    let want = format!(
+        "calculator {{\"expression\":\"6 * 7\"}} => verified: 42 [{}]",
+        first.run_id
+    );
+    assert_eq!(
+        rec.recalled.first(),
+        Some(&vec![want]),
+        "{:?}",
+        rec.recalled
+    );
+    assert!(
+        rec.seen[0].contains(
+            "Earlier outcomes in this workspace (from memory):\n- calculator {\"expression\":\"6 * 7\"} -> verified: 42\n"
+        ),
+        "{}",
+        rec.seen[0]
+    );
+    let phases = std::fs::read_to_string(second.run_dir.join("ooda.jsonl")).expect("phases");
+    assert!(
+        phases.contains("\"recalled\":[{\"action\":\"calculator"),
+        "{phases}"
+    );
+
+    // Another workspace has its own memory: nothing to recall.
+    let mut rec = Recorder::default();
+    run(
+        &mut rec,
+        &mut ScriptedDecider::new([ScriptedDecision::Propose(vec![Candidate::answer("42")])]),
+        other.as_path(),
+    );
+    assert_eq!(rec.recalled.first(), Some(&Vec::new()));
+}
+
+/// Drive a future to completion on a fresh current-thread runtime (as the CLI does).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
 }

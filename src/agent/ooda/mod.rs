@@ -24,6 +24,7 @@ pub mod decide;
 pub mod eval;
 pub mod external;
 pub mod guidance;
+pub mod hypothesis;
 pub mod intent;
 pub mod learned;
 pub mod lm_phases;
@@ -303,6 +304,11 @@ pub enum OodaEvent<'a> {
     Decided {
         /// The decision.
         record: &'a DecisionRecord,
+    },
+    /// A hypothesis was made (open) or settled by its action's outcome.
+    Hypothesis {
+        /// The hypothesis.
+        hypothesis: &'a hypothesis::Hypothesis,
     },
     /// Act finished.
     Acted {

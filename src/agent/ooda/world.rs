@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::act::ActionReport;
+pub use super::hypothesis::Hypothesis;
+use super::memory::RecalledOutcome;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
 use crate::agent::rundir::utc_timestamp;
@@ -196,8 +198,13 @@ pub struct WorldModel {
     pub summary: Vec<String>,
     /// Recent completed steps.
     pub completed: Vec<CompletedStep>,
-    /// Working hypotheses.
-    pub hypotheses: Vec<String>,
+    /// Hypotheses: what each action was expected to produce, confirmed or refuted by its
+    /// outcome's verification.
+    pub hypotheses: Vec<Hypothesis>,
+    /// Outcomes of earlier runs in this workspace relevant to the objective and the last
+    /// output, recalled by this cycle's Orient.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalled: Vec<RecalledOutcome>,
     /// Known facts by normalized (lowercase) key.
     pub facts: BTreeMap<String, Fact>,
     /// Contradictions found.
@@ -261,6 +268,9 @@ pub struct OrientReport {
     pub contradictions: Vec<Contradiction>,
     /// Facts retrieved from memory this cycle.
     pub retrieved: Vec<Fact>,
+    /// Outcomes of earlier runs recalled this cycle.
+    #[serde(default)]
+    pub recalled: Vec<RecalledOutcome>,
     /// Model calls made.
     pub model_calls: usize,
     /// Extraction failures (the model's output did not parse).
@@ -275,6 +285,7 @@ impl WorldModel {
             summary: Vec::new(),
             completed: Vec::new(),
             hypotheses: Vec::new(),
+            recalled: Vec::new(),
             facts: BTreeMap::new(),
             contradictions: Vec::new(),
             irreversible_taken: Vec::new(),
@@ -472,6 +483,16 @@ impl WorldModel {
                         d.confidence
                     ));
                 }
+            }
+        }
+        if !self.recalled.is_empty() {
+            s.push_str("Earlier outcomes in this workspace (from memory):\n");
+            for r in &self.recalled {
+                s.push_str(&format!(
+                    "- {} -> {}\n",
+                    one_line(&r.action, 160),
+                    one_line(&r.result, 160)
+                ));
             }
         }
         let open: Vec<&Contradiction> =

@@ -25,7 +25,7 @@ use super::decide::{
     assess, state_signature, Approvals, Assessment, Candidate, DecideInput, DecisionRecord,
     DropReason, ImplicitGuidance,
 };
-use super::memory::{MemoryKind, PRIOR_DISCOUNT};
+use super::memory::{MemoryKind, RecalledOutcome, PRIOR_DISCOUNT};
 use super::observe::{LastActionSlot, Observation, UsageSlot, WatchSlot};
 use super::orient::{rule_claims, sensor_claims, OrientInput};
 use super::risk;
@@ -423,7 +423,8 @@ impl<'a, 'e> Driver<'a, 'e> {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// Facts of earlier runs relevant to the objective and the last output, as priors.
+    /// Facts of earlier runs relevant to the objective and the last output, as priors; and the
+    /// outcomes of earlier runs' actions, recalled into the world model Orient and Decide see.
     fn retrieve_memory(&mut self, cycle: usize, report: &mut OrientReport) {
         let Some(mem) = &self.ooda.memory else { return };
         let s = &mut self.s;
@@ -432,10 +433,18 @@ impl<'a, 'e> Driver<'a, 'e> {
             query.push(' ');
             query.push_str(truncate_str(&a.output, 400));
         }
-        let claims: Vec<(FactClaim, String)> = mem
-            .retrieve(&query, self.ooda.config.memory_k)
+        let k = self.ooda.config.memory_k;
+        // Earlier outcomes of actions like the ones this task needs (the store is this
+        // workspace's), for the orienter and the decider to see.
+        s.world.recalled = mem
+            .retrieve_kind(&query, k, MemoryKind::Outcome)
             .into_iter()
-            .filter(|(_, e)| e.kind == MemoryKind::Fact)
+            .map(|(_, e)| RecalledOutcome::of(e))
+            .collect();
+        report.recalled = s.world.recalled.clone();
+        let claims: Vec<(FactClaim, String)> = mem
+            .retrieve_kind(&query, k, MemoryKind::Fact)
+            .into_iter()
             .map(|(_, e)| {
                 (
                     FactClaim::new(&e.key, &e.value, e.confidence * PRIOR_DISCOUNT),
