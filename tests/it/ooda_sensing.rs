@@ -307,3 +307,64 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .expect("runtime")
         .block_on(f)
 }
+
+/// Rule: model context as a contradiction source. The model sensor reads the context used
+/// after each Decide call: "has room" (confidence 0.9) after the first, then "nearly full"
+/// (over 90 % of 8192) after the second — a `model_context` contradiction against a fact above
+/// the 0.8 threshold, so the run pauses for review before a third decision.
+#[tokio::test]
+async fn a_model_context_nearly_full_contradicts_the_earlier_reading_and_pauses_the_run() {
+    struct Filling {
+        calls: usize,
+    }
+    impl Decider for Filling {
+        fn propose(&mut self, _input: &DecideInput<'_>) -> Result<Proposal, PlannerError> {
+            self.calls += 1;
+            let used = if self.calls == 1 { 1000 } else { 7600 };
+            Ok(Proposal {
+                candidates: vec![calc(&format!("{} + 1", self.calls))],
+                usage: boyd::lm::Usage {
+                    context_used: used,
+                    ..boyd::lm::Usage::default()
+                },
+                ..Proposal::default()
+            })
+        }
+        fn name(&self) -> String {
+            "filling".into()
+        }
+        fn context_window(&self) -> Option<usize> {
+            Some(8192)
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let tools = Toolset::builtin(None);
+    let mut decider = Filling { calls: 0 };
+    let mut orienter = RuleOrienter;
+    let mut phases = SplitPhases {
+        decider: &mut decider,
+        orienter: &mut orienter,
+    };
+    let out = OodaBuilder::new(OodaConfig::default())
+        .build_with(&mut phases, &tools, CancelToken::new())
+        .run(
+            "Add numbers",
+            RunDir::create(&home).expect("run dir"),
+            &mut |_| {},
+        )
+        .await
+        .expect("run");
+    assert_eq!(out.state, OodaState::PausedForReview, "{out:?}");
+    let detail = out.detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains(
+            "model context: known \"has room\" (confidence 0.90, sensor context), now \"nearly full\""
+        ),
+        "{detail}"
+    );
+    assert_eq!(decider.calls, 2, "paused before a third decision");
+    let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");
+    assert!(phases.contains("\"kind\":\"model_context\""), "{phases}");
+}

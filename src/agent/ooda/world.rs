@@ -108,6 +108,11 @@ pub enum ContradictionKind {
     Sensor,
     /// Memory of an earlier run.
     Memory,
+    /// The host's free memory against what the model still needs (its KV cache grown to the
+    /// full context).
+    HostMemory,
+    /// The model's context filling up.
+    ModelContext,
 }
 
 impl ContradictionKind {
@@ -115,6 +120,10 @@ impl ContradictionKind {
     pub fn of_source(source: &str) -> Self {
         if source.starts_with("action") {
             Self::ToolOutput
+        } else if source.starts_with(HOST_MEMORY_SOURCE) {
+            Self::HostMemory
+        } else if source.starts_with(MODEL_CONTEXT_SOURCE) {
+            Self::ModelContext
         } else if source.starts_with("sensor") {
             Self::Sensor
         } else if source.starts_with("memory") {
@@ -130,9 +139,16 @@ impl ContradictionKind {
             Self::ToolOutput => "tool_output",
             Self::Sensor => "sensor",
             Self::Memory => "memory",
+            Self::HostMemory => "host_memory",
+            Self::ModelContext => "model_context",
         }
     }
 }
+
+/// Fact source of the host-memory reading (`super::orient::resource_claims`).
+pub const HOST_MEMORY_SOURCE: &str = "sensor memory";
+/// Fact source of the model-context reading.
+pub const MODEL_CONTEXT_SOURCE: &str = "sensor context";
 
 /// Confidence factor of both values a low-severity contradiction keeps.
 pub const DISPUTED_FACTOR: f64 = 0.5;

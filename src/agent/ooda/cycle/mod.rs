@@ -27,7 +27,7 @@ use super::decide::{
 };
 use super::memory::{MemoryKind, RecalledOutcome, PRIOR_DISCOUNT};
 use super::observe::{LastActionSlot, Observation, UsageSlot, WatchSlot};
-use super::orient::{rule_claims, sensor_claims, OrientInput};
+use super::orient::{resource_claims, rule_claims, sensor_claims, OrientInput};
 use super::risk;
 use super::sensing::SensorThreads;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
@@ -369,6 +369,9 @@ impl<'a, 'e> Driver<'a, 'e> {
             false,
             &mut report,
         );
+        for (c, src) in resource_claims(obs) {
+            s.world.apply_claims(&[c], src, cycle, false, &mut report);
+        }
         if let Some(a) = s.new_action.take() {
             let src = format!("action {}", a.action_id);
             s.world
