@@ -143,7 +143,8 @@ impl SensorThreads {
     }
 
     /// Ask the sensors `which` selects for a reading. A sensor still busy with an earlier one
-    /// past its deadline fails now; one busy within it is waited for (its reading is this one).
+    /// past its deadline fails now; one busy within it gets the request queued behind that one
+    /// (an older reading never stands for a newer one).
     fn ask(&mut self, which: impl Fn(&dyn Sensor) -> bool) -> Pending {
         let mut p = Pending::default();
         let now = Instant::now();
@@ -152,7 +153,7 @@ impl SensorThreads {
                 continue;
             }
             let limit = self.workers[i].limit;
-            if let Some((id, started)) = self.workers[i].busy {
+            if let Some((_, started)) = self.workers[i].busy {
                 if now.duration_since(started) >= limit {
                     let f = self.failure(
                         i,
@@ -164,10 +165,11 @@ impl SensorThreads {
                         ),
                     );
                     p.failed.insert(i, f);
-                } else {
-                    p.waiting.insert(i, (id, started + limit));
+                    continue;
                 }
-                continue;
+                // Busy within its deadline (a reading started earlier, e.g. while the model
+                // generated): that reading is older than this request, so a fresh one is
+                // queued behind it.
             }
             let id = self.next_id;
             self.next_id += 1;
@@ -401,6 +403,49 @@ mod tests {
         assert!(failed[0].critical && failed[0].timed_out);
         // Nothing watched: nothing to report.
         assert!(t.check_watch().is_empty());
+    }
+
+    /// Reads a counter that the test moves on: a reading shows the value when it ran.
+    struct Slot {
+        value: Arc<AtomicUsize>,
+    }
+    impl Sensor for Slot {
+        fn name(&self) -> &str {
+            "slot"
+        }
+        fn critical(&self) -> bool {
+            true
+        }
+        fn read(&self) -> SensorFuture {
+            let v = self.value.clone();
+            Box::pin(async move {
+                // Slow enough to still be running when the next reading is asked for.
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                Ok(vec![Signal::new(
+                    "slot",
+                    "slot.value",
+                    v.load(Ordering::SeqCst).to_string(),
+                )])
+            })
+        }
+    }
+
+    #[test]
+    fn a_reading_started_before_a_change_never_stands_for_one_after_it() {
+        let value = Arc::new(AtomicUsize::new(1));
+        let mut t = SensorThreads::start(
+            vec![Arc::new(Slot {
+                value: value.clone(),
+            })],
+            Duration::from_secs(2),
+        );
+        t.start_watch();
+        // Checked before the watch reading answered: dropped, its worker still busy.
+        assert!(t.check_watch().is_empty());
+        std::thread::sleep(Duration::from_millis(200));
+        value.store(2, Ordering::SeqCst);
+        let obs = t.observe(2);
+        assert_eq!(obs.get("slot.value"), Some("2"), "{obs:?}");
     }
 
     #[test]
