@@ -135,6 +135,11 @@ fn run_ooda(
     use crate::agent::ooda::eval::{run_task as run_ooda_task, OodaEvalOptions};
     use crate::agent::ooda::{OodaBuilder, OodaEvent};
 
+    if !args.ooda.sensors.is_empty() {
+        anyhow::bail!(
+            "--sensor is for `boyd run --loop ooda` and `boyd resume`: each eval task has its own workspace"
+        );
+    }
     let config = args.ooda.config(args.agent.timeout, None)?;
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;

@@ -4,6 +4,7 @@
 use super::clip;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -12,6 +13,8 @@ use clap::ValueEnum;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
+use crate::agent::ooda::external::{CommandSensor, SensorSpec, SensorSpecError};
+use crate::agent::ooda::observe::Sensor;
 use crate::agent::ooda::policy::{Baseline, Policy, PolicyReport};
 use crate::agent::ooda::writers::{DeleteFile, WriteFile};
 use crate::agent::ooda::{OodaConfig, OodaEvent, OodaOutcome, OodaState, OrientMode, PhaseOptions};
@@ -59,6 +62,24 @@ pub struct OodaOpts {
     /// OODA: do not read or write memory of earlier runs.
     #[arg(long)]
     pub no_memory: bool,
+    /// OODA: an external sensor, repeatable: a command whose stdout (first 4 KiB) is the
+    /// reading `external.NAME`, read each cycle in the workspace, inside the shell tool's
+    /// sandbox (workspace read-only). One program and its arguments, no shell. E.g.
+    /// `--sensor 'status=cat status.txt'`.
+    #[arg(long = "sensor", value_name = "NAME=COMMAND")]
+    pub sensors: Vec<String>,
+    /// OODA: the `--sensor` of this name is critical: its failure or timeout costs 0.3 of the
+    /// observation confidence. Repeatable.
+    #[arg(long = "sensor-critical", value_name = "NAME")]
+    pub sensor_critical: Vec<String>,
+    /// OODA: seconds a sensor may take per reading (an external sensor's command is killed
+    /// then).
+    #[arg(long, default_value_t = 2.0)]
+    pub sensor_timeout: f64,
+    /// OODA: run `--sensor` commands without the kernel sandbox (only a clean environment and
+    /// the fixed PATH remain): only for workspaces you trust.
+    #[arg(long)]
+    pub unsandboxed_sensors: bool,
 }
 
 impl OodaOpts {
@@ -81,6 +102,9 @@ impl OodaOpts {
                 anyhow::bail!("{flag} must be a number between 0 and 1");
             }
         }
+        if !(self.sensor_timeout.is_finite() && self.sensor_timeout > 0.0) {
+            anyhow::bail!("--sensor-timeout must be a positive number of seconds");
+        }
         let policy = Policy::effective(self.policy.as_deref(), workspace)?;
         Ok(OodaConfig {
             max_loops: self.max_loops,
@@ -89,9 +113,31 @@ impl OodaOpts {
             confidence_threshold: self.confidence_threshold,
             contradiction_threshold: self.contradiction_threshold,
             deadline: Some(Duration::from_secs_f64(deadline_s)),
+            sensor_timeout: Duration::from_secs_f64(self.sensor_timeout),
             policy,
             ..OodaConfig::default()
         })
+    }
+
+    /// The external sensors of `--sensor` (checked now: the name, the command, the program and
+    /// the sandbox), each under `timeout`.
+    pub fn external_sensors(
+        &self,
+        workspace: Option<&Sandbox>,
+        timeout: Duration,
+    ) -> Result<Vec<Arc<dyn Sensor>>, SensorSpecError> {
+        let specs = SensorSpec::parse_all(&self.sensors, &self.sensor_critical)?;
+        if specs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ws = workspace.ok_or(SensorSpecError::NoWorkspace)?;
+        specs
+            .iter()
+            .map(|s| {
+                CommandSensor::new(s, ws, timeout, !self.unsandboxed_sensors)
+                    .map(|c| Arc::new(c) as Arc<dyn Sensor>)
+            })
+            .collect()
     }
 
     /// How the model orients and decides: `step_tokens` per proposal (at least 64), with or
@@ -254,6 +300,14 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                     clip(&c.new.value, 40)
                 ));
             }
+            for r in &report.recalled {
+                line.push_str(&format!(
+                    "\n         ~ earlier outcome: {} -> {} (run {})",
+                    clip(&r.action, 60),
+                    clip(&r.result, 60),
+                    r.run
+                ));
+            }
             for e in &report.extraction_errors {
                 line.push_str(&format!("\n         (fact extraction unusable: {})", clip(e, 80)));
             }
@@ -317,6 +371,16 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             }
             writeln!(out, "{line}")
         }
+        OodaEvent::Hypothesis { hypothesis: h } => writeln!(
+            out,
+            "hypothesis {}: {}{}",
+            h.status.as_str(),
+            clip(&h.statement, 160),
+            h.evidence
+                .as_deref()
+                .map(|e| format!(" — {}", clip(e, 120)))
+                .unwrap_or_default()
+        ),
         OodaEvent::Finished { .. } => Ok(()),
     };
 }

@@ -79,6 +79,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         workspace.as_ref(),
     )?;
     let tools = o::ooda_tools(shell, workspace.as_ref());
+    let sensors = args
+        .ooda
+        .external_sensors(workspace.as_ref(), config.sensor_timeout)?;
     let memory = if args.ooda.no_memory {
         None
     } else {
@@ -91,7 +94,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let mut model = load_agent_model(g)?;
     let cancel = CancelToken::new();
     super::cancel_on_ctrl_c(&cancel);
-    let ooda = OodaBuilder::new(config)
+    let ooda = sensors
+        .into_iter()
+        .fold(OodaBuilder::new(config), OodaBuilder::sensor)
         .workspace(workspace)
         .approval_key(Some(key))
         .memory(memory)

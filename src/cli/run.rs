@@ -389,6 +389,9 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         .ooda
         .config(args.agent.timeout, workspace.as_ref().map(|w| w.root()))?;
     let tools = o::ooda_tools(shell, workspace.as_ref());
+    let sensors = args
+        .ooda
+        .external_sensors(workspace.as_ref(), config.sensor_timeout)?;
     let policy = o::announce_policy(&config, &tools);
     let home = boyd_home()?;
     let memory = if args.ooda.no_memory {
@@ -405,7 +408,9 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     super::cancel_on_ctrl_c(&cancel);
     let run_dir = RunDir::create(&home)?;
     let constrained = args.agent.constraint != ConstraintArg::None;
-    let ooda = OodaBuilder::new(config)
+    let ooda = sensors
+        .into_iter()
+        .fold(OodaBuilder::new(config), OodaBuilder::sensor)
         .workspace(workspace)
         .approval_key(key)
         .memory(memory)

@@ -8,6 +8,7 @@ use clap::Subcommand;
 use super::GlobalOpts;
 use crate::agent::audit::{read_events, verify, AuditEvent, AUDIT_FILE};
 use crate::agent::guard::canonical_json;
+use crate::agent::ooda::hypothesis::Hypothesis;
 use crate::agent::ooda::intent::{IntentWhy, WORLDS_DIR};
 use crate::agent::rundir::{boyd_home, find_run, list_runs, read_transcript, Record};
 use crate::agent::types::Action;
@@ -142,7 +143,10 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            print_whys(&whys);
+            let hypotheses = crate::agent::ooda::load_snapshot(&r.path)
+                .map(|snap| snap.world.hypotheses)
+                .unwrap_or_default();
+            print_whys(&whys, &hypotheses);
             print_audit(&r.path);
             Ok(ExitCode::SUCCESS)
         }
@@ -168,7 +172,7 @@ fn intent_whys(run_dir: &Path) -> BTreeMap<u64, (String, IntentWhy)> {
 }
 
 /// Why each action ran, after the transcript (an OODA run's intent records).
-fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>) {
+fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>, hypotheses: &[Hypothesis]) {
     if whys.is_empty() {
         return;
     }
@@ -176,6 +180,17 @@ fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>) {
     for (id, (tool, why)) in whys {
         println!("  [{id}] {tool}: {}", clip(&why.reasoning, 600));
         println!("      world model: {WORLDS_DIR}/{}.json", why.world_sha256);
+        if let Some(h) = hypotheses.iter().find(|h| h.action_id == Some(*id)) {
+            println!(
+                "      hypothesis: {} — {}{}",
+                clip(&h.statement, 200),
+                h.status.as_str(),
+                h.evidence
+                    .as_deref()
+                    .map(|e| format!(" ({})", clip(e, 160)))
+                    .unwrap_or_default()
+            );
+        }
         for a in &why.alternatives {
             println!(
                 "      not chosen: {} {} ({})",

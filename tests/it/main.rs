@@ -18,6 +18,7 @@ mod kv_dtype;
 mod measure;
 mod ooda;
 mod ooda_cli;
+mod ooda_sensing;
 mod prompt_examples;
 mod react_audit;
 mod remote;

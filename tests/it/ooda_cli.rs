@@ -564,3 +564,234 @@ fn the_third_similar_task_in_a_workspace_skips_orient_and_decide() {
     assert_eq!(v["counters"]["implicit"], 0, "{v}");
     assert_eq!(server.requests().len(), 1);
 }
+
+/// An external sensor from the command line: `cat status.txt` run each cycle in the workspace
+/// (inside the shell tool's sandbox); its output is the signal `external.status` in the world
+/// model the model is shown and in the saved snapshot.
+#[test]
+fn an_external_sensor_reading_shows_up_in_the_world_model() {
+    let lab = CliLab::new(&[("status.txt", "green\n")]);
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "green"}))])],
+        None,
+    );
+    let out = lab.run_ooda(
+        &server,
+        "What does the status sensor say?",
+        &["--sensor", "status=cat status.txt"],
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("external.status=green"),
+        "the trace shows it: {t}"
+    );
+    let reqs = server.requests();
+    assert!(
+        reqs[0].to_string().contains("external.status: green"),
+        "the model's world model has it: {}",
+        reqs[0]
+    );
+    let run_id = t
+        .lines()
+        .find_map(|l| l.strip_prefix("run:  "))
+        .expect("run id")
+        .trim()
+        .to_string();
+    let snap =
+        boyd::agent::ooda::load_snapshot(&lab.home.join("runs").join(&run_id)).expect("snapshot");
+    assert_eq!(
+        snap.world
+            .signals
+            .get("external.status")
+            .map(String::as_str),
+        Some("green")
+    );
+}
+
+/// A critical external sensor whose command fails (exit status) or runs past its timeout
+/// costs 0.3 of the observation confidence: with the escalation threshold at 0.7 the run
+/// escalates before any model call. The same failure from a sensor that is not critical is
+/// recorded and the run goes on.
+#[test]
+fn a_critical_external_sensor_that_fails_or_times_out_lowers_confidence_and_escalates() {
+    let lab = CliLab::new(&[]);
+    for (command, says) in [
+        ("probe=cat missing.txt", "exit status 1"),
+        ("probe=sleep 5", "no reading within 300 ms"),
+    ] {
+        let server = ScriptedServer::start(
+            vec![proposal(&[("final_answer", json!({"answer": "x"}))])],
+            None,
+        );
+        let t0 = std::time::Instant::now();
+        let out = lab.run_ooda(
+            &server,
+            "Check the probe",
+            &[
+                "--sensor",
+                command,
+                "--sensor-critical",
+                "probe",
+                "--sensor-timeout",
+                "0.3",
+                "--confidence-threshold",
+                "0.7",
+            ],
+        );
+        let t = text(&out);
+        assert!(t0.elapsed() < std::time::Duration::from_secs(4), "{t}");
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        assert!(t.contains("observe  confidence 0.70"), "{t}");
+        assert!(t.contains("✗ sensor probe (critical)"), "{t}");
+        assert!(t.contains(says), "{command}: {t}");
+        assert!(t.contains("state: escalated"), "{t}");
+        assert!(
+            t.contains("orientation confidence 0.63 is below 0.70 (failed sensors: probe)"),
+            "{t}"
+        );
+        assert_eq!(server.requests().len(), 0, "no model call: {t}");
+    }
+    // Not critical: recorded, not counted.
+    let server = ScriptedServer::start(
+        vec![proposal(&[("final_answer", json!({"answer": "x"}))])],
+        None,
+    );
+    let out = lab.run_ooda(
+        &server,
+        "Check the probe",
+        &[
+            "--sensor",
+            "probe=cat missing.txt",
+            "--confidence-threshold",
+            "0.7",
+        ],
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("observe  confidence 1.00"), "{t}");
+    assert!(t.contains("✗ sensor probe exit status 1"), "{t}");
+}
+
+/// A malformed `--sensor` is refused before the model loads, with a message that shows the
+/// form; so are a critical name that names no sensor and a program the sandbox cannot run.
+#[test]
+fn a_malformed_sensor_is_refused_with_a_clear_error() {
+    let lab = CliLab::new(&[]);
+    let server = ScriptedServer::start(Vec::new(), None);
+    for (flags, says) in [
+        (
+            vec!["--sensor", "cat status.txt"],
+            "--sensor \"cat status.txt\" is not NAME=COMMAND: there is no `=`",
+        ),
+        (
+            vec!["--sensor", "x=cat a | wc -l"],
+            "is not NAME=COMMAND: no shell runs the command",
+        ),
+        (
+            vec!["--sensor", "x=cat a", "--sensor-critical", "y"],
+            "--sensor-critical \"y\" names no --sensor",
+        ),
+        (
+            vec!["--sensor", "files=cat a"],
+            "--sensor name \"files\" is a built-in sensor's",
+        ),
+        (
+            vec!["--sensor", "x=no-such-program-here"],
+            "--sensor x: program \"no-such-program-here\" is not installed",
+        ),
+    ] {
+        let out = lab.run_ooda(&server, "t", &flags);
+        let t = text(&out);
+        assert!(!out.status.success(), "{flags:?}: {t}");
+        assert!(t.contains(says), "{flags:?}: {t}");
+        assert!(!t.contains("panicked"), "{t}");
+    }
+    assert_eq!(server.requests().len(), 0);
+}
+
+/// Rule: hypotheses are written and tested. Each chosen action gets one ("will produce a
+/// verified result"), open in the world-model snapshot its intent names; the outcome's
+/// verification refutes it (a read of a missing file fails) or confirms it (the calculator
+/// verifies). The trace prints both, the run's snapshot keeps them, and `boyd runs show` prints
+/// each under its action.
+#[test]
+fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
+    use boyd::agent::ooda::hypothesis::HypothesisStatus;
+    let lab = CliLab::new(&[]);
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "missing.txt"}))]),
+            proposal(&[("calculator", json!({"expression": "6 * 7"}))]),
+            proposal(&[("final_answer", json!({"answer": "42"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, "What is 6 * 7?", &[]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("hypothesis open: read_file {\"path\":\"missing.txt\"} will produce a verified result (use read_file)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("hypothesis refuted: read_file {\"path\":\"missing.txt\"} will produce a verified result (use read_file) — failed: "),
+        "{t}"
+    );
+    assert!(
+        t.contains("hypothesis confirmed: calculator {\"expression\":\"6 * 7\"} will produce a verified result (use calculator) — verified: 42"),
+        "{t}"
+    );
+    let run_id = t
+        .lines()
+        .find_map(|l| l.strip_prefix("run:  "))
+        .expect("run id")
+        .trim()
+        .to_string();
+    let dir = lab.home.join("runs").join(&run_id);
+    let snap = boyd::agent::ooda::load_snapshot(&dir).expect("snapshot");
+    let h = &snap.world.hypotheses;
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(
+        (h[0].status, h[0].action_id),
+        (HypothesisStatus::Refuted, Some(1))
+    );
+    assert_eq!(
+        (h[1].status, h[1].action_id),
+        (HypothesisStatus::Confirmed, Some(2))
+    );
+    // The calculator's intent names a world in which its hypothesis is still open.
+    let events = boyd::agent::audit::read_events(&dir).expect("audit");
+    let sha = events
+        .iter()
+        .find_map(|r| match &r.event {
+            boyd::agent::audit::AuditEvent::Intent { tool, why, .. } if tool == "calculator" => {
+                why.as_ref().map(|w| w.world_sha256.clone())
+            }
+            _ => None,
+        })
+        .expect("the calculator's intent");
+    let world: boyd::agent::ooda::world::WorldModel = serde_json::from_slice(
+        &std::fs::read(dir.join("worlds").join(format!("{sha}.json"))).expect("snapshot"),
+    )
+    .expect("a world model");
+    assert_eq!(world.hypotheses.len(), 2);
+    assert_eq!(world.hypotheses[0].status, HypothesisStatus::Refuted);
+    assert_eq!(world.hypotheses[1].status, HypothesisStatus::Open);
+
+    let show = lab
+        .boyd()
+        .args(["runs", "show", &run_id])
+        .output()
+        .expect("boyd runs show");
+    let t = text(&show);
+    assert!(show.status.success(), "{t}");
+    assert!(
+        t.contains("hypothesis: calculator {\"expression\":\"6 * 7\"} will produce a verified result (use calculator) — confirmed (verified: 42)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("hypothesis: read_file {\"path\":\"missing.txt\"} will produce a verified result (use read_file) — refuted (failed: "),
+        "{t}"
+    );
+}

@@ -52,6 +52,31 @@ pub struct MemoryEntry {
     pub time: String,
 }
 
+/// Prefix of an outcome entry's key (then the action: tool and arguments).
+pub const OUTCOME_PREFIX: &str = "outcome ";
+
+/// An earlier run's outcome of an action, recalled into Orient.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecalledOutcome {
+    /// The action (tool and arguments).
+    pub action: String,
+    /// How it ended and what it returned (`verified: 42`).
+    pub result: String,
+    /// The run it happened in.
+    pub run: String,
+}
+
+impl RecalledOutcome {
+    /// The outcome an entry records.
+    pub fn of(e: &MemoryEntry) -> Self {
+        Self {
+            action: e.key.strip_prefix(OUTCOME_PREFIX).unwrap_or(&e.key).into(),
+            result: e.value.clone(),
+            run: e.source.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct MemoryFile {
     workspace: String,
@@ -224,6 +249,26 @@ impl MemoryStore {
     /// The `k` entries ranking best against `query` by BM25 (k1 = 1.2, b = 0.75), best first,
     /// with their scores; entries that share no term with the query are left out.
     pub fn retrieve(&self, query: &str, k: usize) -> Vec<(f64, &MemoryEntry)> {
+        self.retrieve_where(query, k, |_| true)
+    }
+
+    /// The `k` entries of this kind ranking best against `query` (as [`Self::retrieve`]).
+    pub fn retrieve_kind(
+        &self,
+        query: &str,
+        k: usize,
+        kind: MemoryKind,
+    ) -> Vec<(f64, &MemoryEntry)> {
+        self.retrieve_where(query, k, |e| e.kind == kind)
+    }
+
+    /// The `k` best-ranking entries that `keep` accepts (ranked over the whole store).
+    fn retrieve_where(
+        &self,
+        query: &str,
+        k: usize,
+        keep: impl Fn(&MemoryEntry) -> bool,
+    ) -> Vec<(f64, &MemoryEntry)> {
         let q = tokenize(query);
         if q.is_empty() || self.entries.is_empty() {
             return Vec::new();
@@ -262,7 +307,7 @@ impl MemoryStore {
                 }
                 (s, e)
             })
-            .filter(|(s, _)| *s > 0.0)
+            .filter(|(s, e)| *s > 0.0 && keep(e))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
         scored.truncate(k);
@@ -304,6 +349,23 @@ mod tests {
             r.first().map(|(_, e)| e.value.as_str()),
             Some("port = 8088")
         );
+        m.upsert(
+            "outcome read_file {\"path\":\"config.ini\"}",
+            "verified: port = 8088",
+            1.0,
+            "r1",
+            MemoryKind::Outcome,
+        );
+        let o = m.retrieve_kind("What is the port in config.ini?", 3, MemoryKind::Outcome);
+        assert_eq!(o.len(), 1);
+        let r = RecalledOutcome::of(o[0].1);
+        assert_eq!(r.action, "read_file {\"path\":\"config.ini\"}");
+        assert_eq!(r.result, "verified: port = 8088");
+        assert!(m
+            .retrieve_kind("What is the port in config.ini?", 3, MemoryKind::Fact)
+            .iter()
+            .all(|(_, e)| e.kind == MemoryKind::Fact));
+        m.forget("outcome read_file {\"path\":\"config.ini\"}");
         m.save().expect("save");
         let mut again = MemoryStore::open(d.path(), None).expect("reopen");
         assert_eq!(again.entries().len(), 3);

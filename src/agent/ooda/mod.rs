@@ -22,7 +22,9 @@ pub mod builder;
 mod cycle;
 pub mod decide;
 pub mod eval;
+pub mod external;
 pub mod guidance;
+pub mod hypothesis;
 pub mod intent;
 pub mod learned;
 pub mod lm_phases;
@@ -31,6 +33,7 @@ pub mod observe;
 pub mod orient;
 pub mod policy;
 pub mod risk;
+pub mod sensing;
 pub mod snapshot;
 pub mod world;
 pub mod writers;
@@ -301,6 +304,11 @@ pub enum OodaEvent<'a> {
     Decided {
         /// The decision.
         record: &'a DecisionRecord,
+    },
+    /// A hypothesis was made (open) or settled by its action's outcome.
+    Hypothesis {
+        /// The hypothesis.
+        hypothesis: &'a hypothesis::Hypothesis,
     },
     /// Act finished.
     Acted {

@@ -1,10 +1,12 @@
-//! Observe: read every sensor of a cycle concurrently, each under a timeout.
+//! Observe: what a sensor is, what it reads, and the built-in sensors. The readings themselves
+//! run on the sensors' own threads, each under a timeout (`super::sensing`).
 //!
 //! A sensor returns signals (`key = value` readings) or fails; a failed or timed-out sensor is
 //! recorded in the `SensorReadings`, never fatal. Their confidence is 1 − 0.3 × the
 //! critical sensors that failed (`super::risk::observation_confidence`), so a run that loses its
 //! eyes escalates (Decide refuses to act below a threshold); a non-critical sensor's failure is
-//! recorded as a signal and does not lower it. Sensor futures are `'static` so they can run as tokio tasks side by side.
+//! recorded as a signal and does not lower it. Sensor futures are `'static` and `Send` so each
+//! runs on its sensor's thread.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -20,7 +22,6 @@ use crate::lm::Usage;
 
 use super::act::ActionReport;
 use crate::agent::audit::OutcomeStatus;
-use crate::agent::rundir::utc_timestamp;
 use crate::agent::tools::truncate_str;
 
 /// One reading.
@@ -109,68 +110,6 @@ pub trait Sensor: Send + Sync {
 /// Confidence after these failures: only the critical sensors count.
 pub fn confidence_after(failed: &[SensorFailure]) -> f64 {
     super::risk::observation_confidence(failed.iter().filter(|f| f.critical).count())
-}
-
-/// Read all sensors concurrently, each under its timeout (or `default_timeout`).
-pub async fn observe(
-    sensors: &[Arc<dyn Sensor>],
-    cycle: usize,
-    default_timeout: Duration,
-) -> SensorReadings {
-    let mut set = tokio::task::JoinSet::new();
-    for (i, s) in sensors.iter().enumerate() {
-        let fut = s.read();
-        let limit = s.timeout().unwrap_or(default_timeout);
-        set.spawn(async move { (i, tokio::time::timeout(limit, fut).await) });
-    }
-    let mut results: BTreeMap<usize, Result<Vec<Signal>, (bool, String)>> = BTreeMap::new();
-    while let Some(joined) = set.join_next().await {
-        match joined {
-            Ok((i, Ok(Ok(signals)))) => {
-                results.insert(i, Ok(signals));
-            }
-            Ok((i, Ok(Err(e)))) => {
-                results.insert(i, Err((false, e.0)));
-            }
-            Ok((i, Err(_elapsed))) => {
-                let limit = sensors[i].timeout().unwrap_or(default_timeout);
-                results.insert(
-                    i,
-                    Err((true, format!("no reading within {} ms", limit.as_millis()))),
-                );
-            }
-            Err(e) => {
-                // A panicking sensor: we do not know which index, so it is found below as missing.
-                tracing::warn!("sensor task failed: {e}");
-            }
-        }
-    }
-    let mut signals = Vec::new();
-    let mut failed = Vec::new();
-    for (i, s) in sensors.iter().enumerate() {
-        match results.remove(&i) {
-            Some(Ok(mut sig)) => signals.append(&mut sig),
-            Some(Err((timed_out, reason))) => failed.push(SensorFailure {
-                sensor: s.name().into(),
-                critical: s.critical(),
-                timed_out,
-                reason,
-            }),
-            None => failed.push(SensorFailure {
-                sensor: s.name().into(),
-                critical: s.critical(),
-                timed_out: false,
-                reason: "the sensor crashed".into(),
-            }),
-        }
-    }
-    SensorReadings {
-        cycle,
-        time: utc_timestamp(),
-        confidence: confidence_after(&failed),
-        signals,
-        failed,
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,87 +417,6 @@ impl Sensor for ModelSensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Fixed {
-        name: &'static str,
-        critical: bool,
-        mode: u8,
-    }
-    impl Sensor for Fixed {
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn critical(&self) -> bool {
-            self.critical
-        }
-        fn read(&self) -> SensorFuture {
-            let mode = self.mode;
-            let name = self.name;
-            Box::pin(async move {
-                match mode {
-                    0 => Ok(vec![Signal::new(name, "k", "v")]),
-                    1 => Err(SensorError("broken".into())),
-                    _ => {
-                        tokio::time::sleep(Duration::from_secs(3600)).await;
-                        Ok(Vec::new())
-                    }
-                }
-            })
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn hanging_sensor_times_out_and_the_others_answer() {
-        let sensors: Vec<Arc<dyn Sensor>> = vec![
-            Arc::new(Fixed {
-                name: "a",
-                critical: true,
-                mode: 0,
-            }),
-            Arc::new(Fixed {
-                name: "slow",
-                critical: false,
-                mode: 2,
-            }),
-            Arc::new(Fixed {
-                name: "bad",
-                critical: false,
-                mode: 1,
-            }),
-        ];
-        let t0 = tokio::time::Instant::now();
-        let obs = observe(&sensors, 1, Duration::from_secs(2)).await;
-        assert!(t0.elapsed() >= Duration::from_secs(2) && t0.elapsed() < Duration::from_secs(3));
-        assert_eq!(obs.signals.len(), 1);
-        assert_eq!(obs.failed.len(), 2);
-        assert!(obs.failed.iter().any(|f| f.sensor == "slow" && f.timed_out));
-        // Two non-critical failures: recorded, not counted.
-        assert!((obs.confidence - 1.0).abs() < 1e-9);
-    }
-
-    #[tokio::test]
-    async fn each_failed_critical_sensor_costs_three_tenths_of_the_confidence() {
-        let mk = |name, critical, mode| -> Arc<dyn Sensor> {
-            Arc::new(Fixed {
-                name,
-                critical,
-                mode,
-            })
-        };
-        for (critical_failed, want) in [(0, 1.0), (1, 0.7), (2, 0.4), (3, 0.1), (4, 0.0)] {
-            let mut sensors = vec![mk("ok", true, 0), mk("extra", false, 1)];
-            for name in ["a", "b", "c", "d"].into_iter().take(critical_failed) {
-                sensors.push(mk(name, true, 1));
-            }
-            let obs = observe(&sensors, 1, Duration::from_secs(2)).await;
-            assert_eq!(obs.failed.len(), critical_failed + 1);
-            assert!(
-                (obs.confidence - want).abs() < 1e-9,
-                "{critical_failed} failed: {}",
-                obs.confidence
-            );
-        }
-    }
 
     #[test]
     fn meminfo() {

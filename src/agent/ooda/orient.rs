@@ -162,6 +162,76 @@ pub fn sensor_claims(obs: &SensorReadings) -> Vec<FactClaim> {
         .collect()
 }
 
+/// The fact key of whether free memory covers what the model still needs.
+pub const HOST_MEMORY_KEY: &str = "host memory for the model";
+/// The fact key of whether the model's context has room.
+pub const MODEL_CONTEXT_KEY: &str = "model context";
+/// The share of the context at which it counts as nearly full.
+pub const CONTEXT_NEARLY_FULL: f64 = 0.9;
+/// Confidence of a healthy resource reading. A later degraded reading contradicts it at high
+/// severity (above the default threshold 0.8: the run pauses for review).
+pub const HEALTHY_CONFIDENCE: f64 = SENSOR_CONFIDENCE;
+/// Confidence of a degraded resource reading: a recovery contradicts it at low severity.
+pub const DEGRADED_CONFIDENCE: f64 = 0.6;
+
+/// `N of M` → (N, M).
+fn used_of(text: &str) -> Option<(u64, u64)> {
+    let (n, m) = text.split_once(" of ")?;
+    Some((n.trim().parse().ok()?, m.trim().parse().ok()?))
+}
+
+/// The claims of this cycle's resource readings, each with its source: whether the model's
+/// context has room (`model.context_used` under 90 % of the context), and whether free memory
+/// (`hardware.mem_available_mib`) covers what the model still needs — its KV cache grown to
+/// the full context, at the bytes per token it has used so far (`model.kv_bytes`). A change
+/// from healthy to degraded contradicts the earlier reading.
+pub fn resource_claims(obs: &SensorReadings) -> Vec<(FactClaim, &'static str)> {
+    let mut out = Vec::new();
+    let ctx = obs.get("model.context_used").and_then(used_of);
+    if let Some((used, total)) = ctx.filter(|(_, t)| *t > 0) {
+        let full = used as f64 >= CONTEXT_NEARLY_FULL * total as f64;
+        out.push((
+            FactClaim::new(
+                MODEL_CONTEXT_KEY,
+                if full { "nearly full" } else { "has room" },
+                if full {
+                    DEGRADED_CONFIDENCE
+                } else {
+                    HEALTHY_CONFIDENCE
+                },
+            ),
+            super::world::MODEL_CONTEXT_SOURCE,
+        ));
+    }
+    let kv: Option<u64> = obs.get("model.kv_bytes").and_then(|v| v.parse().ok());
+    let free: Option<u64> = obs
+        .get("hardware.mem_available_mib")
+        .and_then(|v| v.parse().ok());
+    if let (Some((used, total)), Some(kv), Some(free_mib)) = (ctx, kv, free) {
+        if used > 0 && kv > 0 {
+            let need = kv / used * total.saturating_sub(used);
+            let short = free_mib.saturating_mul(1 << 20) < need;
+            out.push((
+                FactClaim::new(
+                    HOST_MEMORY_KEY,
+                    if short {
+                        "short of what the model needs"
+                    } else {
+                        "enough"
+                    },
+                    if short {
+                        DEGRADED_CONFIDENCE
+                    } else {
+                        HEALTHY_CONFIDENCE
+                    },
+                ),
+                super::world::HOST_MEMORY_SOURCE,
+            ));
+        }
+    }
+    out
+}
+
 /// Deterministic orienter: no claims beyond the rule claims the loop always applies; no model
 /// calls.
 #[derive(Debug, Clone, Default)]
@@ -283,6 +353,69 @@ pub fn parse_extraction(text: &str) -> Result<Vec<FactClaim>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn obs(signals: &[(&str, &str)]) -> SensorReadings {
+        SensorReadings {
+            cycle: 1,
+            time: String::new(),
+            signals: signals
+                .iter()
+                .map(|(k, v)| super::super::observe::Signal::new("t", k, *v))
+                .collect(),
+            failed: Vec::new(),
+            confidence: 1.0,
+        }
+    }
+
+    #[test]
+    fn memory_short_of_the_models_need_and_a_nearly_full_context_contradict_healthy_readings() {
+        use super::super::world::{ContradictionKind, Severity};
+        let mut w = WorldModel::new("t", 10.0, None);
+        let mut r = OrientReport::default();
+        // 1000 of 8192 tokens in 1000 MiB of KV: 1 MiB a token, 7192 MiB still needed.
+        let healthy = obs(&[
+            ("model.context_used", "1000 of 8192"),
+            ("model.kv_bytes", "1048576000"),
+            ("hardware.mem_available_mib", "20000"),
+        ]);
+        for (c, src) in resource_claims(&healthy) {
+            w.apply_claims(&[c], src, 1, false, &mut r);
+        }
+        assert!(r.contradictions.is_empty());
+        assert_eq!(w.facts[HOST_MEMORY_KEY].value, "enough");
+        assert_eq!(w.facts[MODEL_CONTEXT_KEY].value, "has room");
+        let degraded = obs(&[
+            ("model.context_used", "7500 of 8192"),
+            ("model.kv_bytes", "7864320000"),
+            ("hardware.mem_available_mib", "500"),
+        ]);
+        let mut r = OrientReport::default();
+        for (c, src) in resource_claims(&degraded) {
+            w.apply_claims(&[c], src, 2, false, &mut r);
+        }
+        let kinds: Vec<(ContradictionKind, Severity)> = r
+            .contradictions
+            .iter()
+            .map(|c| (c.kind, c.severity))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (ContradictionKind::ModelContext, Severity::High),
+                (ContradictionKind::HostMemory, Severity::High)
+            ]
+        );
+        // Reviewed and accepted, then the resources recover: low severity, both kept.
+        w.accept_reviewed();
+        let mut r = OrientReport::default();
+        for (c, src) in resource_claims(&healthy) {
+            w.apply_claims(&[c], src, 3, false, &mut r);
+        }
+        assert!(r.contradictions.iter().all(|c| c.severity == Severity::Low));
+        assert_eq!(r.contradictions.len(), 2);
+        // No model readings yet: no claims.
+        assert!(resource_claims(&obs(&[("hardware.mem_available_mib", "5")])).is_empty());
+    }
 
     #[test]
     fn claims_must_be_supported_by_what_was_observed() {

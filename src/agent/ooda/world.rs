@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::act::ActionReport;
+pub use super::hypothesis::Hypothesis;
+use super::memory::RecalledOutcome;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
 use crate::agent::rundir::utc_timestamp;
@@ -106,6 +108,11 @@ pub enum ContradictionKind {
     Sensor,
     /// Memory of an earlier run.
     Memory,
+    /// The host's free memory against what the model still needs (its KV cache grown to the
+    /// full context).
+    HostMemory,
+    /// The model's context filling up.
+    ModelContext,
 }
 
 impl ContradictionKind {
@@ -113,6 +120,10 @@ impl ContradictionKind {
     pub fn of_source(source: &str) -> Self {
         if source.starts_with("action") {
             Self::ToolOutput
+        } else if source.starts_with(HOST_MEMORY_SOURCE) {
+            Self::HostMemory
+        } else if source.starts_with(MODEL_CONTEXT_SOURCE) {
+            Self::ModelContext
         } else if source.starts_with("sensor") {
             Self::Sensor
         } else if source.starts_with("memory") {
@@ -128,9 +139,16 @@ impl ContradictionKind {
             Self::ToolOutput => "tool_output",
             Self::Sensor => "sensor",
             Self::Memory => "memory",
+            Self::HostMemory => "host_memory",
+            Self::ModelContext => "model_context",
         }
     }
 }
+
+/// Fact source of the host-memory reading (`super::orient::resource_claims`).
+pub const HOST_MEMORY_SOURCE: &str = "sensor memory";
+/// Fact source of the model-context reading.
+pub const MODEL_CONTEXT_SOURCE: &str = "sensor context";
 
 /// Confidence factor of both values a low-severity contradiction keeps.
 pub const DISPUTED_FACTOR: f64 = 0.5;
@@ -196,8 +214,13 @@ pub struct WorldModel {
     pub summary: Vec<String>,
     /// Recent completed steps.
     pub completed: Vec<CompletedStep>,
-    /// Working hypotheses.
-    pub hypotheses: Vec<String>,
+    /// Hypotheses: what each action was expected to produce, confirmed or refuted by its
+    /// outcome's verification.
+    pub hypotheses: Vec<Hypothesis>,
+    /// Outcomes of earlier runs in this workspace relevant to the objective and the last
+    /// output, recalled by this cycle's Orient.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalled: Vec<RecalledOutcome>,
     /// Known facts by normalized (lowercase) key.
     pub facts: BTreeMap<String, Fact>,
     /// Contradictions found.
@@ -261,6 +284,9 @@ pub struct OrientReport {
     pub contradictions: Vec<Contradiction>,
     /// Facts retrieved from memory this cycle.
     pub retrieved: Vec<Fact>,
+    /// Outcomes of earlier runs recalled this cycle.
+    #[serde(default)]
+    pub recalled: Vec<RecalledOutcome>,
     /// Model calls made.
     pub model_calls: usize,
     /// Extraction failures (the model's output did not parse).
@@ -275,6 +301,7 @@ impl WorldModel {
             summary: Vec::new(),
             completed: Vec::new(),
             hypotheses: Vec::new(),
+            recalled: Vec::new(),
             facts: BTreeMap::new(),
             contradictions: Vec::new(),
             irreversible_taken: Vec::new(),
@@ -474,6 +501,16 @@ impl WorldModel {
                 }
             }
         }
+        if !self.recalled.is_empty() {
+            s.push_str("Earlier outcomes in this workspace (from memory):\n");
+            for r in &self.recalled {
+                s.push_str(&format!(
+                    "- {} -> {}\n",
+                    one_line(&r.action, 160),
+                    one_line(&r.result, 160)
+                ));
+            }
+        }
         let open: Vec<&Contradiction> =
             self.contradictions.iter().filter(|c| !c.resolved).collect();
         if !open.is_empty() {
@@ -505,6 +542,7 @@ impl WorldModel {
             .filter(|(k, _)| {
                 k.starts_with("decide.")
                     || k.starts_with("sensor.")
+                    || k.starts_with(super::external::SIGNAL_PREFIX)
                     || k.as_str() == "last_action.discrepancy"
                     || k.as_str() == "workspace.changed"
             })

@@ -7,9 +7,10 @@ use crate::lm::Usage;
 
 use super::super::act::{self, ActRequest, ActionReport};
 use super::super::decide::{Assessment, DecisionRecord, Tier};
+use super::super::hypothesis::Hypothesis;
 use super::super::intent::{explain, save_world, IntentWhy};
 use super::super::learned;
-use super::super::memory::{MemoryKind, STORE_MIN_CONFIDENCE};
+use super::super::memory::{MemoryKind, OUTCOME_PREFIX, STORE_MIN_CONFIDENCE};
 use super::super::observe::file_hash;
 use super::super::orient::file_hash_key;
 use super::super::snapshot::{write_snapshot, Snapshot};
@@ -109,6 +110,14 @@ impl Driver<'_, '_> {
                 Err(e) => return Ok(Err(format!("approval refused: {e}"))),
             }
         }
+        // What the action is expected to produce: open in the snapshot the intent names,
+        // settled by the outcome below.
+        let hypothesis = Hypothesis::expect(cycle, a);
+        self.s.log("hypothesis", cycle, &hypothesis)?;
+        (self.s.on_event)(&OodaEvent::Hypothesis {
+            hypothesis: &hypothesis,
+        });
+        self.s.world.hypotheses.push(hypothesis);
         let why = self.why(record)?;
         let s = &mut self.s;
         let t0 = Instant::now();
@@ -138,6 +147,12 @@ impl Driver<'_, '_> {
             s.counters.irreversible += 1;
         }
         s.world.record_action(&report, a.irreversible);
+        if let Some(h) = s.world.hypotheses.last_mut() {
+            h.settle(&report);
+            let h = h.clone();
+            s.log("hypothesis", cycle, &h)?;
+            (s.on_event)(&OodaEvent::Hypothesis { hypothesis: &h });
+        }
         if report.status == OutcomeStatus::Verified && tool.polls() {
             if let Some(sig) = sig {
                 s.guidance.learn(sig, &report.tool, &report.args);
@@ -317,7 +332,7 @@ impl Driver<'_, '_> {
                     OutcomeStatus::TimedOut => "timed out",
                 };
                 mem.upsert(
-                    &format!("outcome {}", world::action_key(&c.tool, &c.args)),
+                    &format!("{OUTCOME_PREFIX}{}", world::action_key(&c.tool, &c.args)),
                     &format!("{status}: {}", world::one_line(&c.output, 200)),
                     1.0,
                     &s.run_id,

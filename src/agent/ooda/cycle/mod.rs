@@ -7,6 +7,7 @@
 //! our own machinery (audit, run directory, planner) are `Err` and end the run at once.
 
 mod acting;
+mod observing;
 mod skip;
 
 use std::io::Write;
@@ -24,13 +25,11 @@ use super::decide::{
     assess, state_signature, Approvals, Assessment, Candidate, DecideInput, DecisionRecord,
     DropReason, ImplicitGuidance,
 };
-use super::memory::{MemoryKind, PRIOR_DISCOUNT};
-use super::observe::{
-    observe, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot, ModelSensor, Sensor,
-    SensorReadings, UsageSlot, WatchSlot, WorkspaceSensor,
-};
-use super::orient::{rule_claims, sensor_claims, OrientInput};
+use super::memory::{MemoryKind, RecalledOutcome, PRIOR_DISCOUNT};
+use super::observe::{LastActionSlot, SensorReadings, UsageSlot, WatchSlot};
+use super::orient::{resource_claims, rule_claims, sensor_claims, OrientInput};
 use super::risk;
+use super::sensing::SensorThreads;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
 use crate::agent::audit::{AuditEvent, AuditSink};
@@ -170,7 +169,11 @@ struct Choice {
 pub(super) struct Driver<'a, 'e> {
     ooda: Ooda<'a>,
     s: RunState<'e>,
-    sensors: Vec<Arc<dyn Sensor>>,
+    /// The sensors, each on its own thread.
+    sensing: SensorThreads,
+    /// Contradictions the last Orient found (the orientation confidence is recomputed when a
+    /// sensor fails during generation).
+    cycle_contradictions: usize,
     ctx: ToolContext,
     session_cycles: usize,
     /// Consecutive unusable or refused proposals.
@@ -208,7 +211,10 @@ impl<'a, 'e> Driver<'a, 'e> {
                 .filter_map(|f| f.key.strip_prefix("sha256 of ").map(str::to_string))
                 .collect(),
         ));
-        let sensors = ooda.sensors_for(&s.last_action, &s.usage_slot, &watch);
+        let sensing = SensorThreads::start(
+            ooda.sensors_for(&s.last_action, &s.usage_slot, &watch),
+            ooda.config.sensor_timeout,
+        );
         let ctx = ToolContext {
             workspace: ooda.workspace.clone(),
             blob_dir: s.run_dir.blob_dir(),
@@ -217,7 +223,8 @@ impl<'a, 'e> Driver<'a, 'e> {
         Self {
             ooda,
             s,
-            sensors,
+            sensing,
+            cycle_contradictions: 0,
             ctx,
             session_cycles: 0,
             decide_failures: 0,
@@ -246,11 +253,14 @@ impl<'a, 'e> Driver<'a, 'e> {
         if let Some((a, token)) = self.s.approved_pending.take() {
             return self.act_approved(cycle, a, token).await;
         }
-        let obs = self.observe(cycle).await?;
+        let obs = self.observe(cycle)?;
+        // The critical sensors keep being read, on their threads, while the model generates.
+        self.sensing.start_watch();
         // A pattern learned in this workspace skips the Orient and Decide model calls.
         let learned = self.learned_pattern();
         proceed!(self.orient(cycle, &obs, learned.is_none()));
         let choice = proceed!(self.decide(cycle, &obs, learned));
+        proceed!(self.recheck(cycle, &obs));
         self.act(cycle, choice).await
     }
 
@@ -307,28 +317,6 @@ impl<'a, 'e> Driver<'a, 'e> {
         )
     }
 
-    // ---- Observe
-
-    /// Read every sensor; the readings become the world model's signals.
-    async fn observe(&mut self, cycle: usize) -> Result<SensorReadings, OodaError> {
-        let obs = observe(&self.sensors, cycle, self.ooda.config.sensor_timeout).await;
-        let world = &mut self.s.world;
-        // Signals are the latest readings; only the loop's own notes carry over.
-        world.signals.retain(|k, _| k.starts_with("decide."));
-        for sig in &obs.signals {
-            world.signals.insert(sig.key.clone(), sig.value.clone());
-        }
-        for f in &obs.failed {
-            world.signals.insert(
-                format!("sensor.{}", f.sensor),
-                format!("failed: {}", f.reason),
-            );
-        }
-        self.s.log("observe", cycle, &obs)?;
-        (self.s.on_event)(&OodaEvent::Observed { observation: &obs });
-        Ok(obs)
-    }
-
     // ---- Orient
 
     /// Memory, the last action's rule claims and the orienter's claims, each checked against
@@ -381,6 +369,9 @@ impl<'a, 'e> Driver<'a, 'e> {
             false,
             &mut report,
         );
+        for (c, src) in resource_claims(obs) {
+            s.world.apply_claims(&[c], src, cycle, false, &mut report);
+        }
         if let Some(a) = s.new_action.take() {
             let src = format!("action {}", a.action_id);
             s.world
@@ -401,6 +392,7 @@ impl<'a, 'e> Driver<'a, 'e> {
                 false,
             )?;
         }
+        self.cycle_contradictions = report.contradictions.len();
         s.world.confidence =
             risk::orientation_confidence(obs.confidence, report.contradictions.len());
         s.world.elapsed_s = s.elapsed();
@@ -434,7 +426,8 @@ impl<'a, 'e> Driver<'a, 'e> {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// Facts of earlier runs relevant to the objective and the last output, as priors.
+    /// Facts of earlier runs relevant to the objective and the last output, as priors; and the
+    /// outcomes of earlier runs' actions, recalled into the world model Orient and Decide see.
     fn retrieve_memory(&mut self, cycle: usize, report: &mut OrientReport) {
         let Some(mem) = &self.ooda.memory else { return };
         let s = &mut self.s;
@@ -443,10 +436,18 @@ impl<'a, 'e> Driver<'a, 'e> {
             query.push(' ');
             query.push_str(truncate_str(&a.output, 400));
         }
-        let claims: Vec<(FactClaim, String)> = mem
-            .retrieve(&query, self.ooda.config.memory_k)
+        let k = self.ooda.config.memory_k;
+        // Earlier outcomes of actions like the ones this task needs (the store is this
+        // workspace's), for the orienter and the decider to see.
+        s.world.recalled = mem
+            .retrieve_kind(&query, k, MemoryKind::Outcome)
             .into_iter()
-            .filter(|(_, e)| e.kind == MemoryKind::Fact)
+            .map(|(_, e)| RecalledOutcome::of(e))
+            .collect();
+        report.recalled = s.world.recalled.clone();
+        let claims: Vec<(FactClaim, String)> = mem
+            .retrieve_kind(&query, k, MemoryKind::Fact)
+            .into_iter()
             .map(|(_, e)| {
                 (
                     FactClaim::new(&e.key, &e.value, e.confidence * PRIOR_DISCOUNT),
@@ -704,36 +705,5 @@ impl<'a, 'e> Driver<'a, 'e> {
             OodaState::Escalated,
             format!("no viable candidate ({})", reasons.join("; ")),
         ))
-    }
-}
-
-impl Ooda<'_> {
-    /// The built-in sensors (unless turned off) and the caller's.
-    fn sensors_for(
-        &self,
-        last_action: &LastActionSlot,
-        usage: &UsageSlot,
-        watch: &WatchSlot,
-    ) -> Vec<Arc<dyn Sensor>> {
-        let mut v: Vec<Arc<dyn Sensor>> = Vec::new();
-        if self.config.builtin_sensors {
-            v.push(Arc::new(LastActionSensor {
-                slot: last_action.clone(),
-            }));
-            if let Some(ws) = &self.workspace {
-                v.push(Arc::new(WorkspaceSensor::new(ws.root())));
-                v.push(Arc::new(FileHashSensor {
-                    workspace: ws.clone(),
-                    watch: watch.clone(),
-                }));
-            }
-            v.push(Arc::new(HardwareSensor));
-            v.push(Arc::new(ModelSensor {
-                slot: usage.clone(),
-                context_length: self.phases.decider_ref().context_window(),
-            }));
-        }
-        v.extend(self.sensors.iter().cloned());
-        v
     }
 }
