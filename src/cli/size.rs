@@ -260,7 +260,7 @@ pub fn render_check(c: &crate::sizing::published::Check) -> String {
         "fitted terms (the presets' defaults; decode seconds per token = max(memory side: bytes \
          terms, unpacking side: quantized weights) + the other terms; prefill = their sum):"
     );
-    const DECODE: [&str; 8] = [
+    const DECODE: [&str; crate::sizing::throughput::DECODE_TERMS] = [
         "bytes/BW",
         "bytes/matrix",
         "quantized weights/matrix",
@@ -269,6 +269,7 @@ pub fn render_check(c: &crate::sizing::published::Check) -> String {
         "layers (s)",
         "attention FLOPs/matrix",
         "attention FLOPs x 1e-15",
+        "attention K/V reads/BW",
     ];
     const PREFILL: [&str; 4] = [
         "matmul FLOPs/matrix",

@@ -24,7 +24,9 @@ use super::compute::compute_buffers;
 use super::error::{add, SizingError};
 use super::hardware::Hardware;
 use super::kv::{kv_cache, KvDtype};
-use super::throughput::{attention_flops, decode_time, quantized_weights, step_terms};
+use super::throughput::{
+    attention_flops, attention_reads, decode_time, quantized_weights, step_terms,
+};
 use super::weights::WeightBytes;
 use crate::units::{Bytes, BytesPerSec, TokensPerSec};
 
@@ -214,12 +216,14 @@ pub fn split(
     let step = |depth: f64| -> (f64, f64, f64) {
         let kv_bytes = kv_per_pos * depth;
         let attn = attention_flops(arch, depth);
+        let reads = attention_reads(arch, kv, depth);
         let gpu_t = if ngl > 0 {
             decode_time(
                 &step_terms(
                     gpu_wbytes + kv_bytes * frac,
                     quantized * share,
                     attn * frac,
+                    reads * frac,
                     gpu_layers,
                     gpu.bandwidth.0,
                     gpu.matrix_flops,
@@ -236,6 +240,7 @@ pub fn split(
                     host_wbytes + kv_bytes * (1.0 - frac),
                     quantized * (1.0 - share),
                     attn * (1.0 - frac),
+                    reads * (1.0 - frac),
                     host_layers,
                     host.hw.bandwidth.0,
                     host.hw.matrix_flops,

@@ -564,10 +564,12 @@ fn check_published_meets_the_decode_and_memory_targets_it_reports() {
     for m in &c.memory {
         assert!(m.error.abs() <= 0.05, "{m:?}");
     }
-    // Depth sweeps exist for every device and are predicted in the right direction.
+    // Depth sweeps exist for every device; held out by device, each slowdown from the short
+    // to the long run is within 10 percentage points of the published one.
     assert!(c.depth.len() >= 8);
     for d in &c.depth {
         assert!(d.published > 0.0 && d.predicted > 0.0, "{d:?}");
+        assert!((d.predicted - d.published).abs() <= 0.10, "{d:?}");
     }
 }
 
