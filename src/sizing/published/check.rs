@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::dataset::{model_arch, Dataset, PublishedError, SpeedRow, Summary, Test, MEMORY_FILE};
+use super::dataset::{
+    model_arch, parse_link, Dataset, OffloadRow, PublishedError, SpeedRow, Summary, Test,
+    MEMORY_FILE, OFFLOAD_FILE,
+};
 use super::fit::{fit_backend, row_features, BackendFit};
 use crate::sizing::hardware::{Backend, PresetSpecs};
 use crate::sizing::kv::{kv_cache, KvDtype};
@@ -120,6 +123,93 @@ pub struct Check {
     pub depth: Vec<DepthCheck>,
     /// Memory terms.
     pub memory: Vec<MemoryCheck>,
+    /// Partial-offload runs.
+    pub offload: Vec<OffloadCheck>,
+    /// Error of the partial-offload decode predictions.
+    pub offload_error: Option<ErrorSummary>,
+}
+
+/// One published `-ngl` run predicted by [`crate::sizing::offload::split`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OffloadCheck {
+    /// The row.
+    pub row: OffloadRow,
+    /// Repeating layers of the model.
+    pub layers: u32,
+    /// Layers the split puts on the GPU.
+    pub gpu_layers: u32,
+    /// Whether the output layer is on the GPU.
+    pub output_on_gpu: bool,
+    /// Predicted decode tokens per second (empty cache).
+    pub predicted: f64,
+    /// `predicted / published - 1`.
+    pub error: f64,
+    /// boyd's GPU memory for the split at [`OFFLOAD_CTX`], decimal MB (its compute buffers are
+    /// the candle engine's, larger than llama.cpp's).
+    pub gpu_mb: f64,
+}
+
+/// Context the offload rows are sized at: the sources do not state it, and it moves only the
+/// memory columns (decode is compared at an empty cache).
+pub const OFFLOAD_CTX: u32 = 4096;
+
+/// Matrix throughput per host thread for the offload rows' CPU: the same assumption as an
+/// uncalibrated host (`hw::host::ASSUMED_FLOPS_PER_CORE`, 128 int8 operations per cycle at
+/// 2.5 GHz). The CPU's hand-set decode terms do not read it.
+pub const HOST_FLOPS_PER_THREAD: f64 = 128.0 * 2.5e9;
+
+/// Predict one published `-ngl` run: the GPU preset with its fitted CUDA terms, the host as a
+/// CPU of the row's bandwidth with the CPU's hand-set terms, over the row's PCIe link.
+pub fn offload_check(r: &OffloadRow) -> Result<OffloadCheck, PublishedError> {
+    use crate::sizing::offload::{split, Host, Link};
+    use crate::sizing::Hardware;
+    use crate::units::BytesPerSec;
+    let unknown = |what: &'static str, name: &str| PublishedError::Unknown {
+        file: OFFLOAD_FILE.0.into(),
+        line: 0,
+        what,
+        name: name.to_owned(),
+    };
+    let arch = model_arch(&r.model).ok_or_else(|| unknown("model", &r.model))?;
+    let gpu = Hardware::preset(&r.device)?;
+    let (gen, lanes) = parse_link(&r.link).ok_or_else(|| unknown("link", &r.link))?;
+    let host_hw = Hardware::new(
+        "host",
+        &r.host,
+        Backend::Cpu,
+        Bytes(1 << 50),
+        1.0,
+        BytesPerSec(r.host_bw_gbs * 1e9),
+        f64::from(r.host_threads) * HOST_FLOPS_PER_THREAD,
+        "published host",
+    )?;
+    let host = Host {
+        hw: host_hw,
+        free: None,
+    };
+    let q = crate::sizing::Quant::parse(&r.quant)?;
+    let params = (r.params_b * 1e9).round() as u64;
+    let w = from_params(&arch, params, q.bits_per_weight)?;
+    let o = split(
+        &arch,
+        &w,
+        KvDtype::F16,
+        OFFLOAD_CTX,
+        512,
+        &gpu,
+        &host,
+        &Link::pcie(gen, lanes),
+        r.ngl,
+    )?;
+    Ok(OffloadCheck {
+        layers: o.layers,
+        gpu_layers: o.gpu_layers,
+        output_on_gpu: o.output_on_gpu,
+        predicted: o.decode_empty.0,
+        error: o.decode_empty.0 / r.tok_s - 1.0,
+        gpu_mb: o.gpu.total.0 as f64 / 1e6,
+        row: r.clone(),
+    })
 }
 
 /// Tokens per second the model predicts for a row: the decode roofline, or the prefill sum.
@@ -209,10 +299,18 @@ pub fn check(ds: &Dataset) -> Result<Check, PublishedError> {
             decode_by_class.insert(class, s);
         }
     }
+    let offload = ds
+        .offload
+        .iter()
+        .map(offload_check)
+        .collect::<Result<Vec<_>, _>>()?;
+    let offload_error = ErrorSummary::of(&offload.iter().map(|o| o.error).collect::<Vec<_>>());
     Ok(Check {
         summary: ds.summary(),
         depth: depth_checks(&rows),
         memory: memory_checks(ds)?,
+        offload,
+        offload_error,
         fits,
         rows,
         errors,
@@ -322,5 +420,39 @@ mod tests {
         assert!((s.worst_abs - 0.3).abs() < 1e-12);
         assert!((s.mean - (-0.0425)).abs() < 1e-12);
         assert_eq!(ErrorSummary::of(&[]), None);
+    }
+
+    /// `-ngl 0` runs everything on the host: the prediction is the CPU's hand-set decode terms
+    /// on the whole model at the row's bandwidth, worked out here by hand.
+    #[test]
+    fn an_ngl_0_offload_row_is_the_host_roofline_at_its_bandwidth() {
+        let ds = Dataset::shipped().expect("ds");
+        let mut r = ds.offload[0].clone();
+        r.ngl = 0;
+        r.host_bw_gbs = 50.0;
+        let o = offload_check(&r).expect("check");
+        assert_eq!((o.gpu_layers, o.output_on_gpu), (0, false));
+        let arch = model_arch(&r.model).expect("arch");
+        let q = crate::sizing::Quant::parse(&r.quant).expect("q");
+        let w =
+            from_params(&arch, (r.params_b * 1e9).round() as u64, q.bits_per_weight).expect("w");
+        let bytes = crate::sizing::throughput::weight_bytes_per_token(&arch, &w).expect("b");
+        let cpu = Backend::Cpu.default_speed();
+        let t = bytes as f64 / (cpu.decode_efficiency * 50e9)
+            + cpu.fixed_cost_s
+            + cpu.per_layer_cost_s * f64::from(arch.n_layers);
+        assert!(
+            (o.predicted * t - 1.0).abs() < 1e-9,
+            "{} vs {}",
+            o.predicted,
+            1.0 / t
+        );
+        assert!((o.error - (o.predicted / r.tok_s - 1.0)).abs() < 1e-12);
+        assert_eq!(o.gpu_mb, 0.0, "no GPU context without layers on it");
+        // Above the layer count every layer and the output run on the GPU, and faster.
+        r.ngl = 99;
+        let all = offload_check(&r).expect("all");
+        assert_eq!((all.gpu_layers, all.output_on_gpu), (48, true));
+        assert!(all.predicted > 5.0 * o.predicted);
     }
 }

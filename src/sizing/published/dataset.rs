@@ -26,6 +26,12 @@ pub(super) const MEMORY_FILE: (&str, &str) = (
     include_str!("../../../models/published/memory.jsonl"),
 );
 
+/// The embedded partial-offload rows (`-ngl` splits between a GPU and its host).
+pub(super) const OFFLOAD_FILE: (&str, &str) = (
+    "offload.jsonl",
+    include_str!("../../../models/published/offload.jsonl"),
+);
+
 /// Which speed test a row reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -131,6 +137,61 @@ pub struct MemoryRow {
     pub notes: Option<String>,
 }
 
+/// One published partial-offload run: decode speed of a model split by llama.cpp's `-ngl`
+/// between a GPU (the preset `device`) and its host's CPU and RAM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffloadRow {
+    /// Preset name of the GPU.
+    pub device: String,
+    /// Device class of the GPU.
+    pub device_class: String,
+    /// `cuda`.
+    pub backend: Backend,
+    /// Model id (a shape in [`model_arch`]).
+    pub model: String,
+    /// Parameters, billions.
+    pub params_b: f64,
+    /// File mix; the weights are sized from its catalog bits per weight.
+    pub quant: String,
+    /// llama.cpp's `-ngl` (values above the layer count put every layer and the output on
+    /// the GPU).
+    pub ngl: u32,
+    /// Published decode tokens per second.
+    pub tok_s: f64,
+    /// GPU memory in use as published, decimal MB, when given.
+    #[serde(default)]
+    pub gpu_used_mb: Option<f64>,
+    /// The host as described by the source.
+    pub host: String,
+    /// Host peak memory bandwidth, decimal GB/s (from the stated memory configuration).
+    pub host_bw_gbs: f64,
+    /// CPU threads of the host.
+    pub host_threads: u32,
+    /// Link between host and GPU: `pcie<gen>-x<lanes>` (`pcie3-x8`, `pcie4-x16`).
+    pub link: String,
+    /// Runtime and build.
+    pub runtime: String,
+    /// Public address of the measurement.
+    pub source: String,
+    /// Public address of the host's description, when elsewhere.
+    #[serde(default)]
+    pub rig_source: Option<String>,
+    /// Date of the source.
+    pub date: String,
+    /// Free-form detail.
+    #[serde(default)]
+    pub notes: Option<String>,
+}
+
+/// PCIe generation and lane count of a link name `pcie<gen>-x<lanes>`.
+pub fn parse_link(name: &str) -> Option<(u32, u32)> {
+    let rest = name.trim().to_ascii_lowercase();
+    let (gen, lanes) = rest.strip_prefix("pcie")?.split_once("-x")?;
+    let (gen, lanes) = (gen.parse().ok()?, lanes.parse().ok()?);
+    ((3..=5).contains(&gen) && [1, 2, 4, 8, 16].contains(&lanes)).then_some((gen, lanes))
+}
+
 /// Why the embedded dataset could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishedError {
@@ -201,6 +262,16 @@ pub fn model_arch(id: &str) -> Option<ArchParams> {
             context_length: 4096,
             ..llama3(32, 32, 4096, 11_008)
         }),
+        // Qwen/Qwen2.5-14B (and -Coder-14B) config.json: 48 layers, 40 query and 8 KV heads,
+        // untied output.
+        "qwen2.5-14b" => Some(ArchParams {
+            architecture: Architecture::Qwen2,
+            vocab: 152_064,
+            rope_base: 1_000_000.0,
+            norm_eps: 1e-6,
+            context_length: 32_768,
+            ..llama3(48, 40, 5120, 13_824)
+        }),
         _ => None,
     }
 }
@@ -212,6 +283,8 @@ pub struct Dataset {
     pub speed: Vec<SpeedRow>,
     /// Memory rows.
     pub memory: Vec<MemoryRow>,
+    /// Partial-offload rows.
+    pub offload: Vec<OffloadRow>,
 }
 
 fn parse_lines<T: for<'de> Deserialize<'de>>(
@@ -233,12 +306,59 @@ fn parse_lines<T: for<'de> Deserialize<'de>>(
         .collect()
 }
 
+fn check_offload_row(
+    file: &str,
+    line: usize,
+    r: OffloadRow,
+    specs: &PresetSpecs,
+) -> Result<OffloadRow, PublishedError> {
+    let bad = |reason: &str| PublishedError::BadRow {
+        file: file.to_owned(),
+        line,
+        reason: reason.to_owned(),
+    };
+    let unknown = |what, name: &str| PublishedError::Unknown {
+        file: file.to_owned(),
+        line,
+        what,
+        name: name.to_owned(),
+    };
+    if specs.get(&r.device).is_none() {
+        return Err(unknown("device", &r.device));
+    }
+    if model_arch(&r.model).is_none() {
+        return Err(unknown("model", &r.model));
+    }
+    if r.backend != Backend::Cuda {
+        return Err(bad("partial offload rows are CUDA GPUs with a host"));
+    }
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    if !(positive(r.tok_s) && positive(r.params_b) && positive(r.host_bw_gbs))
+        || r.host_threads == 0
+        || r.gpu_used_mb.is_some_and(|m| !positive(m))
+    {
+        return Err(bad(
+            "tok_s, params_b, host_bw_gbs, host_threads and gpu_used_mb must be positive",
+        ));
+    }
+    if crate::sizing::Quant::parse(&r.quant).is_err() {
+        return Err(bad("the quant must be a known file mix"));
+    }
+    if parse_link(&r.link).is_none() {
+        return Err(bad(
+            "link must be pcie<3|4|5>-x<1|2|4|8|16>, e.g. pcie4-x16",
+        ));
+    }
+    Ok(r)
+}
+
 impl Dataset {
     /// Parse dataset files given as `(name, text)` pairs, checking that every device has a
     /// preset and every model a shape, and that the numbers are positive.
     pub fn parse(
         speed_files: &[(&str, &str)],
         memory_file: (&str, &str),
+        offload_file: (&str, &str),
     ) -> Result<Self, PublishedError> {
         let specs = PresetSpecs::shipped()?;
         let mut speed = Vec::new();
@@ -293,12 +413,20 @@ impl Dataset {
                 Ok(r)
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { speed, memory })
+        let offload = parse_lines::<OffloadRow>(offload_file.0, offload_file.1)?
+            .into_iter()
+            .map(|(line, r)| check_offload_row(offload_file.0, line, r, &specs))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            speed,
+            memory,
+            offload,
+        })
     }
 
     /// The dataset shipped in `models/published/`.
     pub fn shipped() -> Result<Self, PublishedError> {
-        Self::parse(SPEED_FILES, MEMORY_FILE)
+        Self::parse(SPEED_FILES, MEMORY_FILE, OFFLOAD_FILE)
     }
 
     /// Row counts per device class and test, and distinct devices, models and quants.
@@ -325,6 +453,7 @@ impl Dataset {
             speed_rows: self.speed.len(),
             outliers: self.speed.iter().filter(|r| r.outlier.is_some()).count(),
             memory_rows: self.memory.len(),
+            offload_rows: self.offload.len(),
             per_class,
             devices: distinct(&|r| r.device.clone()),
             models: distinct(&|r| r.model.clone()),
@@ -343,6 +472,8 @@ pub struct Summary {
     pub outliers: usize,
     /// Memory rows.
     pub memory_rows: usize,
+    /// Partial-offload rows.
+    pub offload_rows: usize,
     /// Rows per device class and test.
     pub per_class: BTreeMap<String, BTreeMap<String, usize>>,
     /// Distinct devices.
@@ -365,13 +496,37 @@ mod tests {
             .lines()
             .next()
             .expect("line");
-        let err =
-            Dataset::parse(&[("x.jsonl", "{\"device\": 1}")], ("m.jsonl", "")).expect_err("bad");
+        let err = Dataset::parse(
+            &[("x.jsonl", "{\"device\": 1}")],
+            ("m.jsonl", ""),
+            ("o.jsonl", ""),
+        )
+        .expect_err("bad");
         assert!(err.to_string().contains("x.jsonl line 1"), "{err}");
         let unknown = good.replace("rtx-3090", "rtx-9999");
-        let err = Dataset::parse(&[("y.jsonl", &unknown)], ("m.jsonl", "")).expect_err("bad");
+        let err = Dataset::parse(&[("y.jsonl", &unknown)], ("m.jsonl", ""), ("o.jsonl", ""))
+            .expect_err("bad");
         assert!(err.to_string().contains("rtx-9999"), "{err}");
         let zero = good.replace("\"tok_s\": ", "\"tok_s\": -");
-        assert!(Dataset::parse(&[("z.jsonl", &zero)], ("m.jsonl", "")).is_err());
+        assert!(Dataset::parse(&[("z.jsonl", &zero)], ("m.jsonl", ""), ("o.jsonl", "")).is_err());
+    }
+
+    #[test]
+    fn offload_rows_parse_and_a_bad_link_is_refused() {
+        let good = OFFLOAD_FILE.1.lines().next().expect("line");
+        let ds = Dataset::parse(&[], ("m.jsonl", ""), ("o.jsonl", good)).expect("good");
+        assert_eq!(ds.offload.len(), 1);
+        let bad = good.replace("pcie3-x8", "pcie3-x3");
+        let err = Dataset::parse(&[], ("m.jsonl", ""), ("o.jsonl", &bad)).expect_err("bad");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("o.jsonl line 1") && msg.contains("pcie"),
+            "{msg}"
+        );
+        let slow = good.replace("\"host_bw_gbs\": 38.4", "\"host_bw_gbs\": 0");
+        assert!(Dataset::parse(&[], ("m.jsonl", ""), ("o.jsonl", &slow)).is_err());
+        assert_eq!(parse_link("PCIe4-x16"), Some((4, 16)));
+        assert_eq!(parse_link("pcie6-x16"), None);
+        assert_eq!(parse_link("pcie4x16"), None);
     }
 }
