@@ -24,6 +24,7 @@ pub mod runs;
 pub mod serve;
 pub mod size;
 pub mod size_parallel;
+pub mod size_published;
 pub mod validate;
 
 /// Global options shared by every subcommand.

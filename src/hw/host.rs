@@ -59,6 +59,14 @@ mod tests {
     use crate::units::Bytes;
 
     #[test]
+    fn the_published_offload_check_assumes_this_hosts_per_thread_throughput() {
+        assert_eq!(
+            crate::sizing::published::check::HOST_FLOPS_PER_THREAD,
+            ASSUMED_FLOPS_PER_CORE
+        );
+    }
+
+    #[test]
     fn host_hardware_uses_available_memory_and_threads() {
         let mem = HostMemory {
             total: Bytes(16 * Bytes::GIB),

@@ -102,13 +102,18 @@ pub struct SpeedParams {
     /// blocks; 0 when unfitted).
     #[serde(default)]
     pub decode_dequant_cost: f64,
-    /// Decode: seconds per PFLOP of attention regardless of the device (0 when unfitted).
+    /// Decode: seconds per PFLOP of attention regardless of the device (0 when unfitted; the
+    /// published fit leaves it out, see `published::DECODE_FITTED_TERMS`).
     #[serde(default)]
     pub attention_s_per_pflop: f64,
     /// Decode: multiplier on attention FLOPs over peak matrix throughput (the cost of reading
     /// the KV cache and computing scores beyond its bytes; 0 when unfitted).
     #[serde(default)]
     pub attention_cost: f64,
+    /// Decode: multiplier on the K and V bytes the unfused attention reads, once per query
+    /// head, over bandwidth ([`crate::sizing::throughput::attention_reads`]; 0 when unfitted).
+    #[serde(default)]
+    pub attention_read_cost: f64,
     /// Prefill: multiplier on attention FLOPs over peak matrix throughput (0: attention is
     /// counted at `prefill_efficiency` with the matmuls).
     #[serde(default)]
@@ -142,6 +147,7 @@ impl SpeedParams {
             decode_dequant_cost: 0.0,
             attention_s_per_pflop: 0.0,
             attention_cost: 0.0,
+            attention_read_cost: 0.0,
             prefill_attention_cost: 0.0,
             prefill_s_per_pflop: 0.0,
             prefill_attention_s_per_pflop: 0.0,
@@ -159,7 +165,7 @@ impl SpeedParams {
     }
 
     /// Coefficients of [`crate::sizing::throughput::decode_terms`].
-    pub fn decode_coefficients(&self) -> [f64; 8] {
+    pub fn decode_coefficients(&self) -> [f64; crate::sizing::throughput::DECODE_TERMS] {
         [
             1.0 / self.decode_efficiency,
             self.decode_alu_cost,
@@ -169,6 +175,7 @@ impl SpeedParams {
             self.per_layer_cost_s,
             self.attention_cost,
             self.attention_s_per_pflop,
+            self.attention_read_cost,
         ]
     }
 

@@ -24,7 +24,9 @@ use super::compute::compute_buffers;
 use super::error::{add, SizingError};
 use super::hardware::Hardware;
 use super::kv::{kv_cache, KvDtype};
-use super::throughput::{attention_flops, decode_time, quantized_weights, step_terms};
+use super::throughput::{
+    attention_flops, attention_reads, decode_time, quantized_weights, step_terms,
+};
 use super::weights::WeightBytes;
 use crate::units::{Bytes, BytesPerSec, TokensPerSec};
 
@@ -46,11 +48,27 @@ impl Link {
     /// PCIe 4.0 specification); 10 µs per small synchronous copy is an assumption (the driver
     /// round trip), not a measurement.
     pub fn pcie4_x16() -> Self {
+        Self::pcie(4, 16)
+    }
+
+    /// PCIe generation `gen` (3, 4 or 5: 8, 16 or 32 GT/s per lane, 128b/130b coding) over
+    /// `lanes` lanes, each way; 10 µs per crossing assumed as for [`Link::pcie4_x16`]. Other
+    /// generations get the PCIe 4.0 lane rate.
+    pub fn pcie(gen: u32, lanes: u32) -> Self {
+        let gts = match gen {
+            3 => 8.0,
+            5 => 32.0,
+            _ => 16.0,
+        };
+        let bw = gts * 1e9 * f64::from(lanes) * 128.0 / 130.0 / 8.0;
         Self {
-            name: "PCIe 4.0 x16".into(),
-            bandwidth: BytesPerSec(31.5e9),
+            name: format!("PCIe {gen}.0 x{lanes}"),
+            bandwidth: BytesPerSec(bw),
             latency_s: 10e-6,
-            source: "PCIe 4.0 x16: 31.5 GB/s each way (PCI-SIG); 10 us per crossing assumed".into(),
+            source: format!(
+                "PCIe {gen}.0 x{lanes}: {:.1} GB/s each way (PCI-SIG); 10 us per crossing assumed",
+                bw / 1e9
+            ),
         }
     }
 }
@@ -214,12 +232,14 @@ pub fn split(
     let step = |depth: f64| -> (f64, f64, f64) {
         let kv_bytes = kv_per_pos * depth;
         let attn = attention_flops(arch, depth);
+        let reads = attention_reads(arch, kv, depth);
         let gpu_t = if ngl > 0 {
             decode_time(
                 &step_terms(
                     gpu_wbytes + kv_bytes * frac,
                     quantized * share,
                     attn * frac,
+                    reads * frac,
                     gpu_layers,
                     gpu.bandwidth.0,
                     gpu.matrix_flops,
@@ -236,6 +256,7 @@ pub fn split(
                     host_wbytes + kv_bytes * (1.0 - frac),
                     quantized * (1.0 - share),
                     attn * (1.0 - frac),
+                    reads * (1.0 - frac),
                     host_layers,
                     host.hw.bandwidth.0,
                     host.hw.matrix_flops,
@@ -415,6 +436,21 @@ mod tests {
         assert!(more.decode_empty > o.decode_empty);
         assert!(o.host_s > o.gpu_s);
         assert!(o.decode_at_ctx < o.decode_empty);
+    }
+
+    #[test]
+    fn pcie_links_follow_lane_rate_and_count() {
+        // 16 GT/s × 16 lanes × 128/130 / 8 bits = 31.5 GB/s; PCIe 3.0 x8 a quarter of that.
+        let g4 = Link::pcie4_x16();
+        assert!(
+            (g4.bandwidth.0 - 31.507_692e9).abs() < 1e4,
+            "{}",
+            g4.bandwidth.0
+        );
+        assert_eq!(g4.name, "PCIe 4.0 x16");
+        let g3 = Link::pcie(3, 8);
+        assert!((g3.bandwidth.0 * 4.0 - g4.bandwidth.0).abs() < 1.0);
+        assert_eq!(Link::pcie(5, 16).bandwidth.0, 2.0 * g4.bandwidth.0);
     }
 
     #[test]

@@ -92,43 +92,61 @@ fn flops_per_token(arch: &ArchParams, w: &WeightBytes, prompt: u32) -> f64 {
     matmul_flops(arch, w) + attention_flops(arch, (f64::from(prompt) + 1.0) / 2.0)
 }
 
+/// Bytes of K and V that llama.cpp's unfused attention (`-fa 0`, the default of the published
+/// 2024 builds) reads for one token attending to `span` positions, summed over layers: its
+/// `K·q` and `V·softmax` products run once per *query* head, so a grouped-query cache is read
+/// `n_heads / n_kv_heads` times over. For an f16 cache this equals [`attention_flops`] (two
+/// FLOPs per two-byte value).
+pub fn attention_reads(arch: &ArchParams, kv: KvDtype, span: f64) -> f64 {
+    let block = kv.ggml().block_elems();
+    let per_value = kv.row_bytes(block).map_or(2.0, |b| b as f64 / block as f64);
+    attention_flops(arch, span) / 2.0 * per_value
+}
+
 /// The decode model's terms, seconds per token per unit coefficient, for a step that reads
 /// `bytes` (weights and KV), multiplies `quantized` quantized weights (0 for a 16/32-bit file)
-/// and attends to `depth` positions:
+/// and attends to `depth` positions of a `kv` cache:
 ///
 /// `[bytes/BW, bytes/matrix, quantized/matrix, bytes·1e-12, 1, layers,
-///   attention_flops/matrix, attention_flops·1e-15]`
+///   attention_flops/matrix, attention_flops·1e-15, attention_reads/BW]`
 ///
 /// The time is [`decode_time`] of them and [`SpeedParams::decode_coefficients`].
 pub fn decode_terms(
     arch: &ArchParams,
+    kv: KvDtype,
     bytes: f64,
     quantized: f64,
     depth: f64,
     bandwidth: f64,
     matrix_flops: f64,
-) -> [f64; 8] {
+) -> [f64; DECODE_TERMS] {
     step_terms(
         bytes,
         quantized,
         attention_flops(arch, depth),
+        attention_reads(arch, kv, depth),
         arch.n_layers,
         bandwidth,
         matrix_flops,
     )
 }
 
+/// Number of decode terms ([`decode_terms`]).
+pub const DECODE_TERMS: usize = 9;
+
 /// [`decode_terms`] for part of a model: `bytes` read, `quantized` weights unpacked,
-/// `attention` FLOPs and `layers` layers run on a device of `bandwidth` and `matrix_flops`
-/// (one side of a partial offload, [`crate::sizing::offload`]).
+/// `attention` FLOPs over `attention_bytes` of K and V reads, and `layers` layers run on a
+/// device of `bandwidth` and `matrix_flops` (one side of a partial offload,
+/// [`crate::sizing::offload`]).
 pub fn step_terms(
     bytes: f64,
     quantized: f64,
     attention: f64,
+    attention_bytes: f64,
     layers: u32,
     bandwidth: f64,
     matrix_flops: f64,
-) -> [f64; 8] {
+) -> [f64; DECODE_TERMS] {
     [
         bytes / bandwidth,
         bytes / matrix_flops,
@@ -138,6 +156,7 @@ pub fn step_terms(
         f64::from(layers),
         attention / matrix_flops,
         attention * 1e-15,
+        attention_bytes / bandwidth,
     ]
 }
 
@@ -151,7 +170,7 @@ pub const DECODE_ROOFLINE: Roofline<'static> = Roofline {
 
 /// Seconds per decode step for [`decode_terms`] `x` and coefficients `coef`
 /// ([`SpeedParams::decode_coefficients`]): [`DECODE_ROOFLINE`].
-pub fn decode_time(x: &[f64; 8], coef: &[f64; 8]) -> f64 {
+pub fn decode_time(x: &[f64; DECODE_TERMS], coef: &[f64; DECODE_TERMS]) -> f64 {
     DECODE_ROOFLINE.time(x, coef)
 }
 
@@ -208,6 +227,7 @@ pub fn speed(
         let t = decode_time(
             &decode_terms(
                 arch,
+                kv,
                 wbytes as f64 + kv_bytes as f64,
                 quantized_weights(arch, w),
                 depth,
@@ -295,6 +315,48 @@ mod tests {
         let at_ctx = 0.5e12 / (wb + Bytes::GIB) as f64;
         assert!((s.decode_at_ctx.0 - at_ctx).abs() < 1e-9);
         assert!(s.decode_at_ctx < s.decode_empty);
+    }
+
+    #[test]
+    fn attention_reads_count_k_and_v_once_per_query_head() {
+        let arch = llama3_8b();
+        // 32 layers × 32 query heads × (128 + 128) values × 2 bytes × 1000 positions.
+        let f16 = attention_reads(&arch, KvDtype::F16, 1000.0);
+        assert_eq!(f16, 32.0 * 32.0 * 256.0 * 2.0 * 1000.0);
+        assert_eq!(f16, attention_flops(&arch, 1000.0));
+        // q8_0: 34 bytes per 32 values.
+        let q8 = attention_reads(&arch, KvDtype::Q8_0, 1000.0);
+        assert!((q8 - 32.0 * 32.0 * 256.0 * 34.0 / 32.0 * 1000.0).abs() < 1e-6);
+        // The term is the reads over bandwidth, and only it moves with the read coefficient.
+        let x = decode_terms(&arch, KvDtype::F16, 1e9, 0.0, 1000.0, 1e12, 1e14);
+        assert_eq!(x[8], f16 / 1e12);
+        let mut h = hw(1e12);
+        let s0 = speed(
+            &arch,
+            &from_params(&arch, 8_030_261_248, 16.0).expect("w"),
+            KvDtype::F16,
+            8192,
+            512,
+            &h,
+        )
+        .expect("s0");
+        h.speed.attention_read_cost = 1.0;
+        let s1 = speed(
+            &arch,
+            &from_params(&arch, 8_030_261_248, 16.0).expect("w"),
+            KvDtype::F16,
+            8192,
+            512,
+            &h,
+        )
+        .expect("s1");
+        assert_eq!(
+            s0.decode_empty, s1.decode_empty,
+            "no reads at an empty cache"
+        );
+        let extra = 1.0 / s1.decode_at_ctx.0 - 1.0 / s0.decode_at_ctx.0;
+        let want = attention_reads(&arch, KvDtype::F16, 8192.0) / 1e12;
+        assert!((extra / want - 1.0).abs() < 1e-9, "{extra} vs {want}");
     }
 
     #[test]

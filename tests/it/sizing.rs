@@ -564,11 +564,20 @@ fn check_published_meets_the_decode_and_memory_targets_it_reports() {
     for m in &c.memory {
         assert!(m.error.abs() <= 0.05, "{m:?}");
     }
-    // Depth sweeps exist for every device and are predicted in the right direction.
+    // Depth sweeps exist for every device; held out by device, each slowdown from the short
+    // to the long run is within 10 percentage points of the published one.
     assert!(c.depth.len() >= 8);
     for d in &c.depth {
         assert!(d.published > 0.0 && d.predicted > 0.0, "{d:?}");
+        assert!((d.predicted - d.published).abs() <= 0.10, "{d:?}");
     }
+    // Published partial-offload runs (-ngl splits on a GPU that has no speed rows): at least
+    // five, each predicted within 25 %.
+    assert!(c.offload.len() >= 5, "{}", c.offload.len());
+    for o in &c.offload {
+        assert!(o.error.abs() <= 0.25, "{o:?}");
+    }
+    assert!(c.offload_error.is_some());
 }
 
 #[test]
@@ -603,6 +612,11 @@ fn cli_check_published_prints_every_row_and_the_error() {
     assert!(text.contains("leave-one-device-out"), "{text}");
     assert!(text.contains("median |error|"), "{text}");
     assert!(
+        text.contains("partial offload") && text.contains("rtx-5060-ti"),
+        "{text}"
+    );
+    assert!(text.contains("sweeps within 10 points"), "{text}");
+    assert!(
         text.contains("rtx-4090") && text.contains("m2-ultra"),
         "{text}"
     );
@@ -611,4 +625,5 @@ fn cli_check_published_prints_every_row_and_the_error() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert!(v["rows"].as_array().is_some_and(|r| r.len() >= 60));
     assert!(v["errors"]["all tg"]["median_abs"].as_f64().is_some());
+    assert!(v["offload"].as_array().is_some_and(|r| r.len() >= 5));
 }
