@@ -318,7 +318,12 @@ mod tests {
     fn blob_ids_are_the_blobs_the_run_holds() {
         let tools = Toolset::builtin(None);
         assert!(narrow(&tools, "t", &[], &[]).get("read_blob").is_none());
-        let mut s = done(1, "read_file", json!({"path": "a.log"}), ObservationKind::Output);
+        let mut s = done(
+            1,
+            "read_file",
+            json!({"path": "a.log"}),
+            ObservationKind::Output,
+        );
         s.observation.blob = Some("ab".repeat(32));
         let n = narrow(&tools, "t", &[], &[s]);
         assert_eq!(enum_of(&n, "read_blob", "blob"), vec!["ab".repeat(32)]);

@@ -17,7 +17,9 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::observe::{confidence_after, SensorReadings, Sensor, SensorError, SensorFailure, Signal};
+use super::observe::{
+    confidence_after, Sensor, SensorError, SensorFailure, SensorReadings, Signal,
+};
 use crate::agent::rundir::utc_timestamp;
 
 /// One answer of a sensor thread.

@@ -6,8 +6,8 @@
 //! cannot stall a step. The output is shaped for small models: numbered lines, counts stated
 //! as a sentence, plain-word search that does not need a regex.
 
-use std::io::Read;
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 
 use serde::Deserialize;

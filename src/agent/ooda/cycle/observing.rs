@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::super::observe::{
     confidence_after, FileHashSensor, HardwareSensor, LastActionSensor, LastActionSlot,
-    ModelSensor, SensorReadings, Sensor, SensorFailure, UsageSlot, WatchSlot, WorkspaceSensor,
+    ModelSensor, Sensor, SensorFailure, SensorReadings, UsageSlot, WatchSlot, WorkspaceSensor,
 };
 use super::super::risk;
 use super::super::{Ooda, OodaError, OodaEvent, OodaState};
