@@ -22,47 +22,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::tools::{RiskProfile, Tool, ToolContext, ToolError, Toolset};
+use super::tools::{Toolset, WithSchema};
 use super::types::{Action, ObservationKind, Step};
 
 /// The file tools whose `path` is narrowed by rule 2.
 const FILE_TOOLS: &[&str] = &["read_file", "list_dir", "search_text"];
-
-/// A tool with a narrowed argument schema.
-struct Narrowed {
-    inner: Arc<dyn Tool>,
-    schema: Value,
-}
-
-impl Tool for Narrowed {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-    fn args_schema(&self) -> Value {
-        self.schema.clone()
-    }
-    fn needs_workspace(&self) -> bool {
-        self.inner.needs_workspace()
-    }
-    fn risk(&self) -> RiskProfile {
-        self.inner.risk()
-    }
-    fn polls(&self) -> bool {
-        self.inner.polls()
-    }
-    fn side_effects(&self) -> bool {
-        self.inner.side_effects()
-    }
-    fn intent_words(&self) -> Vec<String> {
-        self.inner.intent_words()
-    }
-    fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        self.inner.call(args, ctx)
-    }
-}
 
 /// Lower-case letters and digits only: "RTX 4090" and "rtx-4090" both read "rtx4090".
 fn squash(s: &str) -> String {
@@ -165,10 +129,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 continue;
             }
             *blob = serde_json::json!({ "enum": blobs });
-            out.add(Arc::new(Narrowed {
-                inner: tool.clone(),
-                schema,
-            }));
+            out.add(Arc::new(WithSchema::new(tool.clone(), schema)));
             continue;
         }
         let required: Vec<String> = schema
@@ -187,6 +148,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
         };
         let mut changed = false;
         let mut emptied = false;
+        let mut newly_required: Vec<String> = Vec::new();
         let enum_required: Vec<&String> = required
             .iter()
             .filter(|r| {
@@ -214,6 +176,13 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 let named = named_values(task, &keep);
                 if !named.is_empty() {
                     keep = named;
+                    // A value the task names is one the action states: an optional argument
+                    // left out would fall back to its default (a small model sized Q4_K_M
+                    // when the task asked for Q8_0).
+                    if !required.contains(key) {
+                        newly_required.push(key.clone());
+                        changed = true;
+                    }
                 }
             }
             if only_required.as_deref() == Some(key.as_str()) {
@@ -241,11 +210,16 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             // An argument with no value left: the tool is not offered this step.
             continue;
         }
+        if !newly_required.is_empty() {
+            let all: Vec<Value> = required
+                .iter()
+                .chain(&newly_required)
+                .map(|k| Value::from(k.as_str()))
+                .collect();
+            schema["required"] = Value::from(all);
+        }
         if changed {
-            out.add(Arc::new(Narrowed {
-                inner: tool.clone(),
-                schema,
-            }));
+            out.add(Arc::new(WithSchema::new(tool.clone(), schema)));
         } else {
             out.add(tool.clone());
         }
@@ -312,6 +286,23 @@ mod tests {
         let mut hw = enum_of(&n, "size_model", "hw");
         hw.sort();
         assert_eq!(hw, vec!["h200", "rtx-4090"]);
+        // A named value of an optional argument makes it required.
+        let tools = Toolset::builtin(None).with(crate::agent::tools::SizeModel::extended());
+        let n = narrow(
+            &tools,
+            "Does mistral-7b at Q8_0 fit on an m1-pro?",
+            &[],
+            &[],
+        );
+        let schema = n.get("size_model").expect("size_model").args_schema();
+        assert_eq!(enum_of(&n, "size_model", "quant"), vec!["Q8_0"]);
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(required.contains(&"quant"), "{required:?}");
     }
 
     #[test]

@@ -795,7 +795,12 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
             &e,
             &mut planner,
             &tools,
-            &Limits::default(),
+            &Limits {
+                // Step-by-step narrowing (tested in `agent::narrow`) would drop a tool whose
+                // values are spent; this test is about the prompt and the tool set it names.
+                narrow: false,
+                ..Limits::default()
+            },
             &CancelToken::new(),
         )
     };

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use super::{RiskProfile, Tool, ToolContext, ToolError, Toolset};
+use super::{Tool, Toolset, WithSchema};
 
 /// Workspaces with more paths than this keep free-text path arguments.
 pub const MAX_CHOICES: usize = 300;
@@ -113,14 +113,6 @@ pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
     (files, dirs)
 }
 
-/// A file tool whose `path` argument is an enum of workspace paths and, for `search_text`,
-/// whose `query` is made of the task's words.
-struct PathChoices {
-    inner: Arc<dyn Tool>,
-    choices: Vec<String>,
-    query_words: Vec<String>,
-}
-
 /// Most words in a typed search query.
 pub const QUERY_MAX_WORDS: usize = 5;
 
@@ -135,56 +127,35 @@ pub fn query_pattern(words: &[String]) -> String {
     format!("^({alt})( ({alt})){{0,{}}}$", QUERY_MAX_WORDS - 1)
 }
 
-impl Tool for PathChoices {
-    fn name(&self) -> &str {
-        self.inner.name()
+/// `inner`'s schema with its `path` an enum of `choices` and, when `query_words` is not empty,
+/// its `query` made of those words.
+fn typed_schema(inner: &dyn Tool, choices: &[String], query_words: &[String]) -> Value {
+    let mut schema = inner.args_schema();
+    if let Some(path) = schema
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+        .and_then(|p| p.get_mut("path"))
+    {
+        *path = serde_json::json!({ "enum": choices });
     }
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-    fn args_schema(&self) -> Value {
-        let mut schema = self.inner.args_schema();
-        if let Some(path) = schema
-            .get_mut("properties")
-            .and_then(Value::as_object_mut)
-            .and_then(|p| p.get_mut("path"))
-        {
-            *path = serde_json::json!({ "enum": self.choices });
-        }
-        if !self.query_words.is_empty() {
-            if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-                if props.contains_key("query") {
-                    props.insert(
-                        "query".into(),
-                        serde_json::json!({
-                            "type": "string",
-                            "pattern": query_pattern(&self.query_words),
-                            "description": "words of the task to find"
-                        }),
-                    );
-                    // Task words are plain words; a regex flag would only let the model
-                    // switch the matching off.
-                    props.remove("regex");
-                }
+    if !query_words.is_empty() {
+        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            if props.contains_key("query") {
+                props.insert(
+                    "query".into(),
+                    serde_json::json!({
+                        "type": "string",
+                        "pattern": query_pattern(query_words),
+                        "description": "words of the task to find"
+                    }),
+                );
+                // Task words are plain words; a regex flag would only let the model switch the
+                // matching off.
+                props.remove("regex");
             }
         }
-        schema
     }
-    fn needs_workspace(&self) -> bool {
-        self.inner.needs_workspace()
-    }
-    fn risk(&self) -> RiskProfile {
-        self.inner.risk()
-    }
-    fn polls(&self) -> bool {
-        self.inner.polls()
-    }
-    fn side_effects(&self) -> bool {
-        self.inner.side_effects()
-    }
-    fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        self.inner.call(args, ctx)
-    }
+    schema
 }
 
 fn dedup(mut v: Vec<String>) -> Vec<String> {
@@ -256,15 +227,9 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
             continue;
         }
         if let Some(inner) = tools.get(name) {
-            out.add(Arc::new(PathChoices {
-                inner: inner.clone(),
-                choices,
-                query_words: if name == "search_text" {
-                    words.clone()
-                } else {
-                    Vec::new()
-                },
-            }));
+            let query: &[String] = if name == "search_text" { &words } else { &[] };
+            let schema = typed_schema(inner.as_ref(), &choices, query);
+            out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
         }
     }
     out

@@ -170,6 +170,50 @@ impl ToolContext {
     }
 }
 
+/// A tool with another argument schema (an enum of workspace paths, a narrowed enum): the
+/// constraint changes, the tool and everything else it declares stay the same.
+pub struct WithSchema {
+    inner: Arc<dyn Tool>,
+    schema: serde_json::Value,
+}
+
+impl WithSchema {
+    /// `inner` offered with `schema`.
+    pub fn new(inner: Arc<dyn Tool>, schema: serde_json::Value) -> Self {
+        Self { inner, schema }
+    }
+}
+
+impl Tool for WithSchema {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn args_schema(&self) -> serde_json::Value {
+        self.schema.clone()
+    }
+    fn needs_workspace(&self) -> bool {
+        self.inner.needs_workspace()
+    }
+    fn risk(&self) -> RiskProfile {
+        self.inner.risk()
+    }
+    fn polls(&self) -> bool {
+        self.inner.polls()
+    }
+    fn side_effects(&self) -> bool {
+        self.inner.side_effects()
+    }
+    fn intent_words(&self) -> Vec<String> {
+        self.inner.intent_words()
+    }
+    fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        self.inner.call(args, ctx)
+    }
+}
+
 /// A tool the agent can call.
 pub trait Tool: Send + Sync {
     /// Name the model uses (lowercase, `[a-z_]+`).
