@@ -104,15 +104,9 @@ pub(super) fn tidy(toks: Vec<Tok>) -> (Vec<Tok>, Vec<String>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{evaluate, evaluate_noting, Calculator};
+    use super::super::tests::ev;
+    use super::super::{evaluate_noting, Calculator};
     use crate::agent::tools::{Tool, ToolContext};
-
-    fn ev(s: &str) -> String {
-        match evaluate(s) {
-            Ok(n) => n.to_string(),
-            Err(e) => format!("ERR {e}"),
-        }
-    }
 
     #[test]
     fn units_percent_and_thousands_separators_read_as_arithmetic() {

@@ -645,7 +645,8 @@ pub fn evaluate_noting(expr: &str) -> Result<(Number, Vec<String>), CalcError> {
 mod tests {
     use super::*;
 
-    fn ev(s: &str) -> String {
+    /// The calculator's text for `s`, or "ERR " and the error.
+    pub(super) fn ev(s: &str) -> String {
         match evaluate(s) {
             Ok(n) => n.to_string(),
             Err(e) => format!("ERR {e}"),
