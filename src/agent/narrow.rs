@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::tools::choices::trim_rel;
 use super::tools::{Toolset, WithSchema};
 use super::types::{Action, ObservationKind, Step};
 
@@ -61,13 +62,12 @@ fn enum_values(prop: &Value) -> Option<Vec<String>> {
 
 fn path_of(args: &Value) -> Option<String> {
     let p = args.get("path")?.as_str()?;
-    let p = p.trim_start_matches("./").trim_end_matches('/');
+    let p = trim_rel(p);
     Some(if p.is_empty() { ".".into() } else { p.into() })
 }
 
 fn same_path(a: &str, b: &str) -> bool {
-    a.trim_start_matches("./").trim_end_matches('/')
-        == b.trim_start_matches("./").trim_end_matches('/')
+    trim_rel(a) == trim_rel(b)
 }
 
 /// The tool calls of `steps` (name, args, whether the tool returned output).

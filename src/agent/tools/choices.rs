@@ -69,6 +69,11 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut WorkspacePaths) -> Opt
     Some(())
 }
 
+/// A relative path without a leading `./` or trailing `/`: `./data/` and `data` name one folder.
+pub fn trim_rel(p: &str) -> &str {
+    p.trim_start_matches("./").trim_end_matches('/')
+}
+
 /// Relative file and folder names the task mentions (`deps.toml`, `logs/worker.log`,
 /// `reports/`), normalized; absolute paths and `..` are left out.
 pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
@@ -82,7 +87,7 @@ pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
     });
     let dir = DIR.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.-]+/)+").ok());
     let clean = |p: &str| -> Option<String> {
-        let p = p.trim_start_matches("./").trim_end_matches('/');
+        let p = trim_rel(p);
         (!p.is_empty() && !p.starts_with('/') && !p.split('/').any(|c| c == ".."))
             .then(|| p.to_string())
     };
