@@ -11,7 +11,12 @@
 
 use serde_json::Value;
 
-use crate::lm::{ChatMessage, Role, Usage};
+use crate::lm::{
+    CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, LmError, Role,
+    SamplingParams, Usage,
+};
+
+use super::planner::PlannerError;
 
 use super::guard::canonical_json;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
@@ -290,6 +295,97 @@ pub fn clean_answer(text: &str) -> Option<String> {
     Some(line.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
 }
 
+/// The numbers written in `text` (`3.1`, `4090`, `24.6`), as written.
+fn numbers(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let continues_decimal =
+            c == '.' && !cur.is_empty() && chars.get(i + 1).is_some_and(char::is_ascii_digit);
+        if c.is_ascii_digit() || continues_decimal {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The answer, or the tool's `summary:` sentence when the answer only restates part of it.
+///
+/// The answer step is asked to copy a `summary:` line whole, and a 0.5B model still rephrases
+/// it and drops figures ("does not fit … 14.6 tokens/s" without "short by 24.6 GB"). When every
+/// number of the answer that the task did not already name comes from one summary, and the
+/// summary holds figures the answer left out, the summary (the tool's own words) is the answer.
+/// An answer that brings numbers from anywhere else is kept as written.
+pub fn prefer_summary(task: &str, answer: &str, steps: &[Step]) -> String {
+    let task_numbers = numbers(task);
+    let answer_numbers: Vec<String> = numbers(answer)
+        .into_iter()
+        .filter(|n| !task_numbers.contains(n))
+        .collect();
+    let summaries = steps
+        .iter()
+        .rev()
+        .filter(|s| s.observation.kind == ObservationKind::Output)
+        .flat_map(|s| s.observation.text.lines())
+        .filter_map(|l| l.trim().strip_prefix("summary:").map(str::trim))
+        .filter(|l| !l.is_empty());
+    for summary in summaries {
+        let summary_numbers = numbers(summary);
+        let covered = answer_numbers.iter().all(|n| summary_numbers.contains(n));
+        let adds = summary_numbers
+            .iter()
+            .any(|n| !answer_numbers.contains(n) && !task_numbers.contains(n));
+        if covered && adds {
+            return summary.chars().take(FINAL_ANSWER_MAX_CHARS).collect();
+        }
+    }
+    answer.to_string()
+}
+
+/// Run the answer step on `model`: the answer to `task` from the steps' observations, with
+/// `prefer_summary` applied. `None` when there is nothing to answer from or the model wrote
+/// nothing usable.
+pub fn write_answer(
+    model: &mut dyn LanguageModel,
+    sampling: &SamplingParams,
+    task: &str,
+    steps: &[Step],
+    overview: Option<&str>,
+    cancel: &CancelToken,
+) -> Result<Option<AnswerOutput>, PlannerError> {
+    let Some(messages) = answer_messages(task, steps, overview) else {
+        return Ok(None);
+    };
+    let req = GenRequest {
+        messages,
+        sampling: sampling.clone(),
+        max_tokens: ANSWER_MAX_TOKENS,
+        stop: vec!["\n".into()],
+        constraint: None,
+    };
+    let out = model
+        .generate(&req, &mut |_| {}, cancel)
+        .map_err(|e| match e {
+            LmError::ContextExceeded { .. } => PlannerError::ContextExhausted {
+                detail: e.to_string(),
+            },
+            other => PlannerError::Lm(other),
+        })?;
+    if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
+        return Err(PlannerError::Cancelled);
+    }
+    Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
+        answer: prefer_summary(task, &answer, steps),
+        usage: out.usage,
+    }))
+}
+
 /// The answer step's result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnswerOutput {
@@ -445,6 +541,37 @@ mod tests {
         assert!(m[1]
             .content
             .contains("No tool output contains \"LOG_LEVEL\"."));
+    }
+
+    #[test]
+    fn a_summary_replaces_an_answer_that_restates_part_of_it() {
+        let out = "summary: llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.6 tokens/s.\nfits: no";
+        let steps = vec![step(1, "size_model", ObservationKind::Output, out)];
+        let task = "Does Llama-3-70B at Q4_K_M with 8k context fit on an RTX 4090, and how fast would it decode?";
+        let full = prefer_summary(
+            task,
+            "Llama-3.1-70B at 8k context does not fit on an RTX 4090; about 14.6 tokens/s.",
+            &steps,
+        );
+        assert!(full.contains("short by 24.6 GB"), "{full}");
+        assert!(full.starts_with("llama-3.1-70b"), "{full}");
+        // A bare verdict is completed too.
+        assert!(prefer_summary(task, "No.", &steps).contains("50.4 GB"));
+        // A number from elsewhere keeps the answer as written.
+        let own = "It needs 61.0 GB.";
+        assert_eq!(prefer_summary(task, own, &steps), own);
+        // No summary: unchanged.
+        let plain = vec![step(
+            1,
+            "read_file",
+            ObservationKind::Output,
+            "1: port = 8080",
+        )];
+        assert_eq!(prefer_summary("port?", "8080", &plain), "8080");
+        assert_eq!(
+            numbers("v3.1 at 4,090 and 24.6."),
+            vec!["3.1", "4", "090", "24.6"]
+        );
     }
 
     #[test]

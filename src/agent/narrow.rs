@@ -3,28 +3,37 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Three
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Five
 //! rules, each over enum-typed arguments only:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those.
 //! 2. **Task-named paths first.** While a file or folder the task names has not been touched,
 //!    the file tools may only touch such a path (a missing one too: its not-found error is the
-//!    answer to a question about it).
+//!    answer to a question about it), and the final answer is not offered.
 //! 3. **No second identical look.** A value of a tool's only required enum argument that
 //!    already succeeded (a file read, a folder listed recursively, a preset described) is left
 //!    out; a tool with no value left is not offered.
+//! 4. **Modifiers only when named.** An optional enum argument of a tool that has required
+//!    arguments (`size_model`'s quant and KV type) is offered only when the task names one of
+//!    its values: a greedy small model fills every optional argument it is shown.
+//! 5. **Arithmetic done.** Once successful calculator calls have used every quantity the
+//!    task states (at least two; ones aside), only the final answer is offered: a small model
+//!    otherwise feeds the result back into the same product until the step limit.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::tools::choices::trim_rel;
-use super::tools::{Toolset, WithSchema};
+use super::tools::choices::{constrain_paths, paths_in_task, trim_rel};
+use super::tools::files::FILE_READERS;
+use super::tools::{Toolset, WithSchema, FINAL_ANSWER};
 use super::types::{Action, ObservationKind, Step};
+use super::words::quantities;
 
 /// The file tools whose `path` is narrowed by rule 2.
 const FILE_TOOLS: &[&str] = &["read_file", "list_dir", "search_text"];
@@ -101,9 +110,81 @@ fn spent_values(tool: &str, prop: &str, steps: &[Step]) -> HashSet<String> {
         .collect()
 }
 
-/// `allowed` with its enum arguments narrowed by the three rules for the next step. `task` is
+/// The tool set a run starts from, shaped for its workspace: in an empty workspace the file
+/// readers can only fail (a small model otherwise lists folders that do not exist instead of
+/// computing, measured on the dev split), so they are left out; in a small workspace, with
+/// `typed_paths`, path arguments are an enum of the paths there and the files the task names,
+/// so the constraint cannot produce a path that does not exist.
+pub fn shape(tools: &Toolset, root: Option<&Path>, task: &str, typed_paths: bool) -> Toolset {
+    let Some(root) = root else {
+        return tools.clone();
+    };
+    let empty = std::fs::read_dir(root).is_ok_and(|mut d| d.next().is_none());
+    if empty {
+        return FILE_READERS
+            .iter()
+            .fold(tools.clone(), |t, name| t.without(name));
+    }
+    if typed_paths {
+        return constrain_paths(tools, root, task);
+    }
+    tools.clone()
+}
+
+/// Rule 5: every quantity the task states (at least two, ones aside) appears in a successful
+/// calculator expression.
+pub fn arithmetic_done(task: &str, steps: &[Step]) -> bool {
+    let wanted: Vec<f64> = quantities(task, false)
+        .into_iter()
+        .filter(|v| *v != 1.0)
+        .collect();
+    if wanted.len() < 2 {
+        return false;
+    }
+    let used: Vec<f64> = calls(steps)
+        .filter(|(name, _, ok)| *name == "calculator" && *ok)
+        .filter_map(|(_, args, _)| {
+            args.get("expression")?
+                .as_str()
+                .map(|e| quantities(e, true))
+        })
+        .flatten()
+        .collect();
+    wanted.iter().all(|w| {
+        used.iter()
+            .any(|u| (u - w).abs() <= 1e-9 * w.abs().max(1.0))
+    })
+}
+
+/// `narrow` for the next step, or `None` when it would leave nothing but the answer on the
+/// first step, or nothing at all (the run then keeps `base`).
+pub fn narrow_step(
+    base: &Toolset,
+    task: &str,
+    named_paths: &[String],
+    steps: &[Step],
+) -> Option<Toolset> {
+    let n = narrow(base, task, named_paths, steps);
+    let useful = n.iter().any(|t| t.name() != FINAL_ANSWER) || !steps.is_empty() && !n.is_empty();
+    useful.then_some(n)
+}
+
+/// The files and folders `task` names (rule 2's paths).
+pub fn named_paths(task: &str) -> Vec<String> {
+    let (files, dirs) = paths_in_task(task);
+    files.into_iter().chain(dirs).collect()
+}
+
+/// `allowed` with its enum arguments narrowed by the rules above for the next step. `task` is
 /// the user's task (not the overview under it); `named_paths` the files and folders it names.
 pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[Step]) -> Toolset {
+    if arithmetic_done(task, steps) {
+        let mut only = Toolset::new();
+        if let Some(t) = allowed.get(FINAL_ANSWER) {
+            only.add(t.clone());
+        }
+        return only;
+    }
     // Rule 2: task-named paths not yet touched by any file tool.
     let untouched: Vec<&String> = named_paths
         .iter()
@@ -149,6 +230,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
         let mut changed = false;
         let mut emptied = false;
         let mut newly_required: Vec<String> = Vec::new();
+        let mut dropped: Vec<String> = Vec::new();
         let enum_required: Vec<&String> = required
             .iter()
             .filter(|r| {
@@ -174,6 +256,13 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 }
             } else {
                 let named = named_values(task, &keep);
+                // Rule 4: an optional enum of a tool that has required arguments is a modifier
+                // (a quant, a KV type): offered only when the task names one of its values.
+                if named.is_empty() && !required.contains(key) && !required.is_empty() {
+                    dropped.push(key.clone());
+                    changed = true;
+                    continue;
+                }
                 if !named.is_empty() {
                     keep = named;
                     // A value the task names is one the action states: an optional argument
@@ -210,6 +299,9 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             // An argument with no value left: the tool is not offered this step.
             continue;
         }
+        for key in &dropped {
+            props.remove(key);
+        }
         if !newly_required.is_empty() {
             let all: Vec<Value> = required
                 .iter()
@@ -224,13 +316,17 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             out.add(tool.clone());
         }
     }
+    // Rule 2, continued: no answer before a file the task names has been looked at (a small
+    // model otherwise answers a question about config.toml without reading it).
+    if !untouched.is_empty() && out.iter().any(|t| FILE_TOOLS.contains(&t.name())) {
+        out = out.without(FINAL_ANSWER);
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::tools::choices::constrain_paths;
     use crate::agent::types::{Observation, StepTimings};
     use crate::lm::Usage;
     use serde_json::json;
@@ -303,6 +399,42 @@ mod tests {
             .filter_map(Value::as_str)
             .collect();
         assert!(required.contains(&"quant"), "{required:?}");
+        // Rule 4: a modifier the task does not name is not offered.
+        let n = narrow(&tools, "Does mistral-7b fit on an m1-pro?", &[], &[]);
+        let schema = n.get("size_model").expect("size_model").args_schema();
+        assert!(schema["properties"].get("quant").is_none(), "{schema}");
+        assert!(schema["properties"].get("kv_type").is_none(), "{schema}");
+        assert!(schema["properties"].get("hw").is_some(), "{schema}");
+    }
+
+    #[test]
+    fn once_every_quantity_is_used_only_the_answer_is_offered() {
+        let tools = Toolset::builtin(None);
+        let task = "A warehouse ships 1,284 crates a day, 6 days a week. How many in 13 weeks?";
+        let calc = |e: &str, kind| done(1, "calculator", json!({ "expression": e }), kind);
+        // Part of the quantities: the calculator is still offered.
+        let part = vec![calc("1284 * 6", ObservationKind::Output)];
+        assert!(!arithmetic_done(task, &part));
+        assert!(narrow(&tools, task, &[], &part).get("calculator").is_some());
+        // All of them, over two calls: only the answer is left.
+        let all = vec![
+            calc("1284 * 6", ObservationKind::Output),
+            calc("7704 * 13", ObservationKind::Output),
+        ];
+        assert!(arithmetic_done(task, &all));
+        let n = narrow(&tools, task, &[], &all);
+        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
+        assert_eq!(names, vec![FINAL_ANSWER]);
+        // A failed call does not count, nor does a task with fewer than two quantities.
+        let failed = vec![calc(
+            "1284 * 6 * 13",
+            ObservationKind::ToolError {
+                kind: crate::agent::tools::ToolErrorKind::InvalidArgs,
+            },
+        )];
+        assert!(!arithmetic_done(task, &failed));
+        let one = vec![calc("17 * 3", ObservationKind::Output)];
+        assert!(!arithmetic_done("What is 17 times three?", &one));
     }
 
     #[test]
@@ -341,6 +473,10 @@ mod tests {
         let n = narrow(&tools, task, &named, &[]);
         assert_eq!(enum_of(&n, "read_file", "path"), vec!["secrets.toml"]);
         assert!(n.get("list_dir").is_none(), "no folder is named");
+        assert!(
+            n.get(FINAL_ANSWER).is_none(),
+            "no answer before the named file is read"
+        );
         let missing = ObservationKind::ToolError {
             kind: crate::agent::tools::ToolErrorKind::NotFound,
         };
@@ -355,6 +491,10 @@ mod tests {
             enum_of(&n, "read_file", "path"),
             vec!["config.toml", "notes.txt", "secrets.toml"],
             "touched: every path is open again, and a failed read may be retried"
+        );
+        assert!(
+            n.get(FINAL_ANSWER).is_some(),
+            "touched: the answer is offered"
         );
         let steps = vec![done(
             1,

@@ -15,7 +15,7 @@ use crate::lm::{
     SamplingParams, Usage,
 };
 
-use super::answer::{answer_messages, clean_answer, AnswerOutput, ANSWER_MAX_TOKENS};
+use super::answer::{answer_messages, write_answer, AnswerOutput};
 use super::guard::canonical_json;
 use super::parse::{parse_action, ActionParseError};
 use super::tools::{Toolset, FINAL_ANSWER};
@@ -426,32 +426,14 @@ impl Planner for LmPlanner<'_> {
         overview: Option<&str>,
         cancel: &CancelToken,
     ) -> Result<Option<AnswerOutput>, PlannerError> {
-        let Some(messages) = answer_messages(task, steps, overview) else {
-            return Ok(None);
-        };
-        let req = GenRequest {
-            messages,
-            sampling: self.config.sampling.clone(),
-            max_tokens: ANSWER_MAX_TOKENS,
-            stop: vec!["\n".into()],
-            constraint: None,
-        };
-        let out = self
-            .model
-            .generate(&req, &mut |_| {}, cancel)
-            .map_err(|e| match e {
-                LmError::ContextExceeded { .. } => PlannerError::ContextExhausted {
-                    detail: e.to_string(),
-                },
-                other => PlannerError::Lm(other),
-            })?;
-        if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
-            return Err(PlannerError::Cancelled);
-        }
-        Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
-            answer,
-            usage: out.usage,
-        }))
+        write_answer(
+            &mut *self.model,
+            &self.config.sampling,
+            task,
+            steps,
+            overview,
+            cancel,
+        )
     }
 }
 

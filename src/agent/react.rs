@@ -250,36 +250,15 @@ pub fn run(
         Some(o) => format!("{task}\n\nFiles in the workspace:\n{o}"),
         None => task.to_string(),
     };
-    // In an empty workspace the file readers can only fail: a small model otherwise lists
-    // folders that do not exist instead of computing (measured on the dev split).
-    let empty_workspace = ctx
-        .workspace
-        .as_ref()
-        .is_some_and(|w| std::fs::read_dir(w.root()).is_ok_and(|mut d| d.next().is_none()));
-    let narrowed;
-    let tools = if empty_workspace {
-        narrowed = super::tools::files::FILE_READERS
-            .iter()
-            .fold(tools.clone(), |t, name| t.without(name));
-        &narrowed
-    } else {
-        tools
-    };
-    // In a small workspace, path arguments are typed: an enum of the paths there (and the
-    // files the task names), so the constraint cannot produce a path that does not exist.
-    let typed;
-    let tools = match ctx.workspace.as_ref() {
-        Some(w) if limits.typed_paths && !empty_workspace => {
-            typed = super::tools::choices::constrain_paths(tools, w.root(), task);
-            &typed
-        }
-        _ => tools,
-    };
+    let shaped = super::narrow::shape(
+        tools,
+        ctx.workspace.as_ref().map(|w| w.root()),
+        task,
+        limits.typed_paths,
+    );
+    let tools = &shaped;
     let original_task = task;
-    let named_paths: Vec<String> = {
-        let (files, dirs) = super::tools::choices::paths_in_task(task);
-        files.into_iter().chain(dirs).collect()
-    };
+    let named_paths = super::narrow::named_paths(task);
     let task = planner_task.as_str();
     let mut steps: Vec<Step> = Vec::new();
     let mut cache = ActionCache::new(limits.stuck_after);
@@ -382,13 +361,7 @@ pub fn run(
         let allowed = allowed_tools(tools, &steps, banned.as_deref());
         let allowed = if limits.narrow {
             let base = allowed.as_ref().unwrap_or(tools);
-            let n = super::narrow::narrow(base, original_task, &named_paths, &steps);
-            // Never narrow to nothing but the answer on the first step, nor to nothing at all.
-            if n.iter().any(|t| t.name() != FINAL_ANSWER) || !steps.is_empty() && !n.is_empty() {
-                Some(n)
-            } else {
-                allowed
-            }
+            super::narrow::narrow_step(base, original_task, &named_paths, &steps).or(allowed)
         } else {
             allowed
         };

@@ -81,6 +81,55 @@ pub fn stem(word: &str) -> &str {
     word
 }
 
+/// The numbers `text` states as quantities: `1,284` (thousands separators), `17.5`, `48` in
+/// `48 MB/s`. A number glued to letters before it or joined by `_`, `-` or `.` to a word
+/// (`H200`, `rtx-4090`, `llama-3.1-8b`, `Q4_K_M`) names a thing, not a quantity, and is left
+/// out; so is one glued to letters after it (`8k`, `70b`) unless `units` (an expression's
+/// `375g`).
+pub fn quantities(text: &str, units: bool) -> Vec<f64> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let glued_before = i > 0
+            && (chars[i - 1].is_alphanumeric()
+                || chars[i - 1] == '_'
+                || (matches!(chars[i - 1], '-' | '.') && i > 1 && chars[i - 2].is_alphanumeric()));
+        let mut digits = String::new();
+        while i < chars.len() {
+            let c = chars[i];
+            let next_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
+            if c.is_ascii_digit() {
+                digits.push(c);
+            } else if c == '.' && next_digit && !digits.contains('.') {
+                digits.push(c);
+            } else if c == ','
+                && chars.len() >= i + 4
+                && chars[i + 1..i + 4].iter().all(char::is_ascii_digit)
+                && chars.get(i + 4).is_none_or(|c| !c.is_ascii_digit())
+                && !digits.contains('.')
+            {
+                // A thousands separator: skip the comma.
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        let glued_after = chars.get(i).is_some_and(|c| c.is_alphabetic() || *c == '_');
+        if glued_before || (glued_after && !units) {
+            continue;
+        }
+        if let Ok(v) = digits.parse::<f64>() {
+            out.push(v);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +150,30 @@ mod tests {
         assert_eq!(stem("bus"), "bus");
         assert_eq!(stem("address"), "address");
         assert_eq!(stem("used"), "used");
+    }
+
+    #[test]
+    fn quantities_are_numbers_not_names() {
+        assert_eq!(
+            quantities(
+                "A warehouse ships 1,284 crates a day, 6 days a week, for 13 weeks.",
+                false
+            ),
+            vec![1284.0, 6.0, 13.0]
+        );
+        assert_eq!(
+            quantities(
+                "Does llama-3.1-8b at Q4_K_M with 8k context fit on an rtx-4090 or H200?",
+                false
+            ),
+            Vec::<f64>::new()
+        );
+        assert_eq!(
+            quantities("2.4 GB at 48 MB/s, 17.5% of it", false),
+            vec![2.4, 48.0, 17.5]
+        );
+        assert_eq!(quantities("375g * 22 / 6", true), vec![375.0, 22.0, 6.0]);
+        assert_eq!(quantities("375g * 22 / 6", false), vec![22.0, 6.0]);
+        assert_eq!(quantities("1,2345 and 3.", false), vec![1.0, 2345.0, 3.0]);
     }
 }

@@ -140,7 +140,9 @@ fn run_ooda(
             "--sensor is for `boyd run --loop ooda` and `boyd resume`: each eval task has its own workspace"
         );
     }
-    let config = args.ooda.config(args.agent.timeout, None)?;
+    let mut config = args.ooda.config(args.agent.timeout, None)?;
+    config.narrow = !args.agent.no_narrow;
+    config.answer = args.agent.answer.into();
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;
     let planner_name = model.name();

@@ -385,9 +385,11 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         args.unsandboxed_shell,
         workspace.as_ref(),
     )?;
-    let config = args
+    let mut config = args
         .ooda
         .config(args.agent.timeout, workspace.as_ref().map(|w| w.root()))?;
+    config.narrow = !args.agent.no_narrow;
+    config.answer = args.agent.answer.into();
     let tools = o::ooda_tools(shell, workspace.as_ref());
     let sensors = args
         .ooda

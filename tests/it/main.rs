@@ -17,6 +17,7 @@ mod kernels;
 mod kv_dtype;
 mod measure;
 mod ooda;
+mod ooda_answer;
 mod ooda_cli;
 mod ooda_sensing;
 mod prompt_examples;

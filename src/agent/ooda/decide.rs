@@ -15,12 +15,13 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::agent::answer::AnswerOutput;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::fingerprint;
 use crate::agent::parse::parse_action;
 use crate::agent::planner::{action_schema, PlannerError};
 use crate::agent::tools::{Tool, Toolset, FINAL_ANSWER};
-use crate::agent::types::Action;
+use crate::agent::types::{Action, Step};
 use crate::lm::{CancelToken, Usage};
 
 use super::risk::{assess_risk, decision_confidence, RiskAssessment};
@@ -80,8 +81,11 @@ impl Candidate {
 pub struct DecideInput<'a> {
     /// The world model.
     pub world: &'a WorldModel,
-    /// The tools.
+    /// The tools (the prompt lists these).
     pub tools: &'a Toolset,
+    /// The tools the output constraint allows this cycle, when narrower than `tools`
+    /// (`agent::narrow`); the prompt stays the same, so its KV prefix is reused.
+    pub allowed: Option<&'a Toolset>,
     /// Most candidates wanted.
     pub n: usize,
     /// Tools left out of this call's output constraint: the last proposals were refused for
@@ -115,6 +119,16 @@ pub trait Decider {
     /// The model's context length, when there is one.
     fn context_window(&self) -> Option<usize> {
         None
+    }
+    /// The final answer to `task` written from the steps' tool outputs (`agent::answer`);
+    /// `None` when this decider cannot (a scripted one) or there is nothing to answer from.
+    fn answer(
+        &mut self,
+        _task: &str,
+        _steps: &[Step],
+        _cancel: &CancelToken,
+    ) -> Result<Option<AnswerOutput>, PlannerError> {
+        Ok(None)
     }
 }
 
@@ -260,6 +274,13 @@ pub struct ScriptedDecider {
     pub seen: Vec<String>,
     /// The tools excluded from each call's constraint.
     pub excluded: Vec<Vec<String>>,
+    /// The tools (name and argument schema) each call's constraint allowed, when narrowed
+    /// (`DecideInput::allowed`).
+    pub allowed: Vec<Option<Vec<(String, Value)>>>,
+    /// Answers the answer step returns, in order (none: the proposed answer stands).
+    answers: VecDeque<String>,
+    /// The tool outputs each answer step was given (one string per step).
+    pub answer_inputs: Vec<Vec<String>>,
 }
 
 impl ScriptedDecider {
@@ -267,9 +288,13 @@ impl ScriptedDecider {
     pub fn new(turns: impl IntoIterator<Item = ScriptedDecision>) -> Self {
         Self {
             turns: turns.into_iter().collect(),
-            seen: Vec::new(),
-            excluded: Vec::new(),
+            ..Self::default()
         }
+    }
+    /// The answer step returns these, one per final answer.
+    pub fn with_answers(mut self, answers: impl IntoIterator<Item = String>) -> Self {
+        self.answers = answers.into_iter().collect();
+        self
     }
     /// Calls made.
     pub fn calls(&self) -> usize {
@@ -281,6 +306,11 @@ impl Decider for ScriptedDecider {
     fn propose(&mut self, input: &DecideInput<'_>) -> Result<Proposal, PlannerError> {
         self.seen.push(input.world.render());
         self.excluded.push(input.exclude.to_vec());
+        self.allowed.push(input.allowed.map(|t| {
+            t.iter()
+                .map(|t| (t.name().to_string(), t.args_schema()))
+                .collect()
+        }));
         match self
             .turns
             .pop_front()
@@ -311,6 +341,22 @@ impl Decider for ScriptedDecider {
     }
     fn name(&self) -> String {
         "scripted".into()
+    }
+    fn answer(
+        &mut self,
+        _task: &str,
+        steps: &[Step],
+        _cancel: &CancelToken,
+    ) -> Result<Option<AnswerOutput>, PlannerError> {
+        let Some(answer) = self.answers.pop_front() else {
+            return Ok(None);
+        };
+        self.answer_inputs
+            .push(steps.iter().map(|s| s.observation.text.clone()).collect());
+        Ok(Some(AnswerOutput {
+            answer,
+            usage: Usage::default(),
+        }))
     }
 }
 

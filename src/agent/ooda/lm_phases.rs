@@ -7,13 +7,15 @@
 //! KV prefix when the phases alternate. A backend that refuses the output constraint is asked
 //! again without it; an unparseable proposal is retried with the parse error fed back.
 
+use crate::agent::answer::{write_answer, AnswerOutput};
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
 use crate::agent::planner::{schema_signature, PlannerError};
 use crate::agent::tools::{truncate_str, Toolset, FINAL_ANSWER};
+use crate::agent::types::Step;
 use crate::lm::{
-    ChatMessage, Constraint, GenOutput, GenRequest, LanguageModel, LmError, Role, SamplingParams,
-    Usage,
+    CancelToken, ChatMessage, Constraint, GenOutput, GenRequest, LanguageModel, LmError, Role,
+    SamplingParams, Usage,
 };
 
 use super::decide::{narrowed, parse_proposal, proposal_schema, DecideInput, Decider, Proposal};
@@ -105,14 +107,14 @@ impl<'m> ModelPhases<'m> {
     /// named at the end of the user message.
     pub fn decide_request(&self, input: &DecideInput<'_>) -> GenRequest {
         let mut user = format!("World model:\n{}", input.world.render());
-        let allowed = narrowed(input.tools, input.exclude);
-        if allowed.len() < input.tools.len() {
-            let out: Vec<&str> = input
-                .tools
-                .iter()
-                .map(|t| t.name())
-                .filter(|n| allowed.get(n).is_none())
-                .collect();
+        let allowed = narrowed(input.allowed.unwrap_or(input.tools), input.exclude);
+        let out: Vec<&str> = input
+            .tools
+            .iter()
+            .map(|t| t.name())
+            .filter(|n| *n != FINAL_ANSWER && input.exclude.iter().any(|e| e == n))
+            .collect();
+        if !out.is_empty() {
             user.push_str(&format!(
                 "Not available for this proposal (refused above): {}. Choose another tool, or {FINAL_ANSWER} if the world model holds the answer.\n",
                 out.join(", ")
@@ -279,6 +281,21 @@ impl Decider for ModelPhases<'_> {
     }
     fn context_window(&self) -> Option<usize> {
         Some(self.model.context_length())
+    }
+    fn answer(
+        &mut self,
+        task: &str,
+        steps: &[Step],
+        cancel: &CancelToken,
+    ) -> Result<Option<AnswerOutput>, PlannerError> {
+        write_answer(
+            &mut *self.model,
+            &SamplingParams::default(),
+            task,
+            steps,
+            None,
+            cancel,
+        )
     }
 }
 

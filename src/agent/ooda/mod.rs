@@ -159,6 +159,12 @@ pub struct OodaConfig {
     pub observation_limit: usize,
     /// Memory entries retrieved per cycle.
     pub memory_k: usize,
+    /// Shape the tools for the workspace and narrow the Decide constraint each cycle, as the
+    /// ReAct loop does (`agent::narrow`).
+    pub narrow: bool,
+    /// Who writes the final answer: the answer step over the tool outputs (the default, as in
+    /// ReAct) or the chosen `final_answer` candidate.
+    pub answer: crate::agent::answer::AnswerMode,
 }
 
 impl Default for OodaConfig {
@@ -179,6 +185,8 @@ impl Default for OodaConfig {
             builtin_sensors: true,
             observation_limit: super::condense::DEFAULT_LIMIT,
             memory_k: 3,
+            narrow: true,
+            answer: crate::agent::answer::AnswerMode::default(),
         }
     }
 }
@@ -411,6 +419,14 @@ impl Decider for SplitPhases<'_> {
     }
     fn context_window(&self) -> Option<usize> {
         self.decider.context_window()
+    }
+    fn answer(
+        &mut self,
+        task: &str,
+        steps: &[crate::agent::types::Step],
+        cancel: &crate::lm::CancelToken,
+    ) -> Result<Option<crate::agent::answer::AnswerOutput>, PlannerError> {
+        self.decider.answer(task, steps, cancel)
     }
 }
 

@@ -327,6 +327,40 @@ impl WorldModel {
             .filter(|c| c.severity == Severity::High && !c.resolved)
     }
 
+    /// Split the orienter's claims into those it may write and those whose key names an
+    /// observation: a fact a sensor or a tool output wrote (`sensor …`, `action N`) is the
+    /// world's own reading and is only rewritten by the world. A 0.5B orienter, shown the known
+    /// keys, reuses them for unrelated values ("host memory for the model" = "160 bytes");
+    /// taken as claims, those paused runs for review on a contradiction nobody observed.
+    pub fn interpretable(
+        &self,
+        claims: Vec<FactClaim>,
+    ) -> (Vec<FactClaim>, Vec<(FactClaim, String)>) {
+        let mut kept = Vec::new();
+        let mut refused = Vec::new();
+        for c in claims {
+            match self.facts.get(&normalize(&c.key)) {
+                Some(f) if Self::observed(&f.source) => {
+                    let source = f.source.clone();
+                    refused.push((c, source));
+                }
+                _ => kept.push(c),
+            }
+        }
+        (kept, refused)
+    }
+
+    /// Whether a fact source is an observation of the world (a sensor or a tool output).
+    pub fn observed(source: &str) -> bool {
+        matches!(
+            ContradictionKind::of_source(source),
+            ContradictionKind::ToolOutput
+                | ContradictionKind::Sensor
+                | ContradictionKind::HostMemory
+                | ContradictionKind::ModelContext
+        )
+    }
+
     /// Check claims against the known facts, then apply those that do not contradict a
     /// high-confidence fact.
     pub fn apply_claims(
@@ -621,6 +655,35 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_orienter_does_not_rewrite_what_sensors_and_tools_observed() {
+        let mut w = WorldModel::new("t", 10.0, None);
+        let mut r = OrientReport::default();
+        w.apply_claims(
+            &[FactClaim::new("host memory for the model", "enough", 0.9)],
+            HOST_MEMORY_SOURCE,
+            1,
+            false,
+            &mut r,
+        );
+        w.apply_claims(
+            &[FactClaim::new("qty", "845", 0.5)],
+            "model",
+            1,
+            false,
+            &mut r,
+        );
+        let (kept, refused) = w.interpretable(vec![
+            FactClaim::new("Host memory for the model", "160 bytes", 0.9),
+            FactClaim::new("qty", "846", 0.5),
+            FactClaim::new("name", "hex bolt M8", 0.5),
+        ]);
+        let kept: Vec<&str> = kept.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(kept, vec!["qty", "name"]);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].1, HOST_MEMORY_SOURCE);
+    }
 
     #[test]
     fn contradiction_is_checked_before_update() {

@@ -116,10 +116,12 @@ pub struct SizeModel {
 }
 
 impl Default for SizeModel {
-    /// The arguments a small model gets: model, hw, ctx; the quantization is the catalog
-    /// entry's (Q4_K_M for most), named in the observation. A greedy small model fills every
-    /// optional argument it is offered (measured: it set `kv_type` to `q4_0`, `config` to a
-    /// file that did not exist, and `quant` to F16, BF16 or "1.25" for a Q4_K_M question).
+    /// model, hw, ctx, quant and kv_type; without `quant` the catalog entry's (Q4_K_M for
+    /// most) is used and named in the observation. A greedy small model fills every optional
+    /// argument it is offered (measured: it set `kv_type` to `q4_0`, `config` to a file that
+    /// did not exist, and `quant` to F16, BF16 or "1.25" for a Q4_K_M question), so the agent
+    /// loops offer `quant` and `kv_type` only when the task names a value (`agent::narrow`,
+    /// rule 4), and `config` not at all.
     fn default() -> Self {
         Self {
             models: catalog_names(),
@@ -130,8 +132,8 @@ impl Default for SizeModel {
 }
 
 impl SizeModel {
-    /// Also offer `quant`, `kv_type` and `config` (a Hugging Face config.json in the
-    /// workspace), for planners that leave optional arguments alone.
+    /// Also offer `config` (a Hugging Face config.json in the workspace), for planners that
+    /// leave optional arguments alone.
     pub fn extended() -> Self {
         Self {
             extended: true,
@@ -180,8 +182,6 @@ impl Tool for SizeModel {
         if !self.extended {
             if let Some(p) = schema["properties"].as_object_mut() {
                 p.remove("config");
-                p.remove("kv_type");
-                p.remove("quant");
             }
         }
         schema

@@ -18,6 +18,7 @@ use super::super::world;
 use super::super::world::{normalize, FactClaim};
 use super::super::{OodaError, OodaEvent, OodaOutcome, OodaState};
 use super::{Choice, Driver, Flow, Terminal};
+use crate::agent::answer::AnswerMode;
 use crate::agent::approval;
 use crate::agent::audit::{AuditEvent, OutcomeStatus};
 use crate::agent::condense::{sha256_hex, Condenser};
@@ -34,11 +35,12 @@ impl Driver<'_, '_> {
     pub(super) async fn act(&mut self, cycle: usize, choice: Choice) -> Result<Flow, OodaError> {
         let a = &choice.assessment;
         if a.is_final {
-            let text = match a.args.get("answer") {
+            let proposed = match a.args.get("answer") {
                 Some(serde_json::Value::String(t)) => t.clone(),
                 Some(other) => other.to_string(),
                 None => String::new(),
             };
+            let text = self.answer_step(cycle)?.unwrap_or(proposed);
             self.act_final(a, &choice.record, &text, cycle, choice.implicit)?;
             self.answer = Some(text);
             return Ok(Flow::Stop(Terminal {
@@ -64,6 +66,36 @@ impl Driver<'_, '_> {
                 }
             },
         )
+    }
+
+    /// The answer written from this session's tool outputs (`agent::answer`), when the answer
+    /// mode asks for it and there is something to answer from; the decider's usage is counted.
+    /// A failed answer step leaves the proposed answer in place.
+    fn answer_step(&mut self, cycle: usize) -> Result<Option<String>, OodaError> {
+        if self.ooda.config.answer != AnswerMode::Observations || self.steps.is_empty() {
+            return Ok(None);
+        }
+        let out = self
+            .ooda
+            .phases
+            .decider()
+            .answer(&self.s.task, &self.steps, &self.ooda.cancel);
+        match out {
+            Ok(Some(o)) => {
+                self.s.add_usage(&o.usage);
+                self.s.log(
+                    "answer",
+                    cycle,
+                    &serde_json::json!({"answer": o.answer, "generated_tokens": o.usage.generated_tokens}),
+                )?;
+                Ok(Some(o.answer))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                tracing::warn!("answer step failed ({e}); keeping the proposed answer");
+                Ok(None)
+            }
+        }
     }
 
     /// Run a chosen tool action. `Ok(Err(reason))` when its approval token was refused at the
@@ -179,7 +211,7 @@ impl Driver<'_, '_> {
         }
         .condense(kind, report.output.clone(), &dir)
         .unwrap_or_else(|_| Observation::new(kind, truncate_str(&report.output, 1500)));
-        s.run_dir.append(&Record::Step(Step {
+        let step = Step {
             index: id as usize,
             thought: a.thought.clone(),
             action: Some(Action::tool(&report.tool, report.args.clone())),
@@ -192,7 +224,10 @@ impl Driver<'_, '_> {
                 total_s: t0.elapsed().as_secs_f64(),
             },
             usage: Usage::default(),
-        }))?;
+        };
+        s.run_dir.append(&Record::Step(step.clone()))?;
+        self.steps.push(step);
+        let s = &mut self.s;
         s.log("act", cycle, &report)?;
         (s.on_event)(&OodaEvent::Acted { report: &report });
         s.new_action = Some(report);

@@ -34,9 +34,11 @@ use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
 use crate::agent::audit::{AuditEvent, AuditSink};
 use crate::agent::guard::canonical_json;
+use crate::agent::narrow;
 use crate::agent::planner::PlannerError;
 use crate::agent::rundir::{utc_timestamp, RunDir};
-use crate::agent::tools::{truncate_str, ToolContext};
+use crate::agent::tools::{truncate_str, ToolContext, Toolset};
+use crate::agent::types::Step;
 
 /// How a session ended, before it is saved.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,6 +190,12 @@ pub(super) struct Driver<'a, 'e> {
     /// Claims an action made about the world (a read file's content hash), applied in the next
     /// Orient before the sensors' readings.
     action_claims: Vec<(FactClaim, String)>,
+    /// The tools as the prompts list them: shaped for the workspace (`agent::narrow::shape`).
+    tools: Toolset,
+    /// The files and folders the task names (narrowing's rule 2).
+    named_paths: Vec<String>,
+    /// This session's tool steps, for narrowing and the answer step.
+    steps: Vec<Step>,
 }
 
 impl<'a, 'e> Driver<'a, 'e> {
@@ -220,7 +228,23 @@ impl<'a, 'e> Driver<'a, 'e> {
             blob_dir: s.run_dir.blob_dir(),
             cancel: ooda.cancel.clone(),
         };
+        let (tools, named_paths) = if ooda.config.narrow {
+            (
+                narrow::shape(
+                    ooda.tools,
+                    ooda.workspace.as_ref().map(|w| w.root()),
+                    &s.task,
+                    true,
+                ),
+                narrow::named_paths(&s.task),
+            )
+        } else {
+            (ooda.tools.clone(), Vec::new())
+        };
         Self {
+            tools,
+            named_paths,
+            steps: Vec::new(),
             ooda,
             s,
             sensing,
@@ -332,7 +356,7 @@ impl<'a, 'e> Driver<'a, 'e> {
                 world: &self.s.world,
                 observation: obs,
                 last_action: self.s.new_action.as_ref(),
-                tools: self.ooda.tools,
+                tools: &self.tools,
                 candidates: self.ooda.config.candidates,
                 cancel: &self.ooda.cancel,
             };
@@ -378,8 +402,15 @@ impl<'a, 'e> Driver<'a, 'e> {
                 .apply_claims(&rule_claims(Some(&a)), &src, cycle, false, &mut report);
         }
         let name = self.ooda.phases.orienter().name();
+        let (claims, refused) = s.world.interpretable(extraction.claims);
+        for (c, owner) in refused {
+            report.extraction_errors.push(format!(
+                "left out {} = {:?}: that key is an observation ({owner}), not the model's to rewrite",
+                c.key, c.value
+            ));
+        }
         s.world
-            .apply_claims(&extraction.claims, &name, cycle, false, &mut report);
+            .apply_claims(&claims, &name, cycle, false, &mut report);
         for c in &report.contradictions {
             s.counters.contradictions += 1;
             s.audit.record(
@@ -554,10 +585,16 @@ impl<'a, 'e> Driver<'a, 'e> {
     fn model_decision(&mut self, cycle: usize) -> Result<DecisionRecord, PlannerError> {
         self.s.counters.decide_calls += 1;
         let tools = self.ooda.tools;
+        let allowed = if self.ooda.config.narrow {
+            narrow::narrow_step(&self.tools, &self.s.task, &self.named_paths, &self.steps)
+        } else {
+            None
+        };
         let proposal = {
             let input = DecideInput {
                 world: &self.s.world,
-                tools,
+                tools: &self.tools,
+                allowed: allowed.as_ref(),
                 n: self.ooda.config.candidates,
                 exclude: &self.exclude,
                 cancel: &self.ooda.cancel,

@@ -1,0 +1,137 @@
+//! OODA shares ReAct's answer step and step-by-step narrowing: the final answer is written from
+//! the tool outputs (not copied from the Decide proposal), and the Decide constraint is narrowed
+//! to what the task names and what has not been done yet.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use boyd::agent::answer::AnswerMode;
+use boyd::agent::ooda::decide::{Candidate, ScriptedDecider, ScriptedDecision};
+use boyd::agent::ooda::orient::ScriptedOrienter;
+use boyd::agent::ooda::{Ooda, OodaConfig, OodaOutcome, OodaState};
+use boyd::agent::rundir::RunDir;
+use boyd::agent::tools::{Sandbox, Toolset};
+use boyd::lm::CancelToken;
+
+struct Case {
+    _dir: tempfile::TempDir,
+    home: std::path::PathBuf,
+    ws: Sandbox,
+}
+
+fn case(files: &[(&str, &str)]) -> Case {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&ws).expect("ws");
+    for (p, c) in files {
+        std::fs::write(ws.join(p), c).expect("write");
+    }
+    let ws = Sandbox::new(&ws).expect("sandbox");
+    Case {
+        _dir: dir,
+        home,
+        ws,
+    }
+}
+
+async fn run(
+    c: &Case,
+    task: &str,
+    decider: &mut ScriptedDecider,
+    config: OodaConfig,
+) -> OodaOutcome {
+    let tools = Toolset::builtin(None).for_workspace(true);
+    let mut orienter = ScriptedOrienter::new([]);
+    let mut ooda = Ooda::new(decider, &mut orienter, &tools, CancelToken::new());
+    ooda.config = OodaConfig {
+        sensor_timeout: Duration::from_millis(500),
+        ..config
+    };
+    ooda.workspace = Some(c.ws.clone());
+    let run_dir = RunDir::create(&c.home).expect("run dir");
+    ooda.run(task, run_dir, &mut |_| {}).await.expect("run")
+}
+
+fn read(path: &str) -> ScriptedDecision {
+    ScriptedDecision::Propose(vec![Candidate::tool("read_file", json!({ "path": path }))])
+}
+
+fn answer(text: &str) -> ScriptedDecision {
+    ScriptedDecision::Propose(vec![Candidate::answer(text)])
+}
+
+#[tokio::test]
+async fn the_answer_step_writes_the_final_answer_from_the_tool_outputs() {
+    let c = case(&[("config.toml", "[server]\nport = 8080\n")]);
+    let task = "Which port does the server in config.toml listen on?";
+    let mut d = ScriptedDecider::new([read("config.toml"), answer("<the value>")])
+        .with_answers(["8080".to_string()]);
+    let out = run(&c, task, &mut d, OodaConfig::default()).await;
+    assert_eq!(out.state, OodaState::Completed);
+    assert_eq!(out.answer.as_deref(), Some("8080"));
+    // The answer step saw the file's content.
+    assert_eq!(d.answer_inputs.len(), 1);
+    assert!(d.answer_inputs[0][0].contains("port = 8080"));
+    let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phase log");
+    assert!(phases.contains("\"phase\":\"answer\""), "{phases}");
+
+    // With `--answer planner` the proposed answer stands.
+    let mut d = ScriptedDecider::new([read("config.toml"), answer("port 8080")])
+        .with_answers(["ignored".to_string()]);
+    let config = OodaConfig {
+        answer: AnswerMode::Planner,
+        ..OodaConfig::default()
+    };
+    let out = run(&c, task, &mut d, config).await;
+    assert_eq!(out.answer.as_deref(), Some("port 8080"));
+    assert!(d.answer_inputs.is_empty());
+}
+
+#[tokio::test]
+async fn an_answer_with_nothing_observed_is_the_proposed_one() {
+    let c = case(&[("a.txt", "x")]);
+    let mut d = ScriptedDecider::new([answer("4")]).with_answers(["never".to_string()]);
+    let out = run(&c, "What is 2 + 2?", &mut d, OodaConfig::default()).await;
+    assert_eq!(out.answer.as_deref(), Some("4"));
+    assert!(d.answer_inputs.is_empty());
+}
+
+#[tokio::test]
+async fn the_decide_constraint_is_narrowed_to_the_named_file_and_not_offered_again() {
+    let c = case(&[("notes.txt", "alpha\n"), ("other.txt", "beta\n")]);
+    let task = "What does notes.txt say?";
+    let mut d = ScriptedDecider::new([read("notes.txt"), answer("alpha")]);
+    let out = run(&c, task, &mut d, OodaConfig::default()).await;
+    assert_eq!(out.state, OodaState::Completed);
+    assert_eq!(d.allowed.len(), 2);
+    let paths = |cycle: usize| -> Option<Vec<String>> {
+        let tools = d.allowed[cycle].as_ref().expect("narrowed");
+        let (_, schema) = tools.iter().find(|(n, _)| n == "read_file")?;
+        Some(
+            schema["properties"]["path"]["enum"]
+                .as_array()
+                .expect("typed paths")
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+        )
+    };
+    // First cycle: the file the task names comes first (rule 2).
+    assert_eq!(paths(0), Some(vec!["notes.txt".to_string()]));
+    // Second cycle: notes.txt was read; read_file is offered for the other file only.
+    let second = paths(1).expect("read_file still offered");
+    assert!(!second.iter().any(|p| p == "notes.txt"), "{second:?}");
+    assert!(second.iter().any(|p| p == "other.txt"), "{second:?}");
+
+    // Without narrowing, the constraint is the prompt's tool set.
+    let mut d = ScriptedDecider::new([read("notes.txt"), answer("alpha")]);
+    let config = OodaConfig {
+        narrow: false,
+        ..OodaConfig::default()
+    };
+    run(&c, task, &mut d, config).await;
+    assert!(d.allowed.iter().all(Option::is_none));
+}
