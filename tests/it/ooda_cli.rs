@@ -21,6 +21,27 @@ struct Script {
     requests: Vec<Value>,
     /// Called with the request number (0-based) before the reply is sent.
     hook: Option<Box<dyn FnMut(usize) + Send>>,
+    /// Bodies of the answer-step requests (`agent::answer`), kept apart from the phases'.
+    answer_requests: Vec<Value>,
+    /// The answer of the last `final_answer` candidate served: what the answer step replies.
+    last_answer: Option<String>,
+}
+
+/// Whether a completion request is the answer step's (its system prompt).
+fn is_answer_step(body: &Value) -> bool {
+    body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|c| c == boyd::agent::answer::ANSWER_SYSTEM)
+}
+
+/// The answer of a reply's first `final_answer` candidate.
+fn final_answer_of(reply: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(reply).ok()?;
+    v["candidates"]
+        .as_array()?
+        .iter()
+        .find(|c| c["tool"] == "final_answer")
+        .and_then(|c| c["args"]["answer"].as_str().map(str::to_string))
 }
 
 /// A scripted OpenAI-compatible server on a free local port.
@@ -70,6 +91,8 @@ impl ScriptedServer {
             replies: replies.iter().map(Value::to_string).collect(),
             requests: Vec::new(),
             hook,
+            answer_requests: Vec::new(),
+            last_answer: None,
         }));
         let s = script.clone();
         std::thread::spawn(move || {
@@ -88,18 +111,36 @@ impl ScriptedServer {
                 }
                 let content = {
                     let mut g = s.lock().expect("script");
+                    let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                    if is_answer_step(&body) {
+                        // The answer step copies the answer the Decide step proposed.
+                        g.answer_requests.push(body);
+                        let a = g.last_answer.clone().unwrap_or_else(|| "no answer".into());
+                        drop(g);
+                        let reply = json!({
+                            "id": "x",
+                            "object": "chat.completion",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": a}, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                        });
+                        respond(&mut stream, &reply.to_string());
+                        continue;
+                    }
                     let n = g.requests.len();
-                    g.requests
-                        .push(serde_json::from_str(&body).unwrap_or(Value::Null));
+                    g.requests.push(body);
                     if let Some(h) = g.hook.as_mut() {
                         h(n);
                     }
-                    if g.replies.is_empty() {
+                    let reply = if g.replies.is_empty() {
                         // Out of script: an answer that ends the run.
                         json!({"candidates": [{"thought": "out of script", "tool": "final_answer", "args": {"answer": "out of script"}}]}).to_string()
                     } else {
                         g.replies.remove(0)
+                    };
+                    if let Some(a) = final_answer_of(&reply) {
+                        g.last_answer = Some(a);
                     }
+                    reply
                 };
                 let reply = json!({
                     "id": "x",
@@ -113,9 +154,14 @@ impl ScriptedServer {
         Self { url, script }
     }
 
-    /// The completion requests received so far.
+    /// The completion requests received so far (the answer step's left out).
     fn requests(&self) -> Vec<Value> {
         self.script.lock().expect("script").requests.clone()
+    }
+
+    /// The answer-step requests received so far.
+    fn answer_requests(&self) -> Vec<Value> {
+        self.script.lock().expect("script").answer_requests.clone()
     }
 }
 
@@ -234,6 +280,12 @@ fn the_cli_runs_a_scripted_model_through_the_builder() {
     assert_eq!(v["state"], "completed", "{v}");
     assert_eq!(v["answer"], "42");
     assert_eq!(server.requests().len(), 2, "one Decide call per cycle");
+    // The answer step ran over the calculator's output.
+    let answer_requests = server.answer_requests();
+    assert_eq!(answer_requests.len(), 1);
+    assert!(answer_requests[0]["messages"][1]["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("calculator") && c.contains("42")));
     assert!(phase_log(&dir).contains("\"phase\":\"act\""));
     // The budget is debited by the risk the calculator took: cost 1 × (1 + uncertainty 0.1),
     // not by its cost plus running time.

@@ -40,7 +40,13 @@ impl Driver<'_, '_> {
                 Some(other) => other.to_string(),
                 None => String::new(),
             };
-            let text = self.answer_step(cycle)?.unwrap_or(proposed);
+            // An answer taken by implicit guidance skips the model, the answer step included.
+            let written = if choice.implicit {
+                None
+            } else {
+                self.answer_step(cycle)?
+            };
+            let text = written.unwrap_or(proposed);
             self.act_final(a, &choice.record, &text, cycle, choice.implicit)?;
             self.answer = Some(text);
             return Ok(Flow::Stop(Terminal {
