@@ -598,7 +598,7 @@ async fn implicit_guidance_learns_a_verified_poll_in_the_same_state() {
         &mut o,
         |ooda| {
             ooda.config.max_loops = 4;
-            ooda.postconditions = PostConditions::builtin().with("status", |_, out, _| {
+            ooda.postconditions = PostConditions::new().with("status", |_, out, _| {
                 if out == "pending" || out == "done" {
                     Ok(())
                 } else {
@@ -640,7 +640,7 @@ async fn act_times_out_and_discrepancies_become_signals() {
         |ooda| {
             ooda.config.action_timeout = Duration::from_millis(100);
             ooda.postconditions =
-                PostConditions::builtin().with("odd", |_, _, _| Err("promise broken".into()));
+                PostConditions::new().with("odd", |_, _, _| Err("promise broken".into()));
         },
         env.run_dir(),
     )

@@ -170,6 +170,38 @@ impl ToolContext {
     }
 }
 
+/// What a tool's post-condition says about a call that returned: whether the world is as the
+/// call promised (the OODA act phase checks it after the call; ReAct does not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// The tool declares no post-condition.
+    Undeclared,
+    /// The world is as promised.
+    Holds,
+    /// It is not: what differs, in words.
+    Broken(String),
+}
+
+impl From<Result<(), String>> for Verification {
+    fn from(r: Result<(), String>) -> Self {
+        match r {
+            Ok(()) => Verification::Holds,
+            Err(d) => Verification::Broken(d),
+        }
+    }
+}
+
+/// What a tool adds to the OODA Decide prompt while it is offered: a line for the rules and
+/// worked examples in the Decide reply format, each ending in a newline. The prompt joins the
+/// hints of the offered tools in tool order (`ooda::lm_phases::decide_system_prompt`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptHint {
+    /// One rule, `"- ...\n"`.
+    pub rule: Option<&'static str>,
+    /// Worked examples, `"Example N:\n..."`.
+    pub examples: Option<&'static str>,
+}
+
 /// A tool with another argument schema (an enum of workspace paths, a narrowed enum): the
 /// constraint changes, the tool and everything else it declares stay the same.
 pub struct WithSchema {
@@ -208,6 +240,12 @@ impl Tool for WithSchema {
     }
     fn intent_words(&self) -> Vec<String> {
         self.inner.intent_words()
+    }
+    fn verify(&self, args: &serde_json::Value, output: &str, ctx: &ToolContext) -> Verification {
+        self.inner.verify(args, output, ctx)
+    }
+    fn prompt_hint(&self) -> PromptHint {
+        self.inner.prompt_hint()
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         self.inner.call(args, ctx)
@@ -253,6 +291,15 @@ pub trait Tool: Send + Sync {
             v.push(first.to_string());
         }
         v
+    }
+    /// The post-condition of a call that returned `output`: checked against the world (the
+    /// workspace through `ctx`) after the call. Default: none declared.
+    fn verify(&self, _args: &serde_json::Value, _output: &str, _ctx: &ToolContext) -> Verification {
+        Verification::Undeclared
+    }
+    /// What the tool adds to the OODA Decide prompt while it is offered. Default: nothing.
+    fn prompt_hint(&self) -> PromptHint {
+        PromptHint::default()
     }
     /// Run it.
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError>;
