@@ -108,30 +108,6 @@ impl PostConditions {
     }
 }
 
-/// Wrap a scalar argument into the tool's single required property; `null` becomes `{}`.
-pub fn normalize_args(tool: &dyn Tool, args: Value) -> Value {
-    match args {
-        Value::Object(_) => args,
-        Value::Null => Value::Object(serde_json::Map::new()),
-        scalar => {
-            let schema = tool.args_schema();
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match required.as_slice() {
-                [only] => {
-                    let mut m = serde_json::Map::new();
-                    m.insert((*only).to_string(), scalar);
-                    Value::Object(m)
-                }
-                _ => scalar,
-            }
-        }
-    }
-}
-
 /// One action to run.
 pub struct ActRequest {
     /// Action id.

@@ -315,6 +315,33 @@ pub fn parse_args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, Too
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("bad arguments: {e}.")))
 }
 
+/// The arguments a model gave, as an object: a scalar goes into the tool's single required
+/// property (`{"tool": "calculator", "args": "2+2"}` works); `null` becomes `{}`. Both loops
+/// call it before a tool runs.
+pub fn normalize_args(tool: &dyn Tool, args: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match args {
+        Value::Object(_) => args,
+        Value::Null => Value::Object(serde_json::Map::new()),
+        scalar => {
+            let schema = tool.args_schema();
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match required.as_slice() {
+                [only] => {
+                    let mut m = serde_json::Map::new();
+                    m.insert((*only).to_string(), scalar);
+                    Value::Object(m)
+                }
+                _ => scalar,
+            }
+        }
+    }
+}
+
 /// The `final_answer` tool: ends the run with an answer. The loop treats a call to it as
 /// `Action::Final`; `call` only echoes the answer.
 #[derive(Debug, Default, Clone, Copy)]
@@ -501,5 +528,25 @@ pub(crate) fn rel_display(root: &Path, p: &Path) -> String {
         ".".to_string()
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalize_args_wraps_a_scalar_into_the_only_required_property() {
+        assert_eq!(
+            normalize_args(&Calculator, json!("2+2")),
+            json!({"expression": "2+2"})
+        );
+        assert_eq!(normalize_args(&Calculator, json!(null)), json!({}));
+        let obj = json!({"expression": "1"});
+        assert_eq!(normalize_args(&Calculator, obj.clone()), obj);
+        // No single required property: the scalar is left for the tool to refuse.
+        assert_eq!(normalize_args(&ListDir, json!(".")), json!("."));
+        assert_eq!(normalize_args(&ReadBlob, json!(3)), json!({"blob": 3}));
     }
 }

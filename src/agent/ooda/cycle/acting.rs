@@ -121,7 +121,7 @@ impl Driver<'_, '_> {
         let why = self.why(record)?;
         let s = &mut self.s;
         let t0 = Instant::now();
-        let args = act::normalize_args(tool.as_ref(), a.args.clone());
+        let args = crate::agent::tools::normalize_args(tool.as_ref(), a.args.clone());
         let id = s.next_action_id;
         s.next_action_id += 1;
         let report = act::execute(
