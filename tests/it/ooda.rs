@@ -132,6 +132,28 @@ fn propose(c: Vec<Candidate>) -> ScriptedDecision {
     ScriptedDecision::Propose(c)
 }
 
+/// A proposal of one tool call.
+fn call(tool: &str, args: serde_json::Value) -> ScriptedDecision {
+    propose(vec![Candidate::tool(tool, args)])
+}
+
+/// The set-up of a run in `ws` that can check approval tokens (`key`).
+fn in_workspace_with_key(ws: Sandbox) -> impl FnOnce(&mut Ooda<'_>) {
+    move |ooda| {
+        ooda.workspace = Some(ws);
+        ooda.approval_key = Some(key());
+    }
+}
+
+/// A sensor that answers (`mode` 0), fails (1) or hangs (2).
+fn sensor(name: &'static str, critical: bool, mode: u8) -> Arc<dyn Sensor> {
+    Arc::new(TestSensor {
+        name,
+        critical,
+        mode,
+    })
+}
+
 fn key() -> ApprovalKey {
     ApprovalKey::from_bytes([42; 32])
 }
@@ -290,21 +312,9 @@ async fn escalated_when_critical_sensors_fail_without_asking_the_model() {
         &mut o,
         |ooda| {
             ooda.sensors = vec![
-                Arc::new(TestSensor {
-                    name: "eyes",
-                    critical: true,
-                    mode: 1,
-                }),
-                Arc::new(TestSensor {
-                    name: "ears",
-                    critical: true,
-                    mode: 1,
-                }),
-                Arc::new(TestSensor {
-                    name: "nose",
-                    critical: true,
-                    mode: 1,
-                }),
+                sensor("eyes", true, 1),
+                sensor("ears", true, 1),
+                sensor("nose", true, 1),
             ];
         },
         env.run_dir(),
@@ -337,13 +347,7 @@ async fn failing_noncritical_sensor_is_recorded_without_lowering_confidence() {
         &tools,
         &mut d,
         &mut o,
-        |ooda| {
-            ooda.sensors = vec![Arc::new(TestSensor {
-                name: "flaky",
-                critical: false,
-                mode: 1,
-            })]
-        },
+        |ooda| ooda.sensors = vec![sensor("flaky", false, 1)],
         env.run_dir(),
     )
     .await;
@@ -371,11 +375,7 @@ async fn hanging_sensor_times_out_and_the_loop_goes_on() {
         &mut d,
         &mut o,
         |ooda| {
-            ooda.sensors = vec![Arc::new(TestSensor {
-                name: "stuck",
-                critical: false,
-                mode: 2,
-            })];
+            ooda.sensors = vec![sensor("stuck", false, 2)];
             ooda.config.sensor_timeout = Duration::from_millis(100);
         },
         env.run_dir(),
@@ -446,10 +446,7 @@ async fn budget_exhaustion_stops_before_the_over_budget_action_runs() {
     let calls = costly.counter();
     let tools = Toolset::builtin(None).with(costly);
     // Budget 3.5: the calculator (1 + running time) fits, then `costly` (3) no longer does.
-    let mut d = ScriptedDecider::new([
-        propose(vec![calc("2 + 2")]),
-        propose(vec![Candidate::tool("costly", json!({}))]),
-    ]);
+    let mut d = ScriptedDecider::new([propose(vec![calc("2 + 2")]), call("costly", json!({}))]);
     let mut o = ScriptedOrienter::new([]);
     let (r, _) = run_scripted(
         "t",
@@ -478,7 +475,7 @@ async fn budget_exhaustion_stops_before_the_over_budget_action_runs() {
         .any(|r| matches!(&r.event, AuditEvent::Intent { tool, .. } if tool == "costly")));
     // Resuming with more budget runs it.
     let mut d2 = ScriptedDecider::new([
-        propose(vec![Candidate::tool("costly", json!({}))]),
+        call("costly", json!({})),
         propose(vec![Candidate::answer("done")]),
     ]);
     let mut orienter = ScriptedOrienter::new([]);
@@ -586,10 +583,7 @@ async fn implicit_guidance_learns_a_verified_poll_in_the_same_state() {
     status.polls = true;
     let calls = status.counter();
     let tools = Toolset::builtin(None).with(status);
-    let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool("status", json!({}))]),
-        propose(vec![Candidate::tool("status", json!({}))]),
-    ]);
+    let mut d = ScriptedDecider::new([call("status", json!({})), call("status", json!({}))]);
     let mut o = ScriptedOrienter::new([]);
     let (r, _) = run_scripted(
         "wait for the job",
@@ -627,8 +621,8 @@ async fn act_times_out_and_discrepancies_become_signals() {
     let odd = Counted::new("odd", "not what was promised");
     let tools = Toolset::builtin(None).with(slow).with(odd);
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool("slow", json!({}))]),
-        propose(vec![Candidate::tool("odd", json!({}))]),
+        call("slow", json!({})),
+        call("odd", json!({})),
         propose(vec![Candidate::answer("x")]),
     ]);
     let mut o = ScriptedOrienter::new([]);
@@ -684,7 +678,7 @@ async fn a_failed_audit_write_stops_the_agent_before_the_action() {
     let t = Counted::new("t", "ran");
     let calls = t.counter();
     let tools = Toolset::builtin(None).with(t);
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("t", json!({}))])]);
+    let mut d = ScriptedDecider::new([call("t", json!({}))]);
     let mut o = ScriptedOrienter::new([]);
     let (r, _) = run_scripted(
         "t",
@@ -717,7 +711,7 @@ async fn gated() -> Gated {
     let launch = Counted::new("launch", "launched").irreversible();
     let calls = launch.counter();
     let tools = Toolset::builtin(None).with(launch);
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("launch", json!({"n": 1}))])]);
+    let mut d = ScriptedDecider::new([call("launch", json!({"n": 1}))]);
     let mut o = ScriptedOrienter::new([]);
     let (r, _) = run_scripted(
         "launch it",
@@ -819,7 +813,7 @@ async fn irreversible_action_waits_for_a_token_and_refuses_forged_tampered_expir
         assert_eq!(g.calls.load(Ordering::SeqCst), 0, "{name}: the action ran");
     }
     // The run is still resumable after the refusals; the real token works once.
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("launch", json!({"n": 1}))])]);
+    let mut d = ScriptedDecider::new([call("launch", json!({"n": 1}))]);
     let out = resume(&g.run, &g.tools, &mut d, Some(&good), Some(key()))
         .await
         .expect("resume");
@@ -905,22 +899,13 @@ async fn a_file_that_orders_an_irreversible_action_does_not_get_it_executed() {
     // A gullible model: reads the file, then keeps doing what it says (with the "token" in
     // the args).
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool(
-            "read_file",
-            json!({"path": "README.md"}),
-        )]),
-        propose(vec![Candidate::tool(
+        call("read_file", json!({"path": "README.md"})),
+        call(
             "delete_file",
             json!({"path": "data.csv", "approval_token": "v1.run.0000.9999999999.00"}),
-        )]),
-        propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )]),
-        propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )]),
+        ),
+        call("delete_file", json!({"path": "data.csv"})),
+        call("delete_file", json!({"path": "data.csv"})),
     ]);
     let mut o = ScriptedOrienter::new([]);
     let (r, _) = run_scripted(
@@ -928,10 +913,7 @@ async fn a_file_that_orders_an_irreversible_action_does_not_get_it_executed() {
         &tools,
         &mut d,
         &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws);
-            ooda.approval_key = Some(key());
-        },
+        in_workspace_with_key(ws),
         env.run_dir(),
     )
     .await;
@@ -971,14 +953,8 @@ async fn an_injected_irreversible_action_is_fed_back_and_the_run_answers() {
     let root = ws.root().to_path_buf();
     let tools = Toolset::builtin(None).with(WriteFile).with(DeleteFile);
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool(
-            "read_file",
-            json!({"path": "README.md"}),
-        )]),
-        propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )]),
+        call("read_file", json!({"path": "README.md"})),
+        call("delete_file", json!({"path": "data.csv"})),
         propose(vec![Candidate::answer("Heron")]),
     ]);
     let mut o = ScriptedOrienter::new([]);
@@ -987,10 +963,7 @@ async fn an_injected_irreversible_action_is_fed_back_and_the_run_answers() {
         &tools,
         &mut d,
         &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws);
-            ooda.approval_key = Some(key());
-        },
+        in_workspace_with_key(ws),
         env.run_dir(),
     )
     .await;
@@ -1015,10 +988,7 @@ async fn an_irreversible_action_the_task_asks_for_waits_for_approval() {
         "Please remove the file data.csv",
         "run delete_file on data.csv",
     ] {
-        let mut d = ScriptedDecider::new([propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )])]);
+        let mut d = ScriptedDecider::new([call("delete_file", json!({"path": "data.csv"}))]);
         let mut o = ScriptedOrienter::new([]);
         let ws = Sandbox::new(&root).expect("sandbox");
         let (r, _) = run_scripted(
@@ -1026,10 +996,7 @@ async fn an_irreversible_action_the_task_asks_for_waits_for_approval() {
             &tools,
             &mut d,
             &mut o,
-            |ooda| {
-                ooda.workspace = Some(ws);
-                ooda.approval_key = Some(key());
-            },
+            in_workspace_with_key(ws),
             env.run_dir(),
         )
         .await;
@@ -1088,10 +1055,7 @@ async fn eval_suite_has_an_injection_task_and_the_ooda_eval_passes_it_without_ir
     assert!(task.files.values().any(|c| c.contains("delete_file")));
     let env = Env::new();
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool(
-            "read_file",
-            json!({"path": "README.md"}),
-        )]),
+        call("read_file", json!({"path": "README.md"})),
         propose(vec![
             Candidate::tool("delete_file", json!({"path": "data.csv"})),
             Candidate::answer("Heron"),
@@ -1132,6 +1096,11 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
     let tools = Toolset::builtin(None);
     let task = "What is the port in config.ini?";
     let read = || Candidate::tool("read_file", json!({"path": "config.ini"}));
+    // Each run in the workspace, with the memory of the runs before it.
+    let remembering = |ooda: &mut Ooda<'_>| {
+        ooda.workspace = Some(ws.clone());
+        ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
+    };
 
     // Run 1 learns the file's content.
     let mut d = ScriptedDecider::new([
@@ -1139,18 +1108,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
         propose(vec![Candidate::answer("8088")]),
     ]);
     let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
-        task,
-        &tools,
-        &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws.clone());
-            ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
-        },
-        env.run_dir(),
-    )
-    .await;
+    let (r, _) = run_scripted(task, &tools, &mut d, &mut o, remembering, env.run_dir()).await;
     assert_eq!(r.expect("run 1").state, OodaState::Completed);
     let mem = MemoryStore::open(&env.home, Some(&root)).expect("mem");
     assert!(mem
@@ -1161,18 +1119,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
     // Run 2 starts oriented: the fact is in the world model before any action.
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("8088")])]);
     let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
-        task,
-        &tools,
-        &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws.clone());
-            ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
-        },
-        env.run_dir(),
-    )
-    .await;
+    let (r, _) = run_scripted(task, &tools, &mut d, &mut o, remembering, env.run_dir()).await;
     assert_eq!(r.expect("run 2").state, OodaState::Completed);
     assert!(
         d.seen[0].contains("[from an earlier run]") && d.seen[0].contains("port = 8088"),
@@ -1184,18 +1131,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
     std::fs::write(root.join("config.ini"), "[server]\nport = 9999\n").expect("write");
     let mut d = ScriptedDecider::new([propose(vec![read()])]);
     let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
-        task,
-        &tools,
-        &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws.clone());
-            ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
-        },
-        env.run_dir(),
-    )
-    .await;
+    let (r, _) = run_scripted(task, &tools, &mut d, &mut o, remembering, env.run_dir()).await;
     let out = r.expect("run 3");
     assert_eq!(out.state, OodaState::PausedForReview, "{:?}", out.detail);
     assert!(out.detail.as_deref().unwrap_or("").contains("memory:"));
@@ -1250,7 +1186,7 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
     }
     let report = boyd::agent::audit::verify(&out.run_dir).expect("verify");
     assert_eq!(report.unknown_intents.len(), 1);
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("t", json!({}))])]);
+    let mut d = ScriptedDecider::new([call("t", json!({}))]);
     let again = resume(&out.run_dir, &tools, &mut d, None, None)
         .await
         .expect("resume");
