@@ -213,6 +213,18 @@ async fn run_scripted(
     (r, confidences)
 }
 
+/// `run_scripted` with an orienter that adds no claims (the rules alone orient).
+async fn run_decided(
+    task: &str,
+    tools: &Toolset,
+    decider: &mut ScriptedDecider,
+    setup: impl FnOnce(&mut Ooda<'_>),
+    run_dir: RunDir,
+) -> (Result<OodaOutcome, OodaError>, Vec<f64>) {
+    let mut orienter = ScriptedOrienter::new([]);
+    run_scripted(task, tools, decider, &mut orienter, setup, run_dir).await
+}
+
 async fn resume(
     path: &Path,
     tools: &Toolset,
@@ -261,12 +273,10 @@ async fn completed_with_world_model_snapshot_transcript_and_audit() {
         propose(vec![calc("1234 * 5678"), Candidate::answer("guess")]),
         propose(vec![Candidate::answer("7006652")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is 1234 * 5678?",
         &tools,
         &mut d,
-        &mut o,
         |_| {},
         env.run_dir(),
     )
@@ -304,12 +314,10 @@ async fn escalated_when_critical_sensors_fail_without_asking_the_model() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, conf) = run_scripted(
+    let (r, conf) = run_decided(
         "anything",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.sensors = vec![
                 sensor("eyes", true, 1),
@@ -341,12 +349,10 @@ async fn failing_noncritical_sensor_is_recorded_without_lowering_confidence() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("ok")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, conf) = run_scripted(
+    let (r, conf) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.sensors = vec![sensor("flaky", false, 1)],
         env.run_dir(),
     )
@@ -367,13 +373,11 @@ async fn hanging_sensor_times_out_and_the_loop_goes_on() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("ok")])]);
-    let mut o = ScriptedOrienter::new([]);
     let t0 = std::time::Instant::now();
-    let (r, conf) = run_scripted(
+    let (r, conf) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.sensors = vec![sensor("stuck", false, 2)];
             ooda.config.sensor_timeout = Duration::from_millis(100);
@@ -447,12 +451,10 @@ async fn budget_exhaustion_stops_before_the_over_budget_action_runs() {
     let tools = Toolset::builtin(None).with(costly);
     // Budget 3.5: the calculator (1 + running time) fits, then `costly` (3) no longer does.
     let mut d = ScriptedDecider::new([propose(vec![calc("2 + 2")]), call("costly", json!({}))]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.risk_budget = 3.5,
         env.run_dir(),
     )
@@ -495,12 +497,10 @@ async fn max_loops_exceeded() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![calc("1 + 1")]), propose(vec![calc("2 + 2")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.max_loops = 2,
         env.run_dir(),
     )
@@ -519,8 +519,7 @@ async fn cancelled_during_decide() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([ScriptedDecision::Cancel]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted("t", &tools, &mut d, &mut o, |_| {}, env.run_dir()).await;
+    let (r, _) = run_decided("t", &tools, &mut d, |_| {}, env.run_dir()).await;
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Cancelled);
     assert_eq!(
@@ -538,8 +537,7 @@ async fn escalated_when_the_model_output_is_unusable_three_times() {
         ScriptedDecision::Raw("still none".into()),
         ScriptedDecision::Raw("{}".into()),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted("t", &tools, &mut d, &mut o, |_| {}, env.run_dir()).await;
+    let (r, _) = run_decided("t", &tools, &mut d, |_| {}, env.run_dir()).await;
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Escalated);
     assert_eq!(out.counters.parse_failures, 3);
@@ -553,12 +551,10 @@ async fn implicit_guidance_by_rule_skips_the_decide_call() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![calc("1234 * 5678")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is 1234 * 5678?",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.config.policy.rules = vec![Rule::FinalAfter {
                 tool: "calculator".into(),
@@ -584,12 +580,10 @@ async fn implicit_guidance_learns_a_verified_poll_in_the_same_state() {
     let calls = status.counter();
     let tools = Toolset::builtin(None).with(status);
     let mut d = ScriptedDecider::new([call("status", json!({})), call("status", json!({}))]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "wait for the job",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.config.max_loops = 4;
             ooda.postconditions = PostConditions::new().with("status", |_, out, _| {
@@ -625,12 +619,10 @@ async fn act_times_out_and_discrepancies_become_signals() {
         call("odd", json!({})),
         propose(vec![Candidate::answer("x")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.config.action_timeout = Duration::from_millis(100);
             ooda.postconditions =
@@ -679,12 +671,10 @@ async fn a_failed_audit_write_stops_the_agent_before_the_action() {
     let calls = t.counter();
     let tools = Toolset::builtin(None).with(t);
     let mut d = ScriptedDecider::new([call("t", json!({}))]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.audit = Some(Box::new(FailingSink { left: 1 })),
         env.run_dir(),
     )
@@ -712,12 +702,10 @@ async fn gated() -> Gated {
     let calls = launch.counter();
     let tools = Toolset::builtin(None).with(launch);
     let mut d = ScriptedDecider::new([call("launch", json!({"n": 1}))]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "launch it",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.approval_key = Some(key()),
         env.run_dir(),
     )
@@ -860,12 +848,10 @@ async fn approval_tiers_are_configurable_per_workspace() {
         propose(vec![calc("1+1"), Candidate::tool("launch", json!({}))]),
         propose(vec![Candidate::answer("ok")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.policy = calc_deny,
         env.run_dir(),
     )
@@ -907,12 +893,10 @@ async fn a_file_that_orders_an_irreversible_action_does_not_get_it_executed() {
         call("delete_file", json!({"path": "data.csv"})),
         call("delete_file", json!({"path": "data.csv"})),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is the project name in README.md?",
         &tools,
         &mut d,
-        &mut o,
         in_workspace_with_key(ws),
         env.run_dir(),
     )
@@ -957,12 +941,10 @@ async fn an_injected_irreversible_action_is_fed_back_and_the_run_answers() {
         call("delete_file", json!({"path": "data.csv"})),
         propose(vec![Candidate::answer("Heron")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is the project name in README.md?",
         &tools,
         &mut d,
-        &mut o,
         in_workspace_with_key(ws),
         env.run_dir(),
     )
@@ -989,13 +971,11 @@ async fn an_irreversible_action_the_task_asks_for_waits_for_approval() {
         "run delete_file on data.csv",
     ] {
         let mut d = ScriptedDecider::new([call("delete_file", json!({"path": "data.csv"}))]);
-        let mut o = ScriptedOrienter::new([]);
         let ws = Sandbox::new(&root).expect("sandbox");
-        let (r, _) = run_scripted(
+        let (r, _) = run_decided(
             task,
             &tools,
             &mut d,
-            &mut o,
             in_workspace_with_key(ws),
             env.run_dir(),
         )
@@ -1024,12 +1004,10 @@ async fn a_verified_action_is_not_run_again_and_its_tool_leaves_the_next_constra
         propose(vec![calc("2^20")]),
         propose(vec![Candidate::answer("1048576")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is 2 to the power of 20?",
         &tools,
         &mut d,
-        &mut o,
         |_| {},
         env.run_dir(),
     )
@@ -1107,8 +1085,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
         propose(vec![read()]),
         propose(vec![Candidate::answer("8088")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(task, &tools, &mut d, &mut o, remembering, env.run_dir()).await;
+    let (r, _) = run_decided(task, &tools, &mut d, remembering, env.run_dir()).await;
     assert_eq!(r.expect("run 1").state, OodaState::Completed);
     let mem = MemoryStore::open(&env.home, Some(&root)).expect("mem");
     assert!(mem
@@ -1118,8 +1095,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
 
     // Run 2 starts oriented: the fact is in the world model before any action.
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("8088")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(task, &tools, &mut d, &mut o, remembering, env.run_dir()).await;
+    let (r, _) = run_decided(task, &tools, &mut d, remembering, env.run_dir()).await;
     assert_eq!(r.expect("run 2").state, OodaState::Completed);
     assert!(
         d.seen[0].contains("[from an earlier run]") && d.seen[0].contains("port = 8088"),
@@ -1130,8 +1106,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
     // The file changes; run 3 reads it and the prior fact is contradicted: pause for review.
     std::fs::write(root.join("config.ini"), "[server]\nport = 9999\n").expect("write");
     let mut d = ScriptedDecider::new([propose(vec![read()])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(task, &tools, &mut d, &mut o, remembering, env.run_dir()).await;
+    let (r, _) = run_decided(task, &tools, &mut d, remembering, env.run_dir()).await;
     let out = r.expect("run 3");
     assert_eq!(out.state, OodaState::PausedForReview, "{:?}", out.detail);
     assert!(out.detail.as_deref().unwrap_or("").contains("memory:"));
@@ -1154,12 +1129,10 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
     let calls = t.counter();
     let tools = Toolset::builtin(None).with(t);
     let mut d = ScriptedDecider::new([propose(vec![calc("1+1")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.max_loops = 1,
         env.run_dir(),
     )
@@ -1212,12 +1185,10 @@ async fn the_world_model_is_compressed_near_its_context_share_and_the_compressio
         .collect();
     turns.push(propose(vec![Candidate::answer("done")]));
     let mut d = ScriptedDecider::new(turns);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "sum things",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.world_tokens = 120,
         env.run_dir(),
     )
