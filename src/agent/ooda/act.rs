@@ -278,6 +278,29 @@ mod tests {
     }
 
     #[test]
+    fn the_file_tools_declare_what_they_do_to_the_file_they_name() {
+        use crate::agent::tools::FileEffect;
+        let mut tools = Toolset::builtin(Some(ShellPolicy::default()));
+        tools.add(Arc::new(WriteFile));
+        tools.add(Arc::new(DeleteFile));
+        let effects: Vec<(&str, FileEffect)> = tools
+            .iter()
+            .map(|t| (t.name(), t.file_effect()))
+            .filter(|(_, e)| *e != FileEffect::None)
+            .collect();
+        assert_eq!(
+            effects,
+            [
+                ("read_file", FileEffect::Reads),
+                ("write_file", FileEffect::Writes),
+                ("delete_file", FileEffect::Deletes)
+            ]
+        );
+        let narrowed = WithSchema::new(Arc::new(ReadFile), json!({"type": "object"}));
+        assert_eq!(narrowed.file_effect(), FileEffect::Reads);
+    }
+
+    #[test]
     fn read_only_tools_check_their_output() {
         let c = ctx(None);
         let a = json!({});

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent::tools::{
-    parse_args, Cost, RiskProfile, Tool, ToolContext, ToolError, Verification,
+    parse_args, Cost, FileEffect, RiskProfile, Tool, ToolContext, ToolError, Verification,
 };
 
 /// `write_file`: create or overwrite a text file in the workspace.
@@ -62,6 +62,9 @@ impl Tool for WriteFile {
         ]
         .map(String::from)
         .to_vec()
+    }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Writes
     }
     /// The file holds exactly the content written.
     fn verify(&self, args: &Value, _output: &str, ctx: &ToolContext) -> Verification {
@@ -130,6 +133,9 @@ impl Tool for DeleteFile {
         ]
         .map(String::from)
         .to_vec()
+    }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Deletes
     }
     /// The path no longer exists.
     fn verify(&self, args: &Value, _output: &str, ctx: &ToolContext) -> Verification {

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{parse_args, rel_display, PromptHint, Tool, ToolContext, ToolError, Verification};
+use super::{
+    parse_args, rel_display, FileEffect, PromptHint, Tool, ToolContext, ToolError, Verification,
+};
 
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_LIST: usize = 200;
@@ -163,6 +165,9 @@ impl Tool for ReadFile {
         } else {
             Verification::Holds
         }
+    }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Reads
     }
     fn prompt_hint(&self) -> PromptHint {
         PromptHint {

@@ -191,6 +191,21 @@ impl From<Result<(), String>> for Verification {
     }
 }
 
+/// What a call does to the workspace file its `path` argument names: the OODA loop keeps the
+/// world model's file hashes and the files it watches by it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileEffect {
+    /// Nothing the loop tracks.
+    #[default]
+    None,
+    /// Reads it: its content hash becomes a fact and the file is watched.
+    Reads,
+    /// Writes it: its old hash is dropped and the file is watched.
+    Writes,
+    /// Deletes it: its old hash is dropped and the file is no longer watched.
+    Deletes,
+}
+
 /// What a tool adds to the OODA Decide prompt while it is offered: a line for the rules and
 /// worked examples in the Decide reply format, each ending in a newline. The prompt joins the
 /// hints of the offered tools in tool order (`ooda::lm_phases::decide_system_prompt`).
@@ -247,6 +262,9 @@ impl Tool for WithSchema {
     fn prompt_hint(&self) -> PromptHint {
         self.inner.prompt_hint()
     }
+    fn file_effect(&self) -> FileEffect {
+        self.inner.file_effect()
+    }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         self.inner.call(args, ctx)
     }
@@ -300,6 +318,10 @@ pub trait Tool: Send + Sync {
     /// What the tool adds to the OODA Decide prompt while it is offered. Default: nothing.
     fn prompt_hint(&self) -> PromptHint {
         PromptHint::default()
+    }
+    /// What a call does to the file named by its `path` argument. Default: nothing tracked.
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::None
     }
     /// Run it.
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError>;
