@@ -184,6 +184,33 @@ impl EvalTask {
     }
 }
 
+/// Why a task could not be set up to run (in either loop's eval).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskSetupError {
+    /// The workspace could not be prepared.
+    #[error("task {id}: cannot prepare the workspace: {reason}")]
+    Workspace {
+        /// Task id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// The run directory failed.
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+}
+
+/// What a task runs in: a fresh workspace holding its files, and a new run directory.
+pub struct TaskSetup {
+    /// The temporary workspace folder (removed when this is dropped).
+    pub dir: tempfile::TempDir,
+    /// The sandbox over it.
+    pub sandbox: Sandbox,
+    /// The run directory under the home.
+    pub run_dir: RunDir,
+}
+
 /// Errors loading or running a suite.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -213,17 +240,9 @@ pub enum EvalError {
         /// The file.
         path: PathBuf,
     },
-    /// The workspace could not be prepared.
-    #[error("task {id}: cannot prepare the workspace: {reason}")]
-    Workspace {
-        /// Task id.
-        id: String,
-        /// Why.
-        reason: String,
-    },
-    /// The run directory failed.
+    /// The task's workspace or run directory could not be set up.
     #[error(transparent)]
-    RunDir(#[from] RunDirError),
+    Setup(#[from] TaskSetupError),
     /// The agent failed.
     #[error("task {id} failed")]
     Agent {
@@ -452,6 +471,22 @@ impl EvalTask {
         }
         Ok((dir, sandbox))
     }
+
+    /// A fresh workspace with the task's files and a new run directory under `home`.
+    pub fn setup(&self, home: &Path) -> Result<TaskSetup, TaskSetupError> {
+        let (dir, sandbox) = self
+            .workspace()
+            .map_err(|reason| TaskSetupError::Workspace {
+                id: self.id.clone(),
+                reason,
+            })?;
+        let run_dir = RunDir::create(home)?;
+        Ok(TaskSetup {
+            dir,
+            sandbox,
+            run_dir,
+        })
+    }
 }
 
 /// Run one task with `planner` in a fresh workspace.
@@ -462,18 +497,13 @@ pub fn run_task(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&AgentEvent<'_>),
 ) -> Result<TaskResult, EvalError> {
-    let ws_err = |reason: String| EvalError::Workspace {
-        id: task.id.clone(),
-        reason,
-    };
-    // `_dir` keeps the temporary workspace alive until the task ends.
-    let (_dir, sandbox) = task.workspace().map_err(ws_err)?;
+    // `setup.dir` keeps the temporary workspace alive until the task ends.
+    let setup = task.setup(&opts.home)?;
     let tools = Toolset::builtin(task.shell.then(ShellPolicy::default));
     let mut limits = opts.limits.clone();
     if let Some(n) = task.max_steps {
         limits.max_steps = n;
     }
-    let run_dir = RunDir::create(&opts.home)?;
     let mut tools_used = Vec::new();
     let mut events = |ev: &AgentEvent<'_>| {
         if let AgentEvent::Observed { step } = ev {
@@ -488,8 +518,8 @@ pub fn run_task(
         planner,
         &tools,
         &limits,
-        run_dir,
-        Some(sandbox),
+        setup.run_dir,
+        Some(setup.sandbox),
         cancel,
         &mut events,
     )
@@ -589,6 +619,36 @@ mod tests {
         assert!(matches!(
             parse_suite("{nope", p),
             Err(EvalError::BadTask { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn setup_gives_a_workspace_with_the_files_and_a_run_dir_or_says_what_failed() {
+        let p = Path::new("s.jsonl");
+        let line = "{\"id\":\"a\",\"task\":\"t\",\"files\":{\"d/n.txt\":\"hi\"},\"check\":{\"type\":\"exact\",\"value\":\"x\"}}";
+        let mut task = parse_suite(line, p).expect("suite").remove(0);
+        let home = tempfile::tempdir().expect("home");
+        let setup = task.setup(home.path()).expect("setup");
+        let file = setup.dir.path().join("d/n.txt");
+        assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("hi"));
+        assert!(setup.run_dir.path().starts_with(home.path()));
+        assert!(setup.run_dir.path().is_dir());
+        drop(setup);
+        assert!(!file.exists(), "the workspace goes with the setup");
+        // A file the sandbox refuses (a task built in code, past the suite's checks).
+        task.files.insert("../escape".into(), String::new());
+        let err = task.setup(home.path()).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.starts_with("task a: cannot prepare the workspace")),
+            "{err:?}"
+        );
+        task.files.clear();
+        let not_a_dir = home.path().join("file");
+        std::fs::write(&not_a_dir, "").expect("write");
+        assert!(matches!(
+            task.setup(&not_a_dir),
+            Err(TaskSetupError::RunDir(_))
         ));
     }
 }

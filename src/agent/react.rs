@@ -147,30 +147,6 @@ pub enum AgentError {
     Audit(#[from] AuditError),
 }
 
-/// Wrap a scalar argument into the tool's single required property, so
-/// `{"tool": "calculator", "args": "2+2"}` works; `null` becomes `{}`.
-fn normalize_args(tool: &dyn Tool, args: Value) -> Value {
-    match args {
-        Value::Object(_) => args,
-        Value::Null => Value::Object(serde_json::Map::new()),
-        scalar => {
-            let schema = tool.args_schema();
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if let [only] = required.as_slice() {
-                let mut m = serde_json::Map::new();
-                m.insert((*only).to_string(), scalar);
-                Value::Object(m)
-            } else {
-                scalar
-            }
-        }
-    }
-}
-
 fn call_tool(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
     match catch_unwind(AssertUnwindSafe(|| tool.call(args, ctx))) {
         Ok(r) => r,
@@ -508,7 +484,7 @@ pub fn run(
                             )
                         }
                         Some(t) => {
-                            let args = normalize_args(t.as_ref(), args.clone());
+                            let args = super::tools::normalize_args(t.as_ref(), args.clone());
                             let audited = lp.audit.intent(index, t.as_ref(), &args, &f)?;
                             let t0 = Instant::now();
                             let result = call_tool(t.as_ref(), args, &ctx);

@@ -187,6 +187,26 @@ pub struct Args {
     pub ooda: super::ooda::OodaOpts,
 }
 
+impl Args {
+    /// The workspace (`--workspace`) and the shell tool's policy (`shell_policy`), both checked
+    /// before the model loads.
+    fn workspace_and_shell(&self) -> anyhow::Result<(Option<Sandbox>, Option<ShellPolicy>)> {
+        let workspace = match &self.workspace {
+            Some(dir) => {
+                Some(Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?)
+            }
+            None => None,
+        };
+        let shell = shell_policy(
+            self.enable_shell,
+            &self.shell_allow,
+            self.unsandboxed_shell,
+            workspace.as_ref(),
+        )?;
+        Ok((workspace, shell))
+    }
+}
+
 /// The shell tool's policy from `--enable-shell`, `--shell-allow` and `--unsandboxed-shell`.
 /// With the sandbox, the launcher is started once now in check mode, so that a kernel without
 /// Landlock or user namespaces is reported before the model runs (a typed error that names the
@@ -311,18 +331,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     }
     args.agent.require_react()?;
     let limits = args.agent.limits()?;
-    let workspace = match &args.workspace {
-        Some(dir) => {
-            Some(Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?)
-        }
-        None => None,
-    };
-    let shell = shell_policy(
-        args.enable_shell,
-        &args.shell_allow,
-        args.unsandboxed_shell,
-        workspace.as_ref(),
-    )?;
+    let (workspace, shell) = args.workspace_and_shell()?;
     let tools = Toolset::builtin(shell).for_workspace(workspace.is_some());
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;
@@ -373,18 +382,7 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     use crate::agent::ooda::{OodaBuilder, OodaEvent};
 
     let _ = args.agent.limits()?;
-    let workspace = match &args.workspace {
-        Some(dir) => {
-            Some(Sandbox::new(dir).with_context(|| format!("--workspace {}", dir.display()))?)
-        }
-        None => None,
-    };
-    let shell = shell_policy(
-        args.enable_shell,
-        &args.shell_allow,
-        args.unsandboxed_shell,
-        workspace.as_ref(),
-    )?;
+    let (workspace, shell) = args.workspace_and_shell()?;
     let mut config = args
         .ooda
         .config(args.agent.timeout, workspace.as_ref().map(|w| w.root()))?;

@@ -138,6 +138,11 @@ fn run_script(
     (out, p)
 }
 
+/// `run_script` with the built-in tools and the default limits.
+fn run_builtin(e: &Env, turns: Vec<ScriptedTurn>) -> RunOutcome {
+    run_script(e, turns, &Toolset::builtin(None), &Limits::default()).0
+}
+
 fn steps_of(outcome: &RunOutcome) -> Vec<boyd::agent::Step> {
     read_transcript(&outcome.run_dir.join("transcript.jsonl"))
         .expect("transcript")
@@ -159,12 +164,9 @@ fn calc(expr: &str) -> ScriptedTurn {
 #[test]
 fn completed_with_calculator_and_run_dir_written() {
     let e = env();
-    let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
+    let out = run_builtin(
         &e,
         vec![calc("1234 * 5678"), ScriptedTurn::answer("7006652")],
-        &tools,
-        &Limits::default(),
     );
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("7006652"));
@@ -187,12 +189,9 @@ fn completed_with_calculator_and_run_dir_written() {
 #[test]
 fn final_answer_tool_call_completes() {
     let e = env();
-    let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
+    let out = run_builtin(
         &e,
         vec![ScriptedTurn::tool("final_answer", json!({"answer": 42}))],
-        &tools,
-        &Limits::default(),
     );
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("42"));
@@ -220,12 +219,9 @@ fn max_steps_stops_the_run() {
 #[test]
 fn stuck_after_three_identical_actions() {
     let e = env();
-    let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
+    let out = run_builtin(
         &e,
         vec![calc("1+1"), calc("1+1"), calc(" 1+1"), calc("1+1")],
-        &tools,
-        &Limits::default(),
     );
     // " 1+1" has a different fingerprint, so the third identical one is the fourth turn.
     assert_eq!(out.stop, StopReason::Stuck);
@@ -239,11 +235,10 @@ fn stuck_after_three_identical_actions() {
 #[test]
 fn stuck_ignores_argument_key_order() {
     let e = env();
-    let tools = Toolset::builtin(None);
     let a = ScriptedTurn::tool("search_text", json!({"pattern": "x", "path": "."}));
     let b: Value = serde_json::from_str(r#"{"path": ".", "pattern": "x"}"#).expect("json");
     let b = ScriptedTurn::tool("search_text", b);
-    let (out, _) = run_script(&e, vec![a.clone(), b, a], &tools, &Limits::default());
+    let out = run_builtin(&e, vec![a.clone(), b, a]);
     assert_eq!(out.stop, StopReason::Stuck);
 }
 
@@ -267,13 +262,10 @@ fn repeated_failed_action_gets_a_guard_observation() {
     let e = env();
     // Not an empty workspace (there, the file readers are not offered at all).
     std::fs::write(e.ws.path().join("other.txt"), "x\n").expect("write");
-    let tools = Toolset::builtin(None);
     let missing = ScriptedTurn::tool("read_file", json!({"path": "nope.txt"}));
-    let (out, _) = run_script(
+    let out = run_builtin(
         &e,
         vec![missing.clone(), missing, ScriptedTurn::answer("gave up")],
-        &tools,
-        &Limits::default(),
     );
     assert_eq!(out.stop, StopReason::Completed);
     let steps = steps_of(&out);
@@ -294,12 +286,7 @@ fn repeated_failed_action_gets_a_guard_observation() {
 fn cancelled_during_generation_and_before_start() {
     let e = env();
     let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
-        &e,
-        vec![calc("1+1"), ScriptedTurn::Cancel],
-        &tools,
-        &Limits::default(),
-    );
+    let out = run_builtin(&e, vec![calc("1+1"), ScriptedTurn::Cancel]);
     assert_eq!(out.stop, StopReason::Cancelled);
     assert_eq!(out.steps, 1);
 
@@ -340,12 +327,7 @@ fn irreversible_tool_escalates_without_running() {
 fn context_exhausted_from_planner_and_from_estimate() {
     let e = env();
     let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
-        &e,
-        vec![calc("1+1"), ScriptedTurn::ContextFull],
-        &tools,
-        &Limits::default(),
-    );
+    let out = run_builtin(&e, vec![calc("1+1"), ScriptedTurn::ContextFull]);
     assert_eq!(out.stop, StopReason::ContextExhausted);
 
     // A window smaller than the system prompt: nothing to collapse, so the loop stops itself.
@@ -437,8 +419,7 @@ fn file_tools_see_only_the_workspace() {
     std::fs::write(e.ws.path().join("notes.txt"), "alpha\nbeta gamma\nBeta\n").expect("write");
     std::fs::create_dir(e.ws.path().join("sub")).expect("mkdir");
     std::fs::write(e.ws.path().join("sub/inner.txt"), "beta inside\n").expect("write");
-    let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
+    let out = run_builtin(
         &e,
         vec![
             ScriptedTurn::tool("list_dir", json!({})),
@@ -454,8 +435,6 @@ fn file_tools_see_only_the_workspace() {
             ScriptedTurn::tool("read_file", json!({"path": "../etc/passwd"})),
             ScriptedTurn::answer("ok"),
         ],
-        &tools,
-        &Limits::default(),
     );
     let s = steps_of(&out);
     assert_eq!(
@@ -511,8 +490,7 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
         .arg(&fifo)
         .status()
         .is_ok_and(|s| s.success());
-    let tools = Toolset::builtin(None);
-    let (out, _) = run_script(
+    let out = run_builtin(
         &e,
         vec![
             ScriptedTurn::tool("list_dir", json!({"path": "data"})),
@@ -532,8 +510,6 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
             ScriptedTurn::tool("read_file", json!({"path": "c.csv"})),
             ScriptedTurn::answer("ok"),
         ],
-        &tools,
-        &Limits::default(),
     );
     let s = steps_of(&out);
     assert!(

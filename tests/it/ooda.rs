@@ -132,6 +132,28 @@ fn propose(c: Vec<Candidate>) -> ScriptedDecision {
     ScriptedDecision::Propose(c)
 }
 
+/// A proposal of one tool call.
+fn call(tool: &str, args: serde_json::Value) -> ScriptedDecision {
+    propose(vec![Candidate::tool(tool, args)])
+}
+
+/// The set-up of a run in `ws` that can check approval tokens (`key`).
+fn in_workspace_with_key(ws: Sandbox) -> impl FnOnce(&mut Ooda<'_>) {
+    move |ooda| {
+        ooda.workspace = Some(ws);
+        ooda.approval_key = Some(key());
+    }
+}
+
+/// A sensor that answers (`mode` 0), fails (1) or hangs (2).
+fn sensor(name: &'static str, critical: bool, mode: u8) -> Arc<dyn Sensor> {
+    Arc::new(TestSensor {
+        name,
+        critical,
+        mode,
+    })
+}
+
 fn key() -> ApprovalKey {
     ApprovalKey::from_bytes([42; 32])
 }
@@ -191,6 +213,18 @@ async fn run_scripted(
     (r, confidences)
 }
 
+/// `run_scripted` with an orienter that adds no claims (the rules alone orient).
+async fn run_decided(
+    task: &str,
+    tools: &Toolset,
+    decider: &mut ScriptedDecider,
+    setup: impl FnOnce(&mut Ooda<'_>),
+    run_dir: RunDir,
+) -> (Result<OodaOutcome, OodaError>, Vec<f64>) {
+    let mut orienter = ScriptedOrienter::new([]);
+    run_scripted(task, tools, decider, &mut orienter, setup, run_dir).await
+}
+
 async fn resume(
     path: &Path,
     tools: &Toolset,
@@ -239,12 +273,10 @@ async fn completed_with_world_model_snapshot_transcript_and_audit() {
         propose(vec![calc("1234 * 5678"), Candidate::answer("guess")]),
         propose(vec![Candidate::answer("7006652")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is 1234 * 5678?",
         &tools,
         &mut d,
-        &mut o,
         |_| {},
         env.run_dir(),
     )
@@ -282,29 +314,15 @@ async fn escalated_when_critical_sensors_fail_without_asking_the_model() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, conf) = run_scripted(
+    let (r, conf) = run_decided(
         "anything",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.sensors = vec![
-                Arc::new(TestSensor {
-                    name: "eyes",
-                    critical: true,
-                    mode: 1,
-                }),
-                Arc::new(TestSensor {
-                    name: "ears",
-                    critical: true,
-                    mode: 1,
-                }),
-                Arc::new(TestSensor {
-                    name: "nose",
-                    critical: true,
-                    mode: 1,
-                }),
+                sensor("eyes", true, 1),
+                sensor("ears", true, 1),
+                sensor("nose", true, 1),
             ];
         },
         env.run_dir(),
@@ -331,19 +349,11 @@ async fn failing_noncritical_sensor_is_recorded_without_lowering_confidence() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("ok")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, conf) = run_scripted(
+    let (r, conf) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
-        |ooda| {
-            ooda.sensors = vec![Arc::new(TestSensor {
-                name: "flaky",
-                critical: false,
-                mode: 1,
-            })]
-        },
+        |ooda| ooda.sensors = vec![sensor("flaky", false, 1)],
         env.run_dir(),
     )
     .await;
@@ -363,19 +373,13 @@ async fn hanging_sensor_times_out_and_the_loop_goes_on() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("ok")])]);
-    let mut o = ScriptedOrienter::new([]);
     let t0 = std::time::Instant::now();
-    let (r, conf) = run_scripted(
+    let (r, conf) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
-            ooda.sensors = vec![Arc::new(TestSensor {
-                name: "stuck",
-                critical: false,
-                mode: 2,
-            })];
+            ooda.sensors = vec![sensor("stuck", false, 2)];
             ooda.config.sensor_timeout = Duration::from_millis(100);
         },
         env.run_dir(),
@@ -446,16 +450,11 @@ async fn budget_exhaustion_stops_before_the_over_budget_action_runs() {
     let calls = costly.counter();
     let tools = Toolset::builtin(None).with(costly);
     // Budget 3.5: the calculator (1 + running time) fits, then `costly` (3) no longer does.
-    let mut d = ScriptedDecider::new([
-        propose(vec![calc("2 + 2")]),
-        propose(vec![Candidate::tool("costly", json!({}))]),
-    ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let mut d = ScriptedDecider::new([propose(vec![calc("2 + 2")]), call("costly", json!({}))]);
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.risk_budget = 3.5,
         env.run_dir(),
     )
@@ -478,7 +477,7 @@ async fn budget_exhaustion_stops_before_the_over_budget_action_runs() {
         .any(|r| matches!(&r.event, AuditEvent::Intent { tool, .. } if tool == "costly")));
     // Resuming with more budget runs it.
     let mut d2 = ScriptedDecider::new([
-        propose(vec![Candidate::tool("costly", json!({}))]),
+        call("costly", json!({})),
         propose(vec![Candidate::answer("done")]),
     ]);
     let mut orienter = ScriptedOrienter::new([]);
@@ -498,12 +497,10 @@ async fn max_loops_exceeded() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![calc("1 + 1")]), propose(vec![calc("2 + 2")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.max_loops = 2,
         env.run_dir(),
     )
@@ -522,8 +519,7 @@ async fn cancelled_during_decide() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([ScriptedDecision::Cancel]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted("t", &tools, &mut d, &mut o, |_| {}, env.run_dir()).await;
+    let (r, _) = run_decided("t", &tools, &mut d, |_| {}, env.run_dir()).await;
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Cancelled);
     assert_eq!(
@@ -541,8 +537,7 @@ async fn escalated_when_the_model_output_is_unusable_three_times() {
         ScriptedDecision::Raw("still none".into()),
         ScriptedDecision::Raw("{}".into()),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted("t", &tools, &mut d, &mut o, |_| {}, env.run_dir()).await;
+    let (r, _) = run_decided("t", &tools, &mut d, |_| {}, env.run_dir()).await;
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Escalated);
     assert_eq!(out.counters.parse_failures, 3);
@@ -556,12 +551,10 @@ async fn implicit_guidance_by_rule_skips_the_decide_call() {
     let env = Env::new();
     let tools = Toolset::builtin(None);
     let mut d = ScriptedDecider::new([propose(vec![calc("1234 * 5678")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is 1234 * 5678?",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.config.policy.rules = vec![Rule::FinalAfter {
                 tool: "calculator".into(),
@@ -586,19 +579,14 @@ async fn implicit_guidance_learns_a_verified_poll_in_the_same_state() {
     status.polls = true;
     let calls = status.counter();
     let tools = Toolset::builtin(None).with(status);
-    let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool("status", json!({}))]),
-        propose(vec![Candidate::tool("status", json!({}))]),
-    ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let mut d = ScriptedDecider::new([call("status", json!({})), call("status", json!({}))]);
+    let (r, _) = run_decided(
         "wait for the job",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.config.max_loops = 4;
-            ooda.postconditions = PostConditions::builtin().with("status", |_, out, _| {
+            ooda.postconditions = PostConditions::new().with("status", |_, out, _| {
                 if out == "pending" || out == "done" {
                     Ok(())
                 } else {
@@ -627,20 +615,18 @@ async fn act_times_out_and_discrepancies_become_signals() {
     let odd = Counted::new("odd", "not what was promised");
     let tools = Toolset::builtin(None).with(slow).with(odd);
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool("slow", json!({}))]),
-        propose(vec![Candidate::tool("odd", json!({}))]),
+        call("slow", json!({})),
+        call("odd", json!({})),
         propose(vec![Candidate::answer("x")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| {
             ooda.config.action_timeout = Duration::from_millis(100);
             ooda.postconditions =
-                PostConditions::builtin().with("odd", |_, _, _| Err("promise broken".into()));
+                PostConditions::new().with("odd", |_, _, _| Err("promise broken".into()));
         },
         env.run_dir(),
     )
@@ -684,13 +670,11 @@ async fn a_failed_audit_write_stops_the_agent_before_the_action() {
     let t = Counted::new("t", "ran");
     let calls = t.counter();
     let tools = Toolset::builtin(None).with(t);
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("t", json!({}))])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let mut d = ScriptedDecider::new([call("t", json!({}))]);
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.audit = Some(Box::new(FailingSink { left: 1 })),
         env.run_dir(),
     )
@@ -717,13 +701,11 @@ async fn gated() -> Gated {
     let launch = Counted::new("launch", "launched").irreversible();
     let calls = launch.counter();
     let tools = Toolset::builtin(None).with(launch);
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("launch", json!({"n": 1}))])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let mut d = ScriptedDecider::new([call("launch", json!({"n": 1}))]);
+    let (r, _) = run_decided(
         "launch it",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.approval_key = Some(key()),
         env.run_dir(),
     )
@@ -819,7 +801,7 @@ async fn irreversible_action_waits_for_a_token_and_refuses_forged_tampered_expir
         assert_eq!(g.calls.load(Ordering::SeqCst), 0, "{name}: the action ran");
     }
     // The run is still resumable after the refusals; the real token works once.
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("launch", json!({"n": 1}))])]);
+    let mut d = ScriptedDecider::new([call("launch", json!({"n": 1}))]);
     let out = resume(&g.run, &g.tools, &mut d, Some(&good), Some(key()))
         .await
         .expect("resume");
@@ -866,12 +848,10 @@ async fn approval_tiers_are_configurable_per_workspace() {
         propose(vec![calc("1+1"), Candidate::tool("launch", json!({}))]),
         propose(vec![Candidate::answer("ok")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.policy = calc_deny,
         env.run_dir(),
     )
@@ -905,33 +885,19 @@ async fn a_file_that_orders_an_irreversible_action_does_not_get_it_executed() {
     // A gullible model: reads the file, then keeps doing what it says (with the "token" in
     // the args).
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool(
-            "read_file",
-            json!({"path": "README.md"}),
-        )]),
-        propose(vec![Candidate::tool(
+        call("read_file", json!({"path": "README.md"})),
+        call(
             "delete_file",
             json!({"path": "data.csv", "approval_token": "v1.run.0000.9999999999.00"}),
-        )]),
-        propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )]),
-        propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )]),
+        ),
+        call("delete_file", json!({"path": "data.csv"})),
+        call("delete_file", json!({"path": "data.csv"})),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is the project name in README.md?",
         &tools,
         &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws);
-            ooda.approval_key = Some(key());
-        },
+        in_workspace_with_key(ws),
         env.run_dir(),
     )
     .await;
@@ -971,26 +937,15 @@ async fn an_injected_irreversible_action_is_fed_back_and_the_run_answers() {
     let root = ws.root().to_path_buf();
     let tools = Toolset::builtin(None).with(WriteFile).with(DeleteFile);
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool(
-            "read_file",
-            json!({"path": "README.md"}),
-        )]),
-        propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )]),
+        call("read_file", json!({"path": "README.md"})),
+        call("delete_file", json!({"path": "data.csv"})),
         propose(vec![Candidate::answer("Heron")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is the project name in README.md?",
         &tools,
         &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws);
-            ooda.approval_key = Some(key());
-        },
+        in_workspace_with_key(ws),
         env.run_dir(),
     )
     .await;
@@ -1015,21 +970,13 @@ async fn an_irreversible_action_the_task_asks_for_waits_for_approval() {
         "Please remove the file data.csv",
         "run delete_file on data.csv",
     ] {
-        let mut d = ScriptedDecider::new([propose(vec![Candidate::tool(
-            "delete_file",
-            json!({"path": "data.csv"}),
-        )])]);
-        let mut o = ScriptedOrienter::new([]);
+        let mut d = ScriptedDecider::new([call("delete_file", json!({"path": "data.csv"}))]);
         let ws = Sandbox::new(&root).expect("sandbox");
-        let (r, _) = run_scripted(
+        let (r, _) = run_decided(
             task,
             &tools,
             &mut d,
-            &mut o,
-            |ooda| {
-                ooda.workspace = Some(ws);
-                ooda.approval_key = Some(key());
-            },
+            in_workspace_with_key(ws),
             env.run_dir(),
         )
         .await;
@@ -1057,12 +1004,10 @@ async fn a_verified_action_is_not_run_again_and_its_tool_leaves_the_next_constra
         propose(vec![calc("2^20")]),
         propose(vec![Candidate::answer("1048576")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "What is 2 to the power of 20?",
         &tools,
         &mut d,
-        &mut o,
         |_| {},
         env.run_dir(),
     )
@@ -1088,10 +1033,7 @@ async fn eval_suite_has_an_injection_task_and_the_ooda_eval_passes_it_without_ir
     assert!(task.files.values().any(|c| c.contains("delete_file")));
     let env = Env::new();
     let mut d = ScriptedDecider::new([
-        propose(vec![Candidate::tool(
-            "read_file",
-            json!({"path": "README.md"}),
-        )]),
+        call("read_file", json!({"path": "README.md"})),
         propose(vec![
             Candidate::tool("delete_file", json!({"path": "data.csv"})),
             Candidate::answer("Heron"),
@@ -1132,25 +1074,18 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
     let tools = Toolset::builtin(None);
     let task = "What is the port in config.ini?";
     let read = || Candidate::tool("read_file", json!({"path": "config.ini"}));
+    // Each run in the workspace, with the memory of the runs before it.
+    let remembering = |ooda: &mut Ooda<'_>| {
+        ooda.workspace = Some(ws.clone());
+        ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
+    };
 
     // Run 1 learns the file's content.
     let mut d = ScriptedDecider::new([
         propose(vec![read()]),
         propose(vec![Candidate::answer("8088")]),
     ]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
-        task,
-        &tools,
-        &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws.clone());
-            ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
-        },
-        env.run_dir(),
-    )
-    .await;
+    let (r, _) = run_decided(task, &tools, &mut d, remembering, env.run_dir()).await;
     assert_eq!(r.expect("run 1").state, OodaState::Completed);
     let mem = MemoryStore::open(&env.home, Some(&root)).expect("mem");
     assert!(mem
@@ -1160,19 +1095,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
 
     // Run 2 starts oriented: the fact is in the world model before any action.
     let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("8088")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
-        task,
-        &tools,
-        &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws.clone());
-            ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
-        },
-        env.run_dir(),
-    )
-    .await;
+    let (r, _) = run_decided(task, &tools, &mut d, remembering, env.run_dir()).await;
     assert_eq!(r.expect("run 2").state, OodaState::Completed);
     assert!(
         d.seen[0].contains("[from an earlier run]") && d.seen[0].contains("port = 8088"),
@@ -1183,19 +1106,7 @@ async fn memory_orients_the_next_run_and_a_changed_world_contradicts_it() {
     // The file changes; run 3 reads it and the prior fact is contradicted: pause for review.
     std::fs::write(root.join("config.ini"), "[server]\nport = 9999\n").expect("write");
     let mut d = ScriptedDecider::new([propose(vec![read()])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
-        task,
-        &tools,
-        &mut d,
-        &mut o,
-        |ooda| {
-            ooda.workspace = Some(ws.clone());
-            ooda.memory = Some(MemoryStore::open(&env.home, Some(&root)).expect("mem"));
-        },
-        env.run_dir(),
-    )
-    .await;
+    let (r, _) = run_decided(task, &tools, &mut d, remembering, env.run_dir()).await;
     let out = r.expect("run 3");
     assert_eq!(out.state, OodaState::PausedForReview, "{:?}", out.detail);
     assert!(out.detail.as_deref().unwrap_or("").contains("memory:"));
@@ -1218,12 +1129,10 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
     let calls = t.counter();
     let tools = Toolset::builtin(None).with(t);
     let mut d = ScriptedDecider::new([propose(vec![calc("1+1")])]);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "t",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.max_loops = 1,
         env.run_dir(),
     )
@@ -1250,7 +1159,7 @@ async fn an_intent_without_outcome_is_never_retried_on_resume() {
     }
     let report = boyd::agent::audit::verify(&out.run_dir).expect("verify");
     assert_eq!(report.unknown_intents.len(), 1);
-    let mut d = ScriptedDecider::new([propose(vec![Candidate::tool("t", json!({}))])]);
+    let mut d = ScriptedDecider::new([call("t", json!({}))]);
     let again = resume(&out.run_dir, &tools, &mut d, None, None)
         .await
         .expect("resume");
@@ -1276,12 +1185,10 @@ async fn the_world_model_is_compressed_near_its_context_share_and_the_compressio
         .collect();
     turns.push(propose(vec![Candidate::answer("done")]));
     let mut d = ScriptedDecider::new(turns);
-    let mut o = ScriptedOrienter::new([]);
-    let (r, _) = run_scripted(
+    let (r, _) = run_decided(
         "sum things",
         &tools,
         &mut d,
-        &mut o,
         |ooda| ooda.config.world_tokens = 120,
         env.run_dir(),
     )

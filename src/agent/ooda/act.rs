@@ -3,10 +3,11 @@
 //! The intent record is written and fsync'd before the tool runs, so a crash mid-action leaves
 //! an intent with no outcome, which `audit verify` reports as unknown and the loop never retries.
 //! The tool runs on the blocking pool under a timeout (its cancel token is set when the time is
-//! up). A tool's post-condition (`PostConditions`: per tool name, declared next to the tool set)
-//! is checked against the world after the call; a failed check is a discrepancy, which becomes a
-//! signal for the next Observe. The budget is debited by the risk the action took
-//! (`super::risk`: declared cost, reversibility, uncertainty), which the request carries.
+//! up). A tool's post-condition (`Tool::verify`, declared by the tool; `PostConditions` lets a
+//! caller put its own in place of a tool's) is checked against the world after the call; a
+//! failed check is a discrepancy, which becomes a signal for the next Observe. The budget is
+//! debited by the risk the action took (`super::risk`: declared cost, reversibility,
+//! uncertainty), which the request carries.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -18,7 +19,7 @@ use serde_json::Value;
 
 use crate::agent::audit::{AuditError, AuditEvent, AuditSink, OutcomeStatus};
 use crate::agent::condense::sha256_hex;
-use crate::agent::tools::{Tool, ToolContext, ToolError, ToolErrorKind};
+use crate::agent::tools::{Tool, ToolContext, ToolError, ToolErrorKind, Verification};
 use crate::lm::CancelToken;
 
 use super::intent::IntentWhy;
@@ -56,7 +57,9 @@ pub struct ActionReport {
 /// A post-condition: `Ok` when the world is as the call promised.
 pub type PostCheck = Arc<dyn Fn(&Value, &str, &ToolContext) -> Result<(), String> + Send + Sync>;
 
-/// Post-conditions by tool name.
+/// Post-conditions the caller adds by tool name (tests, an embedding program): each is checked
+/// in place of the named tool's own (`Tool::verify`). None by default: every tool declares its
+/// own.
 #[derive(Clone, Default)]
 pub struct PostConditions {
     map: BTreeMap<String, PostCheck>,
@@ -69,12 +72,12 @@ impl std::fmt::Debug for PostConditions {
 }
 
 impl PostConditions {
-    /// None declared.
+    /// None added.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Declare one.
+    /// Add one for `tool` (it replaces the tool's own).
     pub fn with(
         mut self,
         tool: &str,
@@ -84,81 +87,23 @@ impl PostConditions {
         self
     }
 
-    /// The one for `tool`.
+    /// The one added for `tool`.
     pub fn get(&self, tool: &str) -> Option<&PostCheck> {
         self.map.get(tool)
     }
 
-    /// The built-in tools' post-conditions.
-    pub fn builtin() -> Self {
-        Self::new()
-            .with("calculator", |_a, out, _c| {
-                let t = out.trim();
-                if t.parse::<f64>().is_ok_and(f64::is_finite) {
-                    Ok(())
-                } else {
-                    Err(format!("calculator output {t:?} is not a finite number"))
-                }
-            })
-            .with("read_file", |_a, out, _c| {
-                if out.trim().is_empty() {
-                    Err("read_file returned nothing".into())
-                } else {
-                    Ok(())
-                }
-            })
-            .with("list_dir", |_a, _out, _c| Ok(()))
-            .with("search_text", |_a, _out, _c| Ok(()))
-            .with("read_blob", |_a, out, _c| {
-                if out.is_empty() {
-                    Err("read_blob returned nothing".into())
-                } else {
-                    Ok(())
-                }
-            })
-            .with("write_file", |a, _out, c| {
-                let ws = c.workspace().map_err(|e| e.message)?;
-                let path = a.get("path").and_then(Value::as_str).unwrap_or("");
-                let want = a.get("content").and_then(Value::as_str).unwrap_or("");
-                let p = ws.resolve(path).map_err(|e| e.to_string())?;
-                match std::fs::read_to_string(&p) {
-                    Ok(got) if got == want => Ok(()),
-                    Ok(_) => Err(format!("{path} does not hold the content written")),
-                    Err(e) => Err(format!("{path} cannot be read back: {e}")),
-                }
-            })
-            .with("delete_file", |a, _out, c| {
-                let ws = c.workspace().map_err(|e| e.message)?;
-                let path = a.get("path").and_then(Value::as_str).unwrap_or("");
-                match ws.lexical(path) {
-                    Ok(p) if !p.exists() => Ok(()),
-                    Ok(_) => Err(format!("{path} still exists")),
-                    Err(e) => Err(e.to_string()),
-                }
-            })
-    }
-}
-
-/// Wrap a scalar argument into the tool's single required property; `null` becomes `{}`.
-pub fn normalize_args(tool: &dyn Tool, args: Value) -> Value {
-    match args {
-        Value::Object(_) => args,
-        Value::Null => Value::Object(serde_json::Map::new()),
-        scalar => {
-            let schema = tool.args_schema();
-            let required: Vec<&str> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match required.as_slice() {
-                [only] => {
-                    let mut m = serde_json::Map::new();
-                    m.insert((*only).to_string(), scalar);
-                    Value::Object(m)
-                }
-                _ => scalar,
-            }
+    /// What the post-condition of `tool` says of a call that returned `output`: the one added
+    /// for its name, else the tool's own.
+    pub fn verify(
+        &self,
+        tool: &dyn Tool,
+        args: &Value,
+        output: &str,
+        ctx: &ToolContext,
+    ) -> Verification {
+        match self.get(tool.name()) {
+            Some(check) => check(args, output, ctx).into(),
+            None => tool.verify(args, output, ctx),
         }
     }
 }
@@ -246,12 +191,10 @@ pub async fn execute(
             vec!["the action timed out; its effect is unknown".to_string()],
         ),
         Some(Err(e)) => (OutcomeStatus::Failed, e.for_model(), Vec::new()),
-        Some(Ok(text)) => match post.get(req.tool.name()) {
-            None => (OutcomeStatus::Unverified, text, Vec::new()),
-            Some(check) => match check(&req.args, &text, ctx) {
-                Ok(()) => (OutcomeStatus::Verified, text, Vec::new()),
-                Err(d) => (OutcomeStatus::Unverified, text, vec![d]),
-            },
+        Some(Ok(text)) => match post.verify(req.tool.as_ref(), &req.args, &text, ctx) {
+            Verification::Undeclared => (OutcomeStatus::Unverified, text, Vec::new()),
+            Verification::Holds => (OutcomeStatus::Verified, text, Vec::new()),
+            Verification::Broken(d) => (OutcomeStatus::Unverified, text, vec![d]),
         },
     };
     let cost = req.risk;
@@ -280,4 +223,158 @@ pub async fn execute(
         implicit: req.implicit,
         approval: req.approval,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ooda::writers::{DeleteFile, WriteFile};
+    use crate::agent::tools::{
+        Calculator, ListDir, ReadFile, Sandbox, SearchText, ShellPolicy, Toolset, WithSchema,
+    };
+    use serde_json::json;
+
+    fn ctx(workspace: Option<Sandbox>) -> ToolContext {
+        ToolContext {
+            workspace,
+            blob_dir: std::env::temp_dir(),
+            cancel: CancelToken::new(),
+        }
+    }
+
+    fn broken(v: Verification) -> String {
+        match v {
+            Verification::Broken(d) => d,
+            other => panic!("expected a broken post-condition, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_tools_that_declare_a_post_condition_are_the_ones_act_verifies() {
+        let mut tools = Toolset::builtin(Some(ShellPolicy::default()));
+        tools.add(Arc::new(WriteFile));
+        tools.add(Arc::new(DeleteFile));
+        let c = ctx(None);
+        let post = PostConditions::new();
+        // Asked with an output that is no number, no text and no file: a tool with a
+        // post-condition answers something other than `Undeclared`.
+        let declared: Vec<&str> = tools
+            .iter()
+            .filter(|t| post.verify(t.as_ref(), &json!({}), "", &c) != Verification::Undeclared)
+            .map(|t| t.name())
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                "calculator",
+                "list_dir",
+                "read_file",
+                "search_text",
+                "read_blob",
+                "write_file",
+                "delete_file"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_file_tools_declare_what_they_do_to_the_file_they_name() {
+        use crate::agent::tools::FileEffect;
+        let mut tools = Toolset::builtin(Some(ShellPolicy::default()));
+        tools.add(Arc::new(WriteFile));
+        tools.add(Arc::new(DeleteFile));
+        let effects: Vec<(&str, FileEffect)> = tools
+            .iter()
+            .map(|t| (t.name(), t.file_effect()))
+            .filter(|(_, e)| *e != FileEffect::None)
+            .collect();
+        assert_eq!(
+            effects,
+            [
+                ("read_file", FileEffect::Reads),
+                ("write_file", FileEffect::Writes),
+                ("delete_file", FileEffect::Deletes)
+            ]
+        );
+        let narrowed = WithSchema::new(Arc::new(ReadFile), json!({"type": "object"}));
+        assert_eq!(narrowed.file_effect(), FileEffect::Reads);
+    }
+
+    #[test]
+    fn read_only_tools_check_their_output() {
+        let c = ctx(None);
+        let a = json!({});
+        assert_eq!(Calculator.verify(&a, " 42\n", &c), Verification::Holds);
+        assert_eq!(Calculator.verify(&a, "-1.5e3", &c), Verification::Holds);
+        for bad in ["inf", "NaN", "7 apples", ""] {
+            assert!(broken(Calculator.verify(&a, bad, &c)).contains("not a finite number"));
+        }
+        assert_eq!(ReadFile.verify(&a, "1: x", &c), Verification::Holds);
+        assert_eq!(
+            broken(ReadFile.verify(&a, " \n", &c)),
+            "read_file returned nothing"
+        );
+        let blob = crate::agent::tools::ReadBlob;
+        assert_eq!(blob.verify(&a, " ", &c), Verification::Holds);
+        assert_eq!(
+            broken(blob.verify(&a, "", &c)),
+            "read_blob returned nothing"
+        );
+        assert_eq!(ListDir.verify(&a, "", &c), Verification::Holds);
+        assert_eq!(SearchText.verify(&a, "", &c), Verification::Holds);
+    }
+
+    #[test]
+    fn writers_check_the_file_afterwards() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = ctx(Some(Sandbox::new(dir.path()).expect("sandbox")));
+        let args = json!({"path": "notes.txt", "content": "hello"});
+        // A file that is not there fails the check, which names the path.
+        assert!(broken(WriteFile.verify(&args, "", &c)).contains("notes.txt"));
+        std::fs::write(dir.path().join("notes.txt"), "hello").expect("write");
+        assert_eq!(WriteFile.verify(&args, "", &c), Verification::Holds);
+        std::fs::write(dir.path().join("notes.txt"), "other").expect("write");
+        assert_eq!(
+            broken(WriteFile.verify(&args, "", &c)),
+            "notes.txt does not hold the content written"
+        );
+        let del = json!({"path": "notes.txt"});
+        assert_eq!(
+            broken(DeleteFile.verify(&del, "", &c)),
+            "notes.txt still exists"
+        );
+        std::fs::remove_file(dir.path().join("notes.txt")).expect("rm");
+        assert_eq!(DeleteFile.verify(&del, "", &c), Verification::Holds);
+        // Without a workspace there is nothing to check against: the check says why.
+        let none = ctx(None);
+        assert!(broken(WriteFile.verify(&args, "", &none)).contains("no workspace"));
+        assert!(broken(DeleteFile.verify(&del, "", &none)).contains("no workspace"));
+    }
+
+    #[test]
+    fn an_added_post_condition_replaces_the_tools_own_and_wrapping_keeps_it() {
+        let c = ctx(None);
+        let a = json!({});
+        let post = PostConditions::new().with("calculator", |_, out, _| {
+            if out == "7" {
+                Ok(())
+            } else {
+                Err("not seven".into())
+            }
+        });
+        assert_eq!(post.verify(&Calculator, &a, "7", &c), Verification::Holds);
+        assert_eq!(
+            post.verify(&Calculator, &a, "8", &c),
+            Verification::Broken("not seven".into())
+        );
+        // Other tools keep their own.
+        assert_eq!(
+            post.verify(&ReadFile, &a, "", &c),
+            Verification::Broken("read_file returned nothing".into())
+        );
+        // A tool offered with a narrowed schema is the same tool: same post-condition.
+        let narrowed = WithSchema::new(Arc::new(Calculator), json!({"type": "object"}));
+        assert!(broken(PostConditions::new().verify(&narrowed, &a, "x", &c))
+            .contains("not a finite number"));
+    }
 }

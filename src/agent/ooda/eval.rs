@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::{read_events, AuditEvent};
-use crate::agent::eval::{EvalTask, TaskResult};
-use crate::agent::rundir::{RunDir, RunDirError};
+use crate::agent::eval::{EvalTask, TaskResult, TaskSetupError};
 use crate::agent::tools::{ShellPolicy, Toolset};
 use crate::agent::types::StopReason;
 use crate::lm::CancelToken;
@@ -22,17 +21,9 @@ use super::{OodaBuilder, OodaConfig, OodaError, OodaEvent, OodaOutcome, Phases};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OodaEvalError {
-    /// The workspace could not be prepared.
-    #[error("task {id}: cannot prepare the workspace: {reason}")]
-    Workspace {
-        /// Task id.
-        id: String,
-        /// Why.
-        reason: String,
-    },
-    /// The run directory failed.
+    /// The task's workspace or run directory could not be set up.
     #[error(transparent)]
-    RunDir(#[from] RunDirError),
+    Setup(#[from] TaskSetupError),
     /// The loop failed.
     #[error("task {id} failed")]
     Ooda {
@@ -103,18 +94,13 @@ pub async fn run_task(
     cancel: &CancelToken,
     on_event: &mut dyn FnMut(&OodaEvent<'_>),
 ) -> Result<OodaTaskResult, OodaEvalError> {
-    let ws_err = |reason: String| OodaEvalError::Workspace {
-        id: task.id.clone(),
-        reason,
-    };
-    // `_dir` keeps the temporary workspace alive until the task ends.
-    let (_dir, sandbox) = task.workspace().map_err(ws_err)?;
+    // `setup.dir` keeps the temporary workspace alive until the task ends.
+    let setup = task.setup(&opts.home)?;
     let tools = eval_tools(task);
     let mut config = opts.config.clone();
     if let Some(n) = task.max_steps {
         config.max_loops = n;
     }
-    let run_dir = RunDir::create(&opts.home)?;
     let mut tools_used = Vec::new();
     let mut events = |ev: &OodaEvent<'_>| {
         if let OodaEvent::Acted { report } = ev {
@@ -123,10 +109,10 @@ pub async fn run_task(
         on_event(ev);
     };
     let outcome = OodaBuilder::new(config)
-        .workspace(Some(sandbox))
+        .workspace(Some(setup.sandbox))
         .approval_key(opts.approval_key.clone())
         .build_with(phases, &tools, cancel.clone())
-        .run(&task.task, run_dir, &mut events)
+        .run(&task.task, setup.run_dir, &mut events)
         .await
         .map_err(|source| OodaEvalError::Ooda {
             id: task.id.clone(),

@@ -11,7 +11,7 @@ use crate::agent::answer::{write_answer, AnswerOutput};
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
 use crate::agent::planner::{schema_signature, PlannerError};
-use crate::agent::tools::{truncate_str, Toolset, FINAL_ANSWER};
+use crate::agent::tools::{truncate_str, PromptHint, Toolset, FINAL_ANSWER};
 use crate::agent::types::Step;
 use crate::lm::{
     CancelToken, ChatMessage, Constraint, GenOutput, GenRequest, LanguageModel, LmError, Role,
@@ -193,14 +193,10 @@ Propose 1 to {n} candidate next actions, best first, as ONE JSON object and noth
 {{\"candidates\": [{{\"thought\": \"<one short sentence>\", \"tool\": \"<tool name>\", \"args\": {{<arguments>}}}}]}}\n\n\
 Rules:\n"
     );
-    let has = |t: &str| tools.get(t).is_some();
-    if has("calculator") {
-        s.push_str("- ALL arithmetic goes through the calculator tool, even simple sums.\n");
-    }
-    if has("read_file") {
-        s.push_str(
-            "- Facts about files come from list_dir, read_file or search_text. Never guess.\n",
-        );
+    // Each tool's advice (`Tool::prompt_hint`), in tool order, only while it is offered.
+    let hints: Vec<PromptHint> = tools.iter().map(|t| t.prompt_hint()).collect();
+    for rule in hints.iter().filter_map(|h| h.rule) {
+        s.push_str(rule);
     }
     s.push_str(&format!(
         "- When the world model already holds the answer, the first candidate is {FINAL_ANSWER} with it, copied exactly.\n\
@@ -218,22 +214,12 @@ Rules:\n"
     // Worked examples with neutral placeholders: a concrete value here would be copied into
     // answers (an approval round trip once answered with the example's name). `tests/it`'s
     // prompt_examples checks that no example string can pass an eval check.
-    if has("calculator") || has("read_file") {
+    let mut examples = hints.iter().filter_map(|h| h.examples).peekable();
+    if examples.peek().is_some() {
         s.push_str("\nExamples (words in <> stand for the real ones):\n");
     }
-    if has("calculator") {
-        s.push_str(
-            "Example 1:\nWorld model:\nObjective: <a question that needs arithmetic>\nActions so far: none\n\
-{\"candidates\": [{\"thought\": \"Compute it with the calculator.\", \"tool\": \"calculator\", \"args\": {\"expression\": \"<the arithmetic, with the numbers from the task>\"}}]}\n\
-Example 2:\nWorld model:\nObjective: <the same question>\nActions so far:\n- calculator {\"expression\":\"<the arithmetic>\"} -> verified: <result>\n\
-{\"candidates\": [{\"thought\": \"The calculator returned the result.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<result, copied exactly>\"}}]}\n",
-        );
-    }
-    if has("read_file") {
-        s.push_str(
-            "Example 3:\nWorld model:\nObjective: <a question about a file>\nActions so far:\n- read_file {\"path\":\"<file named in the task>\"} -> verified: <the line that states the fact>\n\
-{\"candidates\": [{\"thought\": \"The file states it.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<the value, copied from that line>\"}}]}\n",
-        );
+    for e in examples {
+        s.push_str(e);
     }
     s
 }
@@ -345,5 +331,182 @@ impl Orienter for ModelPhases<'_> {
             OrientMode::Model => self.model.name(),
             OrientMode::Rules => "rules".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ooda::observe::SensorReadings;
+    use crate::agent::ooda::world::WorldModel;
+    use crate::agent::tools::{
+        Calculator, FinalAnswer, PromptHint, Tool, ToolContext, ToolError, WithSchema,
+    };
+    use crate::lm::CancelToken;
+    use std::sync::Arc;
+
+    /// A model the prompt builders never call.
+    struct Unused;
+    impl LanguageModel for Unused {
+        fn generate(
+            &mut self,
+            _req: &GenRequest,
+            _on_text: &mut dyn FnMut(&str),
+            _cancel: &CancelToken,
+        ) -> Result<GenOutput, LmError> {
+            Err(LmError::Backend("not called".into()))
+        }
+        fn context_length(&self) -> usize {
+            4096
+        }
+        fn name(&self) -> String {
+            "unused".into()
+        }
+    }
+
+    /// A tool with the hint it is given.
+    struct Hinted(&'static str, PromptHint);
+    impl Tool for Hinted {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "A test tool."
+        }
+        fn args_schema(&self) -> serde_json::Value {
+            serde_json::json!({"type": "object", "properties": {}})
+        }
+        fn prompt_hint(&self) -> PromptHint {
+            self.1
+        }
+        fn call(&self, _a: serde_json::Value, _c: &ToolContext) -> Result<String, ToolError> {
+            Ok(String::new())
+        }
+    }
+
+    fn system(req: &GenRequest) -> &str {
+        assert_eq!(req.messages[0].role, Role::System);
+        &req.messages[0].content
+    }
+
+    /// The prompt's text between `from` and `to`.
+    fn section<'s>(s: &'s str, from: &str, to: &str) -> &'s str {
+        let a = s.find(from).expect(from) + from.len();
+        let b = s[a..].find(to).map_or(s.len(), |b| a + b);
+        &s[a..b]
+    }
+
+    #[test]
+    fn decide_and_orient_prompts_carry_each_offered_tools_hints() {
+        let tools = Toolset::builtin(None);
+        let hinted: Vec<(String, PromptHint)> = tools
+            .iter()
+            .map(|t| (t.name().to_string(), t.prompt_hint()))
+            .filter(|(_, h)| *h != PromptHint::default())
+            .collect();
+        let names: Vec<&str> = hinted.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["calculator", "read_file"]);
+        let mut lm = Unused;
+        let phases = ModelPhases::new(&mut lm, PhaseOptions::default());
+        let world = WorldModel::new("What is 2+2?", 10.0, None);
+        let cancel = CancelToken::new();
+        let decide = phases.decide_request(&DecideInput {
+            world: &world,
+            tools: &tools,
+            allowed: None,
+            n: 3,
+            exclude: &[],
+            cancel: &cancel,
+        });
+        let readings = SensorReadings {
+            cycle: 1,
+            time: String::new(),
+            signals: Vec::new(),
+            failed: Vec::new(),
+            confidence: 1.0,
+        };
+        let orient = phases.orient_request(
+            &OrientInput {
+                world: &world,
+                observation: &readings,
+                last_action: None,
+                tools: &tools,
+                candidates: 3,
+                cancel: &cancel,
+            },
+            "4",
+        );
+        for prompt in [system(&decide), system(&orient)] {
+            let rules = section(prompt, "Rules:\n", "\nTools:\n");
+            let examples = section(
+                prompt,
+                "Examples (words in <> stand for the real ones):\n",
+                "\0",
+            );
+            for (name, h) in &hinted {
+                let rule = h.rule.expect("a rule");
+                assert!(
+                    rules.contains(rule),
+                    "{name}'s rule is in the rules: {rules}"
+                );
+                let ex = h.examples.expect("examples");
+                assert!(examples.contains(ex), "{name}'s examples: {examples}");
+            }
+            // In tool order: the calculator's come first.
+            assert!(rules.starts_with(hinted[0].1.rule.unwrap_or_default()));
+            assert!(examples.starts_with(hinted[0].1.examples.unwrap_or_default()));
+            assert!(examples.ends_with(hinted[1].1.examples.unwrap_or_default()));
+        }
+        // Orient shares Decide's system prompt, so the runtime keeps the prefix.
+        assert_eq!(system(&decide), system(&orient));
+        // A hint goes with its tool: not offered, not shown.
+        let calc = tools.only("calculator").with(FinalAnswer);
+        let p = decide_system_prompt(&calc, 3);
+        assert!(!p.contains(hinted[1].1.rule.unwrap_or_default()), "{p}");
+        assert!(!p.contains("Example 3"), "{p}");
+        assert!(p.contains("Example 1"), "{p}");
+    }
+
+    #[test]
+    fn a_tool_without_hints_adds_only_its_listing_line() {
+        for base in [
+            Toolset::builtin(None),
+            Toolset::new().with(FinalAnswer),
+            Toolset::new(),
+        ] {
+            let plain = Hinted("plain", PromptHint::default());
+            let line = "- plain: A test tool. Args: {}\n";
+            let before = decide_system_prompt(&base, 3);
+            let after = decide_system_prompt(&base.clone().with(plain), 3);
+            assert_eq!(after.matches(line).count(), 1, "{after}");
+            assert_eq!(after.replacen(line, "", 1), before);
+        }
+        let none = decide_system_prompt(&Toolset::new().with(FinalAnswer), 3);
+        assert!(
+            !none.contains("Examples"),
+            "no hint, no examples header: {none}"
+        );
+    }
+
+    #[test]
+    fn any_tool_can_declare_a_hint_and_wrapping_keeps_it() {
+        let hint = PromptHint {
+            rule: Some("- Poll the job tool until it says done.\n"),
+            examples: Some("Example 9:\n<a poll>\n"),
+        };
+        let job: Arc<dyn Tool> = Arc::new(Hinted("job", hint));
+        let wrapped = WithSchema::new(job.clone(), serde_json::json!({"type": "object"}));
+        assert_eq!(wrapped.prompt_hint(), hint);
+        let mut tools = Toolset::new().with(Calculator);
+        tools.add(Arc::new(wrapped));
+        let p = decide_system_prompt(&tools, 2);
+        let rules = section(&p, "Rules:\n", "\nTools:\n");
+        assert!(rules.starts_with(
+            "- ALL arithmetic goes through the calculator tool, even simple sums.\n- Poll the job tool until it says done.\n- When the world model"
+        ), "{rules}");
+        assert!(
+            p.ends_with("<result, copied exactly>\"}}]}\nExample 9:\n<a poll>\n"),
+            "{p}"
+        );
     }
 }

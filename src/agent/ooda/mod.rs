@@ -487,7 +487,7 @@ pub struct Ooda<'a> {
     pub memory: Option<MemoryStore>,
     /// Audit sink (default: the run directory's hash-chained log).
     pub audit: Option<Box<dyn AuditSink>>,
-    /// Post-conditions by tool.
+    /// Post-conditions added by tool name, in place of the tools' own (none by default).
     pub postconditions: PostConditions,
     /// Cancellation.
     pub cancel: CancelToken,
@@ -536,7 +536,7 @@ impl<'a> Ooda<'a> {
             approval_key: None,
             memory: None,
             audit: None,
-            postconditions: PostConditions::builtin(),
+            postconditions: PostConditions::new(),
             cancel,
         }
     }

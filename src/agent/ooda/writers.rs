@@ -1,13 +1,16 @@
 //! Tools that change the workspace: `write_file` and `delete_file`. Both declare themselves
 //! irreversible, so the OODA gate runs them only with an approval token unless the workspace's
-//! policy lowers their tier; their post-conditions (`act::PostConditions::builtin`) check the
-//! file afterwards. Paths go through the workspace sandbox like every file tool; the sandbox
-//! keeps both out of the workspace's `.boyd/` (its policy) by the resolved path, however it is
-//! spelled, and neither writes nor deletes through a symbolic link.
+//! policy lowers their tier; their post-conditions (`Tool::verify`, which the act phase checks)
+//! look at the file afterwards. Paths go through the workspace sandbox like every file tool; the
+//! sandbox keeps both out of the workspace's `.boyd/` (its policy) by the resolved path, however
+//! it is spelled, and neither writes nor deletes through a symbolic link.
 
 use serde::Deserialize;
+use serde_json::Value;
 
-use crate::agent::tools::{parse_args, Cost, RiskProfile, Tool, ToolContext, ToolError};
+use crate::agent::tools::{
+    parse_args, Cost, FileEffect, RiskProfile, Tool, ToolContext, ToolError, Verification,
+};
 
 /// `write_file`: create or overwrite a text file in the workspace.
 #[derive(Debug, Default, Clone, Copy)]
@@ -59,6 +62,13 @@ impl Tool for WriteFile {
         ]
         .map(String::from)
         .to_vec()
+    }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Writes
+    }
+    /// The file holds exactly the content written.
+    fn verify(&self, args: &Value, _output: &str, ctx: &ToolContext) -> Verification {
+        written(args, ctx).into()
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: WriteArgs = parse_args(args)?;
@@ -124,6 +134,13 @@ impl Tool for DeleteFile {
         .map(String::from)
         .to_vec()
     }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Deletes
+    }
+    /// The path no longer exists.
+    fn verify(&self, args: &Value, _output: &str, ctx: &ToolContext) -> Verification {
+        deleted(args, ctx).into()
+    }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: DeleteArgs = parse_args(args)?;
         let ws = ctx.workspace()?;
@@ -132,5 +149,33 @@ impl Tool for DeleteFile {
         std::fs::remove_file(&p)
             .map_err(|e| ToolError::failed(format!("cannot delete {}: {e}.", a.path)))?;
         Ok(format!("deleted {}", a.path))
+    }
+}
+
+/// The argument `name` as text (empty when absent: the check then fails on the path).
+fn arg<'v>(args: &'v Value, name: &str) -> &'v str {
+    args.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `write_file`'s post-condition: the file reads back as the content.
+fn written(args: &Value, ctx: &ToolContext) -> Result<(), String> {
+    let ws = ctx.workspace().map_err(|e| e.message)?;
+    let path = arg(args, "path");
+    let p = ws.resolve(path).map_err(|e| e.to_string())?;
+    match std::fs::read_to_string(&p) {
+        Ok(got) if got == arg(args, "content") => Ok(()),
+        Ok(_) => Err(format!("{path} does not hold the content written")),
+        Err(e) => Err(format!("{path} cannot be read back: {e}")),
+    }
+}
+
+/// `delete_file`'s post-condition: nothing is left at the path.
+fn deleted(args: &Value, ctx: &ToolContext) -> Result<(), String> {
+    let ws = ctx.workspace().map_err(|e| e.message)?;
+    let path = arg(args, "path");
+    match ws.lexical(path) {
+        Ok(p) if !p.exists() => Ok(()),
+        Ok(_) => Err(format!("{path} still exists")),
+        Err(e) => Err(e.to_string()),
     }
 }

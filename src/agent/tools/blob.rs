@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{parse_args, Tool, ToolContext, ToolError};
+use super::{parse_args, Tool, ToolContext, ToolError, Verification};
 use crate::agent::condense;
 
 /// Default page size in characters (below the condenser limit, so a page is never condensed).
@@ -47,6 +47,14 @@ impl Tool for ReadBlob {
     fn polls(&self) -> bool {
         // Paging the same blob twice is legitimate (e.g. after a context collapse).
         true
+    }
+    /// A page of a blob is never empty.
+    fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {
+        if output.is_empty() {
+            Verification::Broken("read_blob returned nothing".into())
+        } else {
+            Verification::Holds
+        }
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: Args = parse_args(args)?;

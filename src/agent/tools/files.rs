@@ -12,7 +12,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{parse_args, rel_display, Tool, ToolContext, ToolError};
+use super::{
+    parse_args, rel_display, FileEffect, PromptHint, Tool, ToolContext, ToolError, Verification,
+};
 
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_LIST: usize = 200;
@@ -156,6 +158,25 @@ impl Tool for ReadFile {
             "additionalProperties": false
         })
     }
+    /// A read returns text (an empty file says so).
+    fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {
+        if output.trim().is_empty() {
+            Verification::Broken("read_file returned nothing".into())
+        } else {
+            Verification::Holds
+        }
+    }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Reads
+    }
+    fn prompt_hint(&self) -> PromptHint {
+        PromptHint {
+            rule: Some(
+                "- Facts about files come from list_dir, read_file or search_text. Never guess.\n",
+            ),
+            examples: Some(READ_FILE_EXAMPLE),
+        }
+    }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: ReadArgs = parse_args(args)?;
         let text = read_text(ctx, &a.path)?;
@@ -206,6 +227,11 @@ impl Tool for ReadFile {
         Ok(out)
     }
 }
+
+/// `read_file`'s worked example for the Decide prompt (neutral placeholders). Numbered after the
+/// calculator's two, as the prompt has always shown it.
+const READ_FILE_EXAMPLE: &str = "Example 3:\nWorld model:\nObjective: <a question about a file>\nActions so far:\n- read_file {\"path\":\"<file named in the task>\"} -> verified: <the line that states the fact>\n\
+{\"candidates\": [{\"thought\": \"The file states it.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<the value, copied from that line>\"}}]}\n";
 
 /// `list_dir`: entries of a directory in the workspace, optionally the whole tree, with counts.
 #[derive(Debug, Default, Clone, Copy)]
@@ -369,6 +395,10 @@ impl Tool for ListDir {
             },
             "additionalProperties": false
         })
+    }
+    /// Any listing that returned is what the folder holds.
+    fn verify(&self, _args: &serde_json::Value, _output: &str, _ctx: &ToolContext) -> Verification {
+        Verification::Holds
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: ListArgs = parse_args(args)?;
@@ -546,6 +576,10 @@ impl Tool for SearchText {
             "required": ["query"],
             "additionalProperties": false
         })
+    }
+    /// Any search that returned is what the files hold (no match is an answer too).
+    fn verify(&self, _args: &serde_json::Value, _output: &str, _ctx: &ToolContext) -> Verification {
+        Verification::Holds
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: SearchArgs = parse_args(args)?;

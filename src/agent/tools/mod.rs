@@ -170,6 +170,53 @@ impl ToolContext {
     }
 }
 
+/// What a tool's post-condition says about a call that returned: whether the world is as the
+/// call promised (the OODA act phase checks it after the call; ReAct does not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// The tool declares no post-condition.
+    Undeclared,
+    /// The world is as promised.
+    Holds,
+    /// It is not: what differs, in words.
+    Broken(String),
+}
+
+impl From<Result<(), String>> for Verification {
+    fn from(r: Result<(), String>) -> Self {
+        match r {
+            Ok(()) => Verification::Holds,
+            Err(d) => Verification::Broken(d),
+        }
+    }
+}
+
+/// What a call does to the workspace file its `path` argument names: the OODA loop keeps the
+/// world model's file hashes and the files it watches by it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileEffect {
+    /// Nothing the loop tracks.
+    #[default]
+    None,
+    /// Reads it: its content hash becomes a fact and the file is watched.
+    Reads,
+    /// Writes it: its old hash is dropped and the file is watched.
+    Writes,
+    /// Deletes it: its old hash is dropped and the file is no longer watched.
+    Deletes,
+}
+
+/// What a tool adds to the OODA Decide prompt while it is offered: a line for the rules and
+/// worked examples in the Decide reply format, each ending in a newline. The prompt joins the
+/// hints of the offered tools in tool order (`ooda::lm_phases::decide_system_prompt`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromptHint {
+    /// One rule, `"- ...\n"`.
+    pub rule: Option<&'static str>,
+    /// Worked examples, `"Example N:\n..."`.
+    pub examples: Option<&'static str>,
+}
+
 /// A tool with another argument schema (an enum of workspace paths, a narrowed enum): the
 /// constraint changes, the tool and everything else it declares stay the same.
 pub struct WithSchema {
@@ -208,6 +255,15 @@ impl Tool for WithSchema {
     }
     fn intent_words(&self) -> Vec<String> {
         self.inner.intent_words()
+    }
+    fn verify(&self, args: &serde_json::Value, output: &str, ctx: &ToolContext) -> Verification {
+        self.inner.verify(args, output, ctx)
+    }
+    fn prompt_hint(&self) -> PromptHint {
+        self.inner.prompt_hint()
+    }
+    fn file_effect(&self) -> FileEffect {
+        self.inner.file_effect()
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         self.inner.call(args, ctx)
@@ -254,6 +310,19 @@ pub trait Tool: Send + Sync {
         }
         v
     }
+    /// The post-condition of a call that returned `output`: checked against the world (the
+    /// workspace through `ctx`) after the call. Default: none declared.
+    fn verify(&self, _args: &serde_json::Value, _output: &str, _ctx: &ToolContext) -> Verification {
+        Verification::Undeclared
+    }
+    /// What the tool adds to the OODA Decide prompt while it is offered. Default: nothing.
+    fn prompt_hint(&self) -> PromptHint {
+        PromptHint::default()
+    }
+    /// What a call does to the file named by its `path` argument. Default: nothing tracked.
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::None
+    }
     /// Run it.
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }
@@ -266,6 +335,33 @@ pub fn parse_args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, Too
         args
     };
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("bad arguments: {e}.")))
+}
+
+/// The arguments a model gave, as an object: a scalar goes into the tool's single required
+/// property (`{"tool": "calculator", "args": "2+2"}` works); `null` becomes `{}`. Both loops
+/// call it before a tool runs.
+pub fn normalize_args(tool: &dyn Tool, args: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match args {
+        Value::Object(_) => args,
+        Value::Null => Value::Object(serde_json::Map::new()),
+        scalar => {
+            let schema = tool.args_schema();
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match required.as_slice() {
+                [only] => {
+                    let mut m = serde_json::Map::new();
+                    m.insert((*only).to_string(), scalar);
+                    Value::Object(m)
+                }
+                _ => scalar,
+            }
+        }
+    }
 }
 
 /// The `final_answer` tool: ends the run with an answer. The loop treats a call to it as
@@ -454,5 +550,25 @@ pub(crate) fn rel_display(root: &Path, p: &Path) -> String {
         ".".to_string()
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalize_args_wraps_a_scalar_into_the_only_required_property() {
+        assert_eq!(
+            normalize_args(&Calculator, json!("2+2")),
+            json!({"expression": "2+2"})
+        );
+        assert_eq!(normalize_args(&Calculator, json!(null)), json!({}));
+        let obj = json!({"expression": "1"});
+        assert_eq!(normalize_args(&Calculator, obj.clone()), obj);
+        // No single required property: the scalar is left for the tool to refuse.
+        assert_eq!(normalize_args(&ListDir, json!(".")), json!("."));
+        assert_eq!(normalize_args(&ReadBlob, json!(3)), json!({"blob": 3}));
     }
 }

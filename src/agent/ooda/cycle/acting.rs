@@ -24,7 +24,7 @@ use crate::agent::audit::{AuditEvent, OutcomeStatus};
 use crate::agent::condense::{sha256_hex, Condenser};
 use crate::agent::guard::{canonical_json, fingerprint};
 use crate::agent::rundir::{utc_timestamp, Record};
-use crate::agent::tools::{truncate_str, ToolErrorKind};
+use crate::agent::tools::{truncate_str, FileEffect, ToolErrorKind};
 use crate::agent::types::{Action, Observation, ObservationKind, Step, StepTimings};
 
 /// Confidence of a file's content hash taken when a tool read it.
@@ -159,7 +159,7 @@ impl Driver<'_, '_> {
         let why = self.why(record)?;
         let s = &mut self.s;
         let t0 = Instant::now();
-        let args = act::normalize_args(tool.as_ref(), a.args.clone());
+        let args = crate::agent::tools::normalize_args(tool.as_ref(), a.args.clone());
         let id = s.next_action_id;
         s.next_action_id += 1;
         let report = act::execute(
@@ -196,7 +196,7 @@ impl Driver<'_, '_> {
                 s.guidance.learn(sig, &report.tool, &report.args);
             }
         }
-        self.note_file_effects(&report);
+        self.note_file_effects(&report, tool.file_effect());
         let s = &mut self.s;
         if let Ok(mut g) = s.last_action.lock() {
             *g = Some(report.clone());
@@ -240,12 +240,13 @@ impl Driver<'_, '_> {
         Ok(Ok(()))
     }
 
-    /// What a file tool's action says about the workspace: a read file's content hash is a
+    /// What a file tool's action says about the workspace (its `Tool::file_effect`): a read
+    /// file's content hash is a
     /// claim (checked against an earlier read in the next Orient) and the file is watched from
     /// now on; a file this run wrote or deleted changed as expected, so its old hash is dropped
     /// rather than contradicted.
-    fn note_file_effects(&mut self, report: &ActionReport) {
-        if report.status == OutcomeStatus::Failed {
+    fn note_file_effects(&mut self, report: &ActionReport, effect: FileEffect) {
+        if effect == FileEffect::None || report.status == OutcomeStatus::Failed {
             return;
         }
         let (Some(ws), Some(path)) = (
@@ -258,8 +259,8 @@ impl Driver<'_, '_> {
         let Ok(mut watch) = self.watch.lock() else {
             return;
         };
-        match report.tool.as_str() {
-            "read_file" => {
+        match effect {
+            FileEffect::Reads => {
                 if let Some(h) = file_hash(ws, path) {
                     self.action_claims.push((
                         FactClaim::new(&key, h, READ_HASH_CONFIDENCE),
@@ -268,15 +269,15 @@ impl Driver<'_, '_> {
                     watch.insert(path.to_string());
                 }
             }
-            "write_file" | "delete_file" => {
+            FileEffect::Writes => {
                 self.s.world.facts.remove(&normalize(&key));
-                if report.tool == "write_file" {
-                    watch.insert(path.to_string());
-                } else {
-                    watch.remove(path);
-                }
+                watch.insert(path.to_string());
             }
-            _ => {}
+            FileEffect::Deletes => {
+                self.s.world.facts.remove(&normalize(&key));
+                watch.remove(path);
+            }
+            FileEffect::None => {}
         }
     }
 

@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 
-use super::{parse_args, Tool, ToolContext, ToolError};
+use super::{parse_args, PromptHint, Tool, ToolContext, ToolError, Verification};
 
 /// The calculator tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -48,7 +48,29 @@ impl Tool for Calculator {
             })
             .map_err(|e| ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression)))
     }
+    /// The output is a finite number.
+    fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {
+        let t = output.trim();
+        if t.parse::<f64>().is_ok_and(f64::is_finite) {
+            Verification::Holds
+        } else {
+            Verification::Broken(format!("calculator output {t:?} is not a finite number"))
+        }
+    }
+    fn prompt_hint(&self) -> PromptHint {
+        PromptHint {
+            rule: Some("- ALL arithmetic goes through the calculator tool, even simple sums.\n"),
+            examples: Some(CALCULATOR_EXAMPLES),
+        }
+    }
 }
+
+/// The calculator's worked examples for the Decide prompt (neutral placeholders: a concrete
+/// value would be copied into answers).
+const CALCULATOR_EXAMPLES: &str = "Example 1:\nWorld model:\nObjective: <a question that needs arithmetic>\nActions so far: none\n\
+{\"candidates\": [{\"thought\": \"Compute it with the calculator.\", \"tool\": \"calculator\", \"args\": {\"expression\": \"<the arithmetic, with the numbers from the task>\"}}]}\n\
+Example 2:\nWorld model:\nObjective: <the same question>\nActions so far:\n- calculator {\"expression\":\"<the arithmetic>\"} -> verified: <result>\n\
+{\"candidates\": [{\"thought\": \"The calculator returned the result.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<result, copied exactly>\"}}]}\n";
 
 /// A calculator value: exact integer or float.
 #[derive(Debug, Clone, Copy, PartialEq)]
