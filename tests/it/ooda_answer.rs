@@ -135,3 +135,35 @@ async fn the_decide_constraint_is_narrowed_to_the_named_file_and_not_offered_aga
     run(&c, task, &mut d, config).await;
     assert!(d.allowed.iter().all(Option::is_none));
 }
+
+#[tokio::test]
+async fn at_the_loop_limit_a_session_that_observed_something_answers_from_it() {
+    let c = case(&[("a.txt", "alpha\n"), ("b.txt", "beta\n")]);
+    let task = "What do the files say?";
+    let config = OodaConfig {
+        max_loops: 2,
+        ..OodaConfig::default()
+    };
+    let mut d = ScriptedDecider::new([read("a.txt"), read("b.txt")])
+        .with_answers(["alpha and beta".to_string()]);
+    let out = run(&c, task, &mut d, config.clone()).await;
+    assert_eq!(out.state, OodaState::Completed);
+    assert_eq!(out.answer.as_deref(), Some("alpha and beta"));
+    assert!(out
+        .detail
+        .as_deref()
+        .is_some_and(|d| d.contains("answered from the observations")));
+    assert_eq!(d.answer_inputs[0].len(), 2, "both reads were shown");
+    // The answer is in the audit chain like any final answer.
+    let events = boyd::agent::audit::read_events(&out.run_dir).expect("audit");
+    assert!(events.iter().any(|e| matches!(
+        &e.event,
+        boyd::agent::audit::AuditEvent::Intent { tool, .. } if tool == "final_answer"
+    )));
+
+    // Nothing to answer from (no answer written): the limit stands.
+    let mut d = ScriptedDecider::new([read("a.txt"), read("b.txt")]);
+    let out = run(&c, task, &mut d, config).await;
+    assert_eq!(out.state, OodaState::MaxLoopsExceeded);
+    assert!(out.answer.is_none());
+}

@@ -115,7 +115,8 @@ impl ScriptedServer {
                     if is_answer_step(&body) {
                         // The answer step copies the answer the Decide step proposed.
                         g.answer_requests.push(body);
-                        let a = g.last_answer.clone().unwrap_or_else(|| "no answer".into());
+                        // Nothing proposed to copy: an empty reply, which writes no answer.
+                        let a = g.last_answer.clone().unwrap_or_default();
                         drop(g);
                         let reply = json!({
                             "id": "x",
@@ -489,7 +490,8 @@ fn an_intent_record_names_its_snapshot_and_runs_show_prints_why_the_action_ran()
 }
 
 /// Rule: max 20 loops. Without `--max-loops`, a run that never answers stops after its 20th
-/// cycle in `max_loops_exceeded`, having asked for 20 decisions.
+/// cycle in `max_loops_exceeded`, having asked for 20 decisions (and the answer step once, which
+/// here writes nothing).
 #[test]
 fn an_ooda_run_stops_after_20_cycles_by_default() {
     let lab = CliLab::new(&[]);
@@ -507,6 +509,8 @@ fn an_ooda_run_stops_after_20_cycles_by_default() {
     assert_eq!(v["detail"], "20 cycles, the limit", "{v}");
     assert_eq!(server.requests().len(), 20);
     assert_eq!(v["counters"]["actions"], 20, "{v}");
+    // At the limit the answer step was asked once; it wrote nothing, so the limit stands.
+    assert_eq!(server.answer_requests().len(), 1);
 }
 
 /// Rule: thresholds are the user's (command line or policy); a workspace may only tighten them.

@@ -6,7 +6,7 @@ use std::time::Instant;
 use crate::lm::Usage;
 
 use super::super::act::{self, ActRequest, ActionReport};
-use super::super::decide::{Assessment, DecisionRecord, Tier};
+use super::super::decide::{assess, Assessment, Candidate, DecisionRecord, Tier};
 use super::super::hypothesis::Hypothesis;
 use super::super::intent::{explain, save_world, IntentWhy};
 use super::super::learned;
@@ -72,6 +72,58 @@ impl Driver<'_, '_> {
                 }
             },
         )
+    }
+
+    /// At the loop limit, a session that observed something answers from its observations
+    /// (as ReAct does at its step limit, and smolagents at `max_steps`) instead of ending
+    /// without an answer; the answer goes through the audit like any final answer.
+    pub(super) fn answer_at_limit(&mut self, terminal: Terminal) -> Result<Terminal, OodaError> {
+        let observed = self
+            .steps
+            .iter()
+            .any(|s| s.observation.kind == ObservationKind::Output);
+        if terminal.state != OodaState::MaxLoopsExceeded || self.answer.is_some() || !observed {
+            return Ok(terminal);
+        }
+        let cycle = self.session_cycles;
+        let Some(text) = self.answer_step(cycle)? else {
+            return Ok(terminal);
+        };
+        let tools = self.ooda.tools;
+        let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
+        let (assessed, chosen) = assess(
+            &[Candidate::answer(&text)],
+            &self.s.world,
+            tools,
+            &self.ooda.config.policy,
+            &self.s.approvals,
+            &polls,
+            0.0,
+        );
+        let Some(i) = chosen else {
+            return Ok(terminal);
+        };
+        let why = format!("{}: answer from the observations", terminal.state.as_str());
+        let record = DecisionRecord {
+            cycle,
+            implicit: false,
+            guidance: Some(why.clone()),
+            candidates: assessed.clone(),
+            chosen,
+            parse_error: None,
+        };
+        self.s.log("decide", cycle, &record)?;
+        self.act_final(&assessed[i], &record, &text, cycle, false)?;
+        self.answer = Some(text);
+        Ok(Terminal {
+            state: OodaState::Completed,
+            detail: Some(format!(
+                "{}; answered from the observations",
+                terminal
+                    .detail
+                    .unwrap_or_else(|| terminal.state.as_str().to_string())
+            )),
+        })
     }
 
     /// The answer written from this session's tool outputs (`agent::answer`), when the answer

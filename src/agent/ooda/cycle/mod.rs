@@ -268,6 +268,7 @@ impl<'a, 'e> Driver<'a, 'e> {
                 Flow::Stop(t) => break t,
             }
         };
+        let terminal = self.answer_at_limit(terminal)?;
         self.finish(terminal)
     }
 
