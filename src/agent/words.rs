@@ -103,9 +103,7 @@ pub fn quantities(text: &str, units: bool) -> Vec<f64> {
         while i < chars.len() {
             let c = chars[i];
             let next_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
-            if c.is_ascii_digit() {
-                digits.push(c);
-            } else if c == '.' && next_digit && !digits.contains('.') {
+            if c.is_ascii_digit() || (c == '.' && next_digit && !digits.contains('.')) {
                 digits.push(c);
             } else if c == ','
                 && chars.len() >= i + 4
