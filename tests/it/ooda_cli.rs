@@ -729,6 +729,58 @@ fn a_critical_external_sensor_that_fails_or_times_out_lowers_confidence_and_esca
     assert!(t.contains("✗ sensor probe exit status 1"), "{t}");
 }
 
+/// Rule: a sensor timing out during generation lowers confidence and escalates, through the
+/// CLI. The critical sensor reads a FIFO the test writes once: Observe's reading gets "ok";
+/// the reading taken while the model generates (the scripted server takes 1.5 s) finds no
+/// writer and runs past its 300 ms timeout; the recheck before Act escalates and the chosen
+/// action does not run.
+#[test]
+fn a_critical_sensor_timing_out_while_the_model_generates_escalates_through_the_cli() {
+    let lab = CliLab::new(&[]);
+    let fifo = lab.ws.join("status.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            // Blocks until Observe's reader opens the FIFO; one reading, then no writer.
+            std::fs::write(&fifo, "ok\n").expect("write the FIFO");
+        })
+    };
+    let server = ScriptedServer::start(
+        vec![proposal(&[("calculator", json!({"expression": "6 * 7"}))])],
+        Some(Box::new(|_| std::thread::sleep(std::time::Duration::from_millis(1500)))),
+    );
+    let out = lab.run_ooda(
+        &server,
+        "What is 6 * 7?",
+        &[
+            "--sensor",
+            "probe=cat status.fifo",
+            "--sensor-critical",
+            "probe",
+            "--sensor-timeout",
+            "0.3",
+            "--confidence-threshold",
+            "0.7",
+        ],
+    );
+    writer.join().expect("writer");
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("observe  confidence 1.00"), "Observe read it: {t}");
+    assert!(t.contains("state: escalated"), "{t}");
+    assert!(
+        t.contains("critical sensor failed during generation: probe"),
+        "{t}"
+    );
+    assert_eq!(server.requests().len(), 1, "the model did generate: {t}");
+    assert!(!t.contains("act      calculator"), "the action did not run: {t}");
+}
+
 /// A malformed `--sensor` is refused before the model loads, with a message that shows the
 /// form; so are a critical name that names no sensor and a program the sandbox cannot run.
 #[test]
