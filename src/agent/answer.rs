@@ -12,8 +12,7 @@
 use serde_json::Value;
 
 use crate::lm::{
-    CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, LmError, Role,
-    SamplingParams, Usage,
+    CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, Role, SamplingParams, Usage,
 };
 
 use super::planner::PlannerError;
@@ -371,12 +370,7 @@ pub fn write_answer(
     };
     let out = model
         .generate(&req, &mut |_| {}, cancel)
-        .map_err(|e| match e {
-            LmError::ContextExceeded { .. } => PlannerError::ContextExhausted {
-                detail: e.to_string(),
-            },
-            other => PlannerError::Lm(other),
-        })?;
+        .map_err(PlannerError::from)?;
     if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
         return Err(PlannerError::Cancelled);
     }

@@ -72,6 +72,19 @@ pub enum PlannerError {
     Lm(#[source] LmError),
 }
 
+/// A full context is `ContextExhausted` (the loops stop or escalate on it); every other model
+/// error keeps its source.
+impl From<LmError> for PlannerError {
+    fn from(e: LmError) -> Self {
+        match e {
+            LmError::ContextExceeded { .. } => Self::ContextExhausted {
+                detail: e.to_string(),
+            },
+            other => Self::Lm(other),
+        }
+    }
+}
+
 /// Decides the next action from the history.
 pub trait Planner {
     /// The next decision.
@@ -381,12 +394,7 @@ impl Planner for LmPlanner<'_> {
         let out = self
             .model
             .generate(&req, &mut sink, input.cancel)
-            .map_err(|e| match e {
-                LmError::ContextExceeded { .. } => PlannerError::ContextExhausted {
-                    detail: e.to_string(),
-                },
-                other => PlannerError::Lm(other),
-            })?;
+            .map_err(PlannerError::from)?;
         if out.finish == FinishReason::Cancelled || input.cancel.is_cancelled() {
             return Err(PlannerError::Cancelled);
         }

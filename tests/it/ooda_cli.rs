@@ -752,7 +752,9 @@ fn a_critical_sensor_timing_out_while_the_model_generates_escalates_through_the_
     };
     let server = ScriptedServer::start(
         vec![proposal(&[("calculator", json!({"expression": "6 * 7"}))])],
-        Some(Box::new(|_| std::thread::sleep(std::time::Duration::from_millis(1500)))),
+        Some(Box::new(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1500))
+        })),
     );
     let out = lab.run_ooda(
         &server,
@@ -771,14 +773,20 @@ fn a_critical_sensor_timing_out_while_the_model_generates_escalates_through_the_
     writer.join().expect("writer");
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
-    assert!(t.contains("observe  confidence 1.00"), "Observe read it: {t}");
+    assert!(
+        t.contains("observe  confidence 1.00"),
+        "Observe read it: {t}"
+    );
     assert!(t.contains("state: escalated"), "{t}");
     assert!(
         t.contains("critical sensor failed during generation: probe"),
         "{t}"
     );
     assert_eq!(server.requests().len(), 1, "the model did generate: {t}");
-    assert!(!t.contains("act      calculator"), "the action did not run: {t}");
+    assert!(
+        !t.contains("act      calculator"),
+        "the action did not run: {t}"
+    );
 }
 
 /// A malformed `--sensor` is refused before the model loads, with a message that shows the

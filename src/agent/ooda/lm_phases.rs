@@ -94,12 +94,7 @@ impl<'m> ModelPhases<'m> {
             }
             other => other,
         }
-        .map_err(|e| match e {
-            LmError::ContextExceeded { .. } => PlannerError::ContextExhausted {
-                detail: e.to_string(),
-            },
-            other => PlannerError::Lm(other),
-        })
+        .map_err(PlannerError::from)
     }
 
     /// The request for a proposal (public for tests). The system message is the same every
