@@ -47,8 +47,9 @@ pub struct GlobalOpts {
     #[arg(long, global = true, value_parser = crate::sizing::KvDtype::parse)]
     pub kv_dtype: Option<crate::sizing::KvDtype>,
     /// CPU kernel set of the native engine: auto (the fastest this CPU runs), scalar (the
-    /// reference), avx2 (AVX2+FMA+F16C), vnni (avx2 with the AVX-512 VNNI kernels) or
-    /// no-panel; overrides BOYD_KERNELS. A set this CPU cannot run is refused.
+    /// reference), avx2 (AVX2+FMA+F16C), vnni (avx2 with the AVX-512 VNNI kernels),
+    /// no-panel, or exact (slow ground truth: dequantized weights times unquantized
+    /// activations in f64); overrides BOYD_KERNELS. A set this CPU cannot run is refused.
     #[arg(long, global = true, value_parser = parse_kernels)]
     pub kernels: Option<crate::kernels::cpu::KernelChoice>,
 }
@@ -62,7 +63,7 @@ pub fn parse_kernels(s: &str) -> Result<crate::kernels::cpu::KernelChoice, Strin
         "avx2" => KernelChoice::NoVnni,
         "vnni" => KernelChoice::Auto,
         other => KernelChoice::parse(other).ok_or_else(|| {
-            format!("unknown kernel set {other:?}: use auto, scalar, avx2, vnni or no-panel")
+            format!("unknown kernel set {other:?}: use auto, scalar, avx2, vnni, no-panel or exact")
         })?,
     };
     if matches!(s, "avx2" | "no-vnni" | "no-panel") && has("scalar") {

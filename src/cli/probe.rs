@@ -159,7 +159,7 @@ pub fn render(o: &ProbeOutput) -> String {
     );
     let _ = writeln!(
         s,
-        "kernels    {} (native CPU engine, picked at run time; --kernels scalar|avx2|vnni|no-panel or BOYD_KERNELS), engine {}",
+        "kernels    {} (native CPU engine, picked at run time; --kernels scalar|exact|avx2|vnni|no-panel or BOYD_KERNELS), engine {}",
         b.kernels, b.engine
     );
     for w in b.warnings() {

@@ -19,7 +19,8 @@ pub const DEFAULT_KV_DTYPE: KvDtype = KvDtype::F16;
 
 /// Environment variable choosing the engine: `candle`, `native` or `auto`.
 pub const ENGINE_ENV: &str = "BOYD_ENGINE";
-/// Environment variable choosing the CPU kernel set: `auto`, `scalar`, `no-panel`, `no-vnni`.
+/// Environment variable choosing the CPU kernel set: `auto`, `scalar`, `exact`, `no-panel`,
+/// `no-vnni`.
 pub const KERNELS_ENV: &str = "BOYD_KERNELS";
 /// Environment variable with the prefill chunk in tokens (a positive number).
 pub const PREFILL_CHUNK_ENV: &str = "BOYD_PREFILL_CHUNK";
@@ -146,7 +147,7 @@ fn kernels_from_env() -> KernelChoice {
     match std::env::var(KERNELS_ENV).as_deref() {
         Ok(v) => KernelChoice::parse(v).unwrap_or_else(|| {
             tracing::warn!(
-                "{KERNELS_ENV}={v:?} is not scalar, no-panel, no-vnni or auto; \
+                "{KERNELS_ENV}={v:?} is not scalar, exact, no-panel, no-vnni or auto; \
                  using the detected kernels"
             );
             KernelChoice::Auto

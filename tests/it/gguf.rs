@@ -1443,6 +1443,8 @@ fn cli_kernels_flag_picks_a_set_this_cpu_runs_or_says_why_not() {
     let cli = parse("scalar").expect("scalar runs everywhere");
     assert_eq!(cli.global.kernels, Some(KernelChoice::Scalar));
     assert_eq!(runtime_options(&cli.global).kernels, KernelChoice::Scalar);
+    let cli = parse("exact").expect("the exact ground truth runs everywhere");
+    assert_eq!(cli.global.kernels, Some(KernelChoice::Exact));
     let e = parse("sse9").expect_err("unknown set");
     assert!(
         e.to_string().contains("use auto, scalar, avx2, vnni"),

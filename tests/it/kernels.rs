@@ -21,7 +21,7 @@ const ALL: [QType; 9] = [
 ];
 
 /// Random but valid bytes for `rows × cols` weights: random codes, finite scales.
-fn random_matrix(ty: QType, rows: usize, cols: usize, seed: u64) -> QMatrix {
+pub(crate) fn random_matrix(ty: QType, rows: usize, cols: usize, seed: u64) -> QMatrix {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let blocks = rows * cols / ty.block_elems();
     let bb = ty.block_bytes();

@@ -16,6 +16,7 @@ mod gguf;
 mod kernels;
 mod kv_dtype;
 mod measure;
+mod numerics;
 mod ooda;
 mod ooda_answer;
 mod ooda_cli;

@@ -280,14 +280,18 @@ pub enum KernelChoice {
     NoPanel,
     /// AVX2 without the AVX-512 VNNI kernels.
     NoVnni,
+    /// The numerical ground truth, slow: weights dequantized to `f32` and multiplied with the
+    /// unquantized `f32` activations, summed in `f64` (no 8-bit activation blocks).
+    Exact,
 }
 
 impl KernelChoice {
-    /// `auto`, `scalar`, `no-panel` or `no-vnni`.
+    /// `auto`, `scalar`, `exact`, `no-panel` or `no-vnni`.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "auto" => Self::Auto,
             "scalar" => Self::Scalar,
+            "exact" => Self::Exact,
             "no-panel" => Self::NoPanel,
             "no-vnni" => Self::NoVnni,
             _ => return None,
@@ -316,6 +320,9 @@ pub struct Kernels {
     attend_simd: bool,
     /// Packed-panel kernels for batches of tokens (prefill), where the CPU has them.
     panel: Option<PanelKernels>,
+    /// Products of dequantized weights with unquantized activations in `f64` (the ground
+    /// truth of [`KernelChoice::Exact`]) instead of the 8-bit integer dot products.
+    exact: bool,
 }
 
 /// The products of a packed panel with tokens `tok0 .. tok0 + n` of the activations into
@@ -371,6 +378,25 @@ fn dot_f32_scalar(x: &[f32], y: &[f32]) -> f32 {
         }
     }
     acc.iter().sum::<f32>() + tail
+}
+
+/// `Σ x·y` summed in `f64` (the exact kernels' product).
+pub fn dot_f64(x: &[f32], y: &[f32]) -> f64 {
+    // Four partial sums: independent chains, and still far below f32's rounding.
+    let mut acc = [0f64; 4];
+    let (xc, yc) = (x.chunks_exact(4), y.chunks_exact(4));
+    let tail: f64 = xc
+        .remainder()
+        .iter()
+        .zip(yc.remainder())
+        .map(|(a, b)| *a as f64 * *b as f64)
+        .sum();
+    for (a, b) in xc.zip(yc) {
+        for l in 0..4 {
+            acc[l] += a[l] as f64 * b[l] as f64;
+        }
+    }
+    acc.iter().sum::<f64>() + tail
 }
 
 fn silu_mul_scalar(g: &mut [f32], u: &[f32]) {
@@ -604,6 +630,19 @@ impl Kernels {
             x4: None,
             attend_simd: false,
             panel: None,
+            exact: false,
+        }
+    }
+
+    /// The numerical ground truth ([`KernelChoice::Exact`]): every matrix product multiplies
+    /// the dequantized weights with the `f32` activations as they are, summing in `f64`, and
+    /// attention, SwiGLU and the `f32` products are the scalar reference's. What the 8-bit
+    /// activation blocks of the other sets cost is their distance from this one.
+    pub fn exact() -> Self {
+        Self {
+            name: "exact",
+            exact: true,
+            ..Self::scalar()
         }
     }
 
@@ -707,6 +746,7 @@ impl Kernels {
                         q8_0: false,
                     }
                 }),
+                exact: false,
             });
         }
         None
@@ -722,6 +762,7 @@ impl Kernels {
     pub fn select(choice: KernelChoice) -> Self {
         match choice {
             KernelChoice::Scalar => Self::scalar(),
+            KernelChoice::Exact => Self::exact(),
             KernelChoice::NoPanel => Self::avx2().unwrap_or_else(Self::scalar).without_panel(),
             KernelChoice::NoVnni => Self::avx2_no_vnni().unwrap_or_else(Self::scalar),
             KernelChoice::Auto => Self::avx2().unwrap_or_else(Self::scalar),
@@ -730,12 +771,13 @@ impl Kernels {
 
     /// The kernels `choice` picks, detected once per process and choice.
     pub fn get_for(choice: KernelChoice) -> &'static Self {
-        static K: [OnceLock<Kernels>; 4] = [const { OnceLock::new() }; 4];
+        static K: [OnceLock<Kernels>; 5] = [const { OnceLock::new() }; 5];
         let slot = match choice {
             KernelChoice::Auto => 0,
             KernelChoice::Scalar => 1,
             KernelChoice::NoPanel => 2,
             KernelChoice::NoVnni => 3,
+            KernelChoice::Exact => 4,
         };
         K[slot].get_or_init(|| Self::select(choice))
     }
@@ -841,7 +883,11 @@ impl Kernels {
         );
         let (rows, t) = (w.rows, a.t);
         assert_eq!(out.len(), rows * t, "output must hold tokens × rows");
-        a.prepare(w.ty.act_kind());
+        a.prepare(if self.exact {
+            ActKind::F32
+        } else {
+            w.ty.act_kind()
+        });
         let a = &*a;
         let out_ptr = SyncPtr(out.as_mut_ptr());
         let threads = rayon::current_num_threads().max(1);
@@ -942,6 +988,18 @@ impl Kernels {
     fn rows_dot(&self, w: &QMatrix, a: &Acts, r0: usize, r1: usize, out_ptr: SyncPtr) {
         let (rows, t) = (w.rows, a.t);
         let mut f32row = Vec::new();
+        if self.exact {
+            f32row.resize(w.cols, 0.0);
+            for r in r0..r1 {
+                w.dequantize_row(r, &mut f32row);
+                for tok in 0..t {
+                    let v = dot_f64(&f32row, &a.x[tok * a.n..(tok + 1) * a.n]) as f32;
+                    // SAFETY: as below.
+                    unsafe { out_ptr.write(tok * rows + r, v) };
+                }
+            }
+            return;
+        }
         let x4 = match (self.x4, w.ty) {
             (Some(k), QType::Q4_0) => Some(k[0]),
             (Some(k), QType::Q4_1) => Some(k[1]),
@@ -1073,6 +1131,41 @@ mod tests {
         let mut k = ActBlocksK::default();
         k.quantize(&[0.25; QK_K]);
         (row, a, k)
+    }
+
+    #[test]
+    fn the_exact_set_is_chosen_by_name_and_reads_unquantized_activations() {
+        assert_eq!(KernelChoice::parse("exact"), Some(KernelChoice::Exact));
+        assert!(KernelChoice::parse("precise").is_none());
+        let k = Kernels::get_for(KernelChoice::Exact);
+        assert_eq!(k.name, "exact");
+        // One Q8_0 row of ones against activations whose block holds an outlier of 127: 8-bit
+        // activation blocks round 0.4 to 0 (step 1), the exact product keeps it.
+        let w = QMatrix::new(
+            QType::Q8_0,
+            1,
+            32,
+            quantize_row(QType::Q8_0, &[1.0; 32]).expect("Q8_0 quantizes"),
+        )
+        .expect("one block");
+        let mut x = [0.4f32; 32];
+        x[0] = 127.0;
+        let mut a = Acts::new();
+        a.set(&x, 32);
+        let (mut exact, mut quant) = ([0f32], [0f32]);
+        k.matmul(&w, &mut a, &mut exact);
+        Kernels::scalar().matmul(&w, &mut a, &mut quant);
+        // The stored weight is 1 up to its f16 scale's rounding.
+        let mut wv = [0f32; 32];
+        w.dequantize_row(0, &mut wv);
+        let want: f64 = wv.iter().zip(&x).map(|(a, b)| *a as f64 * *b as f64).sum();
+        assert!(
+            (exact[0] as f64 - want).abs() < 1e-4,
+            "{} vs {want}",
+            exact[0]
+        );
+        assert!((quant[0] - 127.0 * wv[0]).abs() < 1e-3, "{}", quant[0]);
+        assert!(exact[0] - quant[0] > 12.0, "the 31 values of 0.4 count");
     }
 
     #[test]
