@@ -8,7 +8,8 @@ use candle_core::Device;
 use half::f16;
 use rand::{Rng, SeedableRng};
 
-const ALL: [QType; 9] = [
+/// Every weight format the CPU kernels handle.
+pub(crate) const ALL: [QType; 9] = [
     QType::F32,
     QType::F16,
     QType::Q4_0,

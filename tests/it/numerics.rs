@@ -21,19 +21,7 @@
 use boyd::kernels::cpu::{Acts, Kernels, KvBuf, KvRows, KvType, QMatrix, QType};
 use rand::{Rng, SeedableRng};
 
-use crate::kernels::random_matrix;
-
-const ALL: [QType; 9] = [
-    QType::F32,
-    QType::F16,
-    QType::Q4_0,
-    QType::Q4_1,
-    QType::Q5_0,
-    QType::Q8_0,
-    QType::Q4_K,
-    QType::Q5_K,
-    QType::Q6_K,
-];
+use crate::kernels::{random_matrix, ALL};
 
 /// `t` tokens × `n` features: most values within ±1.5, three fixed channels at 30–300 with
 /// random signs, and rare per-token spikes.

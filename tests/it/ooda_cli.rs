@@ -27,6 +27,16 @@ struct Script {
     last_answer: Option<String>,
 }
 
+/// A chat completion whose message is `content`.
+fn completion(content: &str) -> Value {
+    json!({
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    })
+}
+
 /// Whether a completion request is the answer step's (its system prompt).
 fn is_answer_step(body: &Value) -> bool {
     body["messages"][0]["content"]
@@ -118,13 +128,7 @@ impl ScriptedServer {
                         // Nothing proposed to copy: an empty reply, which writes no answer.
                         let a = g.last_answer.clone().unwrap_or_default();
                         drop(g);
-                        let reply = json!({
-                            "id": "x",
-                            "object": "chat.completion",
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": a}, "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-                        });
-                        respond(&mut stream, &reply.to_string());
+                        respond(&mut stream, &completion(&a).to_string());
                         continue;
                     }
                     let n = g.requests.len();
@@ -143,13 +147,7 @@ impl ScriptedServer {
                     }
                     reply
                 };
-                let reply = json!({
-                    "id": "x",
-                    "object": "chat.completion",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-                });
-                respond(&mut stream, &reply.to_string());
+                respond(&mut stream, &completion(&content).to_string());
             }
         });
         Self { url, script }
