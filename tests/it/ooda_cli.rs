@@ -212,6 +212,16 @@ impl CliLab {
         self.run_ooda_remembering(server, task, &flags)
     }
 
+    /// The run directory a printed (not `--json`) run names on its `run:` line.
+    fn run_dir_in(&self, printed: &str) -> PathBuf {
+        let run_id = printed
+            .lines()
+            .find_map(|l| l.strip_prefix("run:  "))
+            .expect("run id")
+            .trim();
+        self.home.join("runs").join(run_id)
+    }
+
     /// The same with the workspace's memory of earlier runs (unless `extra` turns it off).
     fn run_ooda_remembering(&self, server: &ScriptedServer, task: &str, extra: &[&str]) -> Output {
         self.boyd()
@@ -310,13 +320,7 @@ fn a_candidate_whose_risk_is_over_the_budget_is_refused_with_the_reason_in_the_t
         t.contains("dropped: over budget: risk 1.10 (cost 1.0) is more than the 1.05"),
         "the refusal and its numbers are in the trace: {t}"
     );
-    let run_id = t
-        .lines()
-        .find_map(|l| l.strip_prefix("run:  "))
-        .expect("run id")
-        .trim()
-        .to_string();
-    let dir = lab.home.join("runs").join(&run_id);
+    let dir = lab.run_dir_in(&t);
     let events = boyd::agent::audit::read_events(&dir).expect("audit");
     assert!(events.iter().any(|r| matches!(&r.event,
         boyd::agent::audit::AuditEvent::Refused { tool, reason, .. }
@@ -646,14 +650,7 @@ fn an_external_sensor_reading_shows_up_in_the_world_model() {
         "the model's world model has it: {}",
         reqs[0]
     );
-    let run_id = t
-        .lines()
-        .find_map(|l| l.strip_prefix("run:  "))
-        .expect("run id")
-        .trim()
-        .to_string();
-    let snap =
-        boyd::agent::ooda::load_snapshot(&lab.home.join("runs").join(&run_id)).expect("snapshot");
+    let snap = boyd::agent::ooda::load_snapshot(&lab.run_dir_in(&t)).expect("snapshot");
     assert_eq!(
         snap.world
             .signals
@@ -856,13 +853,7 @@ fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
         t.contains("hypothesis confirmed: calculator {\"expression\":\"6 * 7\"} will produce a verified result (use calculator) — verified: 42"),
         "{t}"
     );
-    let run_id = t
-        .lines()
-        .find_map(|l| l.strip_prefix("run:  "))
-        .expect("run id")
-        .trim()
-        .to_string();
-    let dir = lab.home.join("runs").join(&run_id);
+    let dir = lab.run_dir_in(&t);
     let snap = boyd::agent::ooda::load_snapshot(&dir).expect("snapshot");
     let h = &snap.world.hypotheses;
     assert_eq!(h.len(), 2, "{h:?}");
@@ -895,7 +886,8 @@ fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
 
     let show = lab
         .boyd()
-        .args(["runs", "show", &run_id])
+        .args(["runs", "show"])
+        .arg(dir.file_name().expect("run id"))
         .output()
         .expect("boyd runs show");
     let t = text(&show);
