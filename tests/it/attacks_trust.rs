@@ -969,13 +969,15 @@ fn two_concurrent_resume_processes_spend_one_token_exactly_once() {
         "new"
     );
     // The loser was refused: the token was spent, the run was busy, or (when it came after the
-    // winner ended) nothing waits for approval any more.
+    // winner ended, or waited out the winner's lock) nothing waits for approval any more or the
+    // run is complete.
     let refusals = texts
         .iter()
         .filter(|t| {
             t.contains("already used")
                 || t.contains("being resumed by another process")
                 || t.contains("no action waiting for approval")
+                || t.contains("only runs that did not complete can be resumed")
         })
         .count();
     assert_eq!(refusals, 1, "exactly one process refused: {texts:#?}");

@@ -626,34 +626,9 @@ impl<'a> Ooda<'a> {
         approve: Option<&str>,
         on_event: &mut dyn FnMut(&OodaEvent<'_>),
     ) -> Result<OodaOutcome, OodaError> {
-        // One session per run at a time: a second process resuming the same run waits for
-        // nothing and is refused (its audit log and ledger belong to the first).
-        let lock_path = run_path.join(RESUME_LOCK);
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|source| OodaError::Io {
-                action: "open",
-                path: lock_path.clone(),
-                source,
-            })?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(OodaError::Busy {
-                    path: run_path.to_path_buf(),
-                })
-            }
-            Err(std::fs::TryLockError::Error(source)) => {
-                return Err(OodaError::Io {
-                    action: "lock",
-                    path: lock_path,
-                    source,
-                })
-            }
-        }
+        // One session per run at a time: a second process resuming the same run is refused
+        // (its audit log and ledger belong to the first).
+        let lock = lock_run(run_path).await?;
         let snap = load_verified_snapshot(run_path, self.approval_key.as_ref())?;
         if let (Some(recorded), Some(ws)) = (&snap.workspace, &self.workspace) {
             if recorded != ws.root() {
@@ -757,6 +732,48 @@ impl<'a> Ooda<'a> {
         let out = Driver::new(self, session).run().await;
         drop(lock);
         out
+    }
+}
+
+/// How long `resume` keeps trying a run's lock before it says the run is busy. A lock is an
+/// `flock` on the open file: a process that forks while holding one (any thread spawning a
+/// child) shares it with the child until the child calls `exec`, so a lock just released can
+/// look held for a few milliseconds. A second real session holds it far longer than this.
+const RESUME_LOCK_GRACE: Duration = Duration::from_secs(2);
+
+/// Take the run's resume lock, or say it is busy after [`RESUME_LOCK_GRACE`].
+async fn lock_run(run_path: &Path) -> Result<std::fs::File, OodaError> {
+    let lock_path = run_path.join(RESUME_LOCK);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| OodaError::Io {
+            action: "open",
+            path: lock_path.clone(),
+            source,
+        })?;
+    let deadline = Instant::now() + RESUME_LOCK_GRACE;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(OodaError::Busy {
+                    path: run_path.to_path_buf(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(OodaError::Io {
+                    action: "lock",
+                    path: lock_path,
+                    source,
+                })
+            }
+        }
     }
 }
 
