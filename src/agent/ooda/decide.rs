@@ -187,7 +187,7 @@ fn is_form_of(word: &str, verb: &str) -> bool {
 
 /// The JSON schema of a proposal.
 pub fn proposal_schema(tools: &Toolset, n: usize) -> Value {
-    let branches = action_schema(tools, 200)
+    let branches = action_schema(tools, 120)
         .get("anyOf")
         .cloned()
         .unwrap_or_else(|| json!([]));
@@ -202,20 +202,20 @@ pub fn proposal_schema(tools: &Toolset, n: usize) -> Value {
 }
 
 /// Parse a proposal tolerantly: `{"candidates": [...]}`, a bare array, or a single action.
+/// A reply the token limit cut inside a later candidate keeps the candidates it completed.
 pub fn parse_proposal(text: &str, n: usize) -> Result<Vec<Candidate>, String> {
     let mut found: Option<Vec<Value>> = None;
     if let Some(start) = text.find(['{', '[']) {
         let mut de = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
-        if let Some(Ok(v)) = de.next() {
-            found = match v {
-                Value::Array(a) => Some(a),
-                Value::Object(ref o) => match o.get("candidates") {
-                    Some(Value::Array(a)) => Some(a.clone()),
-                    _ => None,
-                },
+        found = match de.next() {
+            Some(Ok(Value::Array(a))) => Some(a),
+            Some(Ok(Value::Object(ref o))) => match o.get("candidates") {
+                Some(Value::Array(a)) => Some(a.clone()),
                 _ => None,
-            };
-        }
+            },
+            Some(Err(e)) if e.is_eof() => completed_items(&text[start..]),
+            _ => None,
+        };
     }
     if let Some(items) = found {
         let mut out = Vec::new();
@@ -250,6 +250,46 @@ pub fn parse_proposal(text: &str, n: usize) -> Result<Vec<Candidate>, String> {
             }]
         })
         .map_err(|e| e.to_string())
+}
+
+/// The complete elements of the first JSON array in `text` whose end was cut off: the objects
+/// before the cut, parsed; `None` when not one element closed.
+fn completed_items(text: &str) -> Option<Vec<Value>> {
+    let open = text.find('[')?;
+    let mut items = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut item_start = None;
+    for (i, c) in text[open + 1..].char_indices() {
+        let at = open + 1 + i;
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => {
+                if depth == 0 {
+                    item_start = Some(at);
+                }
+                depth += 1;
+            }
+            '}' | ']' if depth == 0 => break,
+            '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    let start = item_start.take()?;
+                    items.push(serde_json::from_str(&text[start..=at]).ok()?);
+                }
+            }
+            _ => {}
+        }
+    }
+    (!items.is_empty()).then_some(items)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -626,6 +666,21 @@ mod tests {
         assert_eq!(parse_proposal(single, 3).map(|c| c.len()).ok(), Some(1));
         assert!(parse_proposal("nope", 3).is_err());
         assert_eq!(parse_proposal(two, 1).map(|c| c.len()).ok(), Some(1));
+    }
+
+    #[test]
+    fn a_proposal_cut_by_the_token_limit_keeps_the_candidates_it_completed() {
+        let whole = r#"{"candidates": [{"thought": "a \"quoted\" } brace", "tool": "calculator", "args": {"expression": "1+1"}}, {"thought": "b", "tool": "final_answer", "args": {"answer": "[2]"}}, {"thought": "c is cut he"#;
+        let c = parse_proposal(whole, 3).expect("two complete candidates");
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].thought, r#"a "quoted" } brace"#);
+        assert_eq!(c[1].action, Action::answer("[2]"));
+        // Cut inside the first candidate: nothing to keep, and the error says why.
+        let first = r#"{"candidates": [{"thought": "a", "tool": "calculator", "args": {"expr"#;
+        assert!(parse_proposal(first, 3).is_err());
+        // A bare array cut the same way.
+        let bare = r#"[{"thought": "a", "tool": "calculator", "args": {"expression": "2*3"}}, {"tho"#;
+        assert_eq!(parse_proposal(bare, 3).map(|c| c.len()).ok(), Some(1));
     }
 
     #[test]
