@@ -18,6 +18,7 @@ use crate::lm::{
 use super::planner::PlannerError;
 
 use super::guard::canonical_json;
+use super::tools::files::NO_MATCHES;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
 use super::types::{Action, ObservationKind, Step};
 use super::words::{keywords, words};
@@ -142,13 +143,27 @@ fn score(line_words: &[String], keys: &[String]) -> usize {
 /// under an INI/TOML `[section]` header is scored and shown with it). Empty when no line holds
 /// any.
 pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
-    let keys = keywords(task);
+    // The words of the file names the task gives ("config.toml") say where to look, not what
+    // to find: every header line of that file's output holds them too.
+    let file_words: Vec<String> = task
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|t| t.contains(['.', '/']) && t.chars().any(char::is_alphabetic))
+        .flat_map(words)
+        .collect();
+    let keys: Vec<String> = keywords(task)
+        .into_iter()
+        .filter(|k| !file_words.contains(k))
+        .collect();
     if keys.is_empty() {
         return Vec::new();
     }
     let mut scored: Vec<(usize, usize, String)> = Vec::new();
     let mut order = 0usize;
-    for step in steps.iter().filter(|s| usable(s)) {
+    let found = steps
+        .iter()
+        .filter(|s| usable(s) && !s.observation.text.trim_start().starts_with(NO_MATCHES));
+    for step in found {
         let mut section: Option<String> = None;
         // A CSV file's header (its line 1 with commas): each later row with as many fields is
         // shown as name=value pairs, so "qty=845" says which number is the quantity.
@@ -170,20 +185,21 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
             }
             let row = header.as_ref().and_then(|h| {
                 let fields: Vec<&str> = content.split(',').map(str::trim).collect();
-                let number = line.split_once(": ").map(|(n, _)| n.trim())?;
                 (fields.len() == h.len()).then(|| {
                     let pairs: Vec<String> = h
                         .iter()
                         .zip(&fields)
                         .map(|(k, v)| format!("{k}={v}"))
                         .collect();
-                    format!("{number}: {}", pairs.join(", "))
+                    pairs.join(", ")
                 })
             });
+            // Shown without the line number: a small model asked for "the port" answered
+            // with the "8" of "8: port = 9102".
             let shown = match (&section, row) {
                 (_, Some(row)) => row,
-                (Some(sec), None) => format!("{sec} {}", line.trim()),
-                (None, None) => line.trim().to_string(),
+                (Some(sec), None) => format!("{sec} {content}"),
+                (None, None) => content.to_string(),
             };
             let n = score(&words(&shown), &keys);
             if n > 0 && !scored.iter().any(|(_, _, l)| *l == shown) {
@@ -246,6 +262,51 @@ pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
     out
 }
 
+/// What the tools found: the usable outputs and the workspace overview, without the calls'
+/// arguments and without searches that matched nothing (both echo the words searched for).
+fn found_text(steps: &[Step], overview: Option<&str>) -> String {
+    let mut out: String = overview.unwrap_or_default().to_string();
+    for step in steps.iter().filter(|s| usable(s)) {
+        let text = step.observation.text.trim_start();
+        if !text.starts_with(NO_MATCHES) {
+            out.push('\n');
+            out.push_str(text);
+        }
+    }
+    out
+}
+
+/// The answer when the task asks for a key the files it names do not hold: "What is LOG_LEVEL
+/// in settings.py?" after settings.py was read and shows no LOG_LEVEL anywhere. Shown the file
+/// and told the key is absent, a 0.5B model still answered with a neighbouring line
+/// ("MAX_RETRIES = 5"); no model can answer from outputs that lack the key, so the answer is
+/// that it was not found. Only exact keys (`LOG_LEVEL`, `max_conn`: with an underscore) and
+/// quoted phrases count, and only once a named file has been read.
+pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> Option<String> {
+    let named = super::narrow::named_paths(task);
+    let read: Vec<&str> = steps
+        .iter()
+        .filter(|s| s.observation.kind == ObservationKind::Output)
+        .filter_map(|s| match &s.action {
+            Some(Action::ToolCall { args, .. }) => args.get("path").and_then(Value::as_str),
+            _ => None,
+        })
+        .filter(|p| {
+            named
+                .iter()
+                .any(|n| n.trim_end_matches('/') == p.trim_end_matches('/'))
+        })
+        .collect();
+    let first = read.first()?;
+    let quoted = |t: &str| task.contains(&format!("'{t}'")) || task.contains(&format!("\"{t}\""));
+    let exact: Vec<String> = absent_terms(task, &found_text(steps, overview))
+        .into_iter()
+        .filter(|t| (t.contains('_') || quoted(t)) && !named.contains(t))
+        .collect();
+    let term = exact.first()?;
+    Some(format!("{term} was not found in {first}."))
+}
+
 /// The messages of the answer step, or `None` when no step produced a usable observation.
 pub fn answer_messages(
     task: &str,
@@ -262,11 +323,12 @@ pub fn answer_messages(
             best.join("\n")
         )
     };
-    let absent = absent_terms(task, &block);
+    let absent = absent_terms(task, &found_text(steps, overview));
     if !absent.is_empty() {
         let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();
         hint.push_str(&format!(
-            "\nNo tool output contains {}.\n",
+            "\nNo tool output contains {}: unless an output shows it under another name, answer that {} was not found.\n",
+            quoted.join(" or "),
             quoted.join(" or ")
         ));
     }
@@ -358,6 +420,12 @@ pub fn write_answer(
     overview: Option<&str>,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
+    if let Some(answer) = not_found_answer(task, steps, overview) {
+        return Ok(Some(AnswerOutput {
+            answer,
+            usage: Usage::default(),
+        }));
+    }
     let Some(messages) = answer_messages(task, steps, overview) else {
         return Ok(None);
     };
@@ -485,23 +553,28 @@ mod tests {
         let csv = "inventory.csv (4 lines):\n1: sku,name,qty\n2: HB-06,hex bolt M6,1200\n3: HB-08,hex bolt M8,845\n4: NT-08,hex nut M8,1975";
         let steps = vec![step(1, "read_file", ObservationKind::Output, csv)];
         let best = best_lines("How many units of 'hex bolt M8' are in stock?", &steps, 3);
-        assert_eq!(best[0], "3: sku=HB-08, name=hex bolt M8, qty=845");
+        assert_eq!(best[0], "sku=HB-08, name=hex bolt M8, qty=845");
         assert!(
-            !best.iter().any(|l| l.starts_with("1:")),
+            !best.iter().any(|l| l.starts_with("sku,")),
             "the header is not a row"
         );
 
-        // A TOML key is scored and shown with its section.
+        // A TOML key is scored and shown with its section, without its line number; the words
+        // of the file name the task gives do not make the file's header line a best line.
         let toml = "config.toml (6 lines):\n1: [server]\n2: port = 8080\n3: [metrics]\n4: port = 9102\n5: [admin]\n6: port = 7001";
         let steps = vec![step(1, "read_file", ObservationKind::Output, toml)];
-        let best = best_lines("Which port does the metrics endpoint listen on?", &steps, 1);
-        assert_eq!(best, vec!["[metrics] 4: port = 9102"]);
+        let best = best_lines(
+            "According to config.toml, which port does the metrics endpoint listen on?",
+            &steps,
+            3,
+        );
+        assert_eq!(best, vec!["[metrics] port = 9102"]);
 
         // Identifiers split at underscores; "maximum" matches "MAX".
         let py = "1: MAX_RETRIES = 5\n2: MAX_UPLOAD_MB = 250\n3: CACHE_TTL_SECONDS = 3600";
         let steps = vec![step(1, "read_file", ObservationKind::Output, py)];
         let best = best_lines("what is the maximum upload size in MB?", &steps, 1);
-        assert_eq!(best, vec!["2: MAX_UPLOAD_MB = 250"]);
+        assert_eq!(best, vec!["MAX_UPLOAD_MB = 250"]);
 
         // Nothing shared: nothing shown, and the prompt has no hint section.
         let steps = vec![step(1, "read_file", ObservationKind::Output, "1: zzz")];
@@ -534,7 +607,55 @@ mod tests {
         .expect("messages");
         assert!(m[1]
             .content
-            .contains("No tool output contains \"LOG_LEVEL\"."));
+            .contains("No tool output contains \"LOG_LEVEL\": unless"));
+        // A search that matched nothing echoes the words it looked for; they were not found.
+        let searched = step(
+            2,
+            "search_text",
+            ObservationKind::Output,
+            &format!(
+                "{NO_MATCHES} searched 1 text file for lines with all of the words [\"log_level\"]"
+            ),
+        );
+        let with_search = vec![steps[0].clone(), searched];
+        let m = answer_messages("What is LOG_LEVEL in settings.py?", &with_search, None)
+            .expect("messages");
+        assert!(m[1]
+            .content
+            .contains("No tool output contains \"LOG_LEVEL\""));
+    }
+
+    #[test]
+    fn a_key_the_read_file_does_not_hold_is_answered_as_not_found() {
+        let text = "settings.py (2 lines):\n1: MAX_RETRIES = 5\n2: WORKER_THREADS = 16";
+        let read = |path: &str| Step {
+            action: Some(Action::tool("read_file", json!({"path": path}))),
+            ..step(1, "read_file", ObservationKind::Output, text)
+        };
+        let task = "What is the value of LOG_LEVEL in settings.py?";
+        assert_eq!(
+            not_found_answer(task, &[read("settings.py")], None).as_deref(),
+            Some("LOG_LEVEL was not found in settings.py.")
+        );
+        // Not before the named file was read, and not for a key the file holds.
+        assert_eq!(not_found_answer(task, &[read("other.py")], None), None);
+        assert_eq!(
+            not_found_answer(
+                "What is MAX_RETRIES in settings.py?",
+                &[read("settings.py")],
+                None
+            ),
+            None
+        );
+        // A capitalised word is not an exact key: the model answers as usual.
+        assert_eq!(
+            not_found_answer(
+                "How many ERROR lines are in settings.py?",
+                &[read("settings.py")],
+                None
+            ),
+            None
+        );
     }
 
     #[test]

@@ -679,7 +679,8 @@ mod tests {
         let first = r#"{"candidates": [{"thought": "a", "tool": "calculator", "args": {"expr"#;
         assert!(parse_proposal(first, 3).is_err());
         // A bare array cut the same way.
-        let bare = r#"[{"thought": "a", "tool": "calculator", "args": {"expression": "2*3"}}, {"tho"#;
+        let bare =
+            r#"[{"thought": "a", "tool": "calculator", "args": {"expression": "2*3"}}, {"tho"#;
         assert_eq!(parse_proposal(bare, 3).map(|c| c.len()).ok(), Some(1));
     }
 

@@ -16,6 +16,10 @@ use super::{
     parse_args, rel_display, FileEffect, PromptHint, Tool, ToolContext, ToolError, Verification,
 };
 
+/// How `search_text` begins an output that found nothing (the answer step leaves such outputs
+/// out of what was found: they echo the words searched for).
+pub const NO_MATCHES: &str = "no matches:";
+
 const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_LIST: usize = 200;
 const MAX_MATCHES: usize = 50;
@@ -674,7 +678,7 @@ impl Tool for SearchText {
         }
         if partial.is_empty() {
             return Ok(format!(
-                "no matches: searched {files_note} for {what}. Try other words (a synonym, a shorter phrase) or list_dir."
+                "{NO_MATCHES} searched {files_note} for {what}. Try other words (a synonym, a shorter phrase) or list_dir."
             ));
         }
         // Stable: rarest words first, then file order.
