@@ -78,7 +78,7 @@ fn describe_call(step: &Step) -> Option<String> {
 
 /// The tool outputs worth answering from: normal outputs, and errors that are facts about the
 /// world (a missing file), not the model's mistakes.
-fn usable(step: &Step) -> bool {
+pub fn usable(step: &Step) -> bool {
     match step.observation.kind {
         ObservationKind::Output => true,
         ObservationKind::ToolError { kind } => kind == ToolErrorKind::NotFound,
@@ -281,9 +281,36 @@ fn found_text(steps: &[Step], overview: Option<&str>) -> String {
 /// and told the key is absent, a 0.5B model still answered with a neighbouring line
 /// ("MAX_RETRIES = 5"); no model can answer from outputs that lack the key, so the answer is
 /// that it was not found. Only exact keys (`LOG_LEVEL`, `max_conn`: with an underscore) and
-/// quoted phrases count, and only once a named file has been read.
+/// quoted phrases count, and only once a named file has been read. A named file that does not
+/// exist is answered the same way.
 pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> Option<String> {
     let named = super::narrow::named_paths(task);
+    let path_of = |s: &Step| match &s.action {
+        Some(Action::ToolCall { args, .. }) => args
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| p.trim_end_matches('/').to_string()),
+        _ => None,
+    };
+    // A file the task names that does not exist (and no later call found): nothing can be
+    // answered from it, whatever else was read.
+    let missing = named.iter().map(|n| n.trim_end_matches('/')).find(|n| {
+        let on_n = |s: &&Step| path_of(s).as_deref() == Some(*n);
+        steps.iter().filter(on_n).any(|s| {
+            s.observation.kind
+                == ObservationKind::ToolError {
+                    kind: ToolErrorKind::NotFound,
+                }
+        }) && !steps
+            .iter()
+            .filter(on_n)
+            .any(|s| s.observation.kind == ObservationKind::Output)
+    });
+    if let Some(path) = missing {
+        return Some(format!(
+            "{path} was not found: it does not exist in the workspace."
+        ));
+    }
     let read: Vec<&str> = steps
         .iter()
         .filter(|s| s.observation.kind == ObservationKind::Output)
@@ -647,6 +674,34 @@ mod tests {
             ),
             None
         );
+        // A named file that does not exist, and was not found later either.
+        let missing = Step {
+            action: Some(Action::tool(
+                "read_file",
+                json!({"path": "logs/worker.log"}),
+            )),
+            ..step(
+                1,
+                "read_file",
+                ObservationKind::ToolError {
+                    kind: ToolErrorKind::NotFound,
+                },
+                "logs/worker.log does not exist",
+            )
+        };
+        let task = "How many ERROR lines are in logs/worker.log?";
+        assert_eq!(
+            not_found_answer(task, &[missing.clone()], None).as_deref(),
+            Some("logs/worker.log was not found: it does not exist in the workspace.")
+        );
+        let found = Step {
+            action: Some(Action::tool(
+                "read_file",
+                json!({"path": "logs/worker.log"}),
+            )),
+            ..step(2, "read_file", ObservationKind::Output, "1: ERROR x")
+        };
+        assert_eq!(not_found_answer(task, &[missing, found], None), None);
         // A capitalised word is not an exact key: the model answers as usual.
         assert_eq!(
             not_found_answer(

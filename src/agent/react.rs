@@ -540,9 +540,9 @@ pub fn run(
     // A run the step limit or the stuck guard ended may still hold the answer in what it
     // observed: ask for it (one more model call, recorded as a step).
     let mut stop = stop;
-    let observed = steps
-        .iter()
-        .any(|s| s.observation.kind == ObservationKind::Output);
+    // Outputs, and errors that are facts about the world (a missing file), are worth
+    // answering from.
+    let observed = steps.iter().any(crate::agent::answer::usable);
     if matches!(stop, StopReason::MaxSteps | StopReason::Stuck) && answer.is_none() && observed {
         let step_start = Instant::now();
         if let Some(o) = answer_step(
