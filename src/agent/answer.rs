@@ -350,6 +350,9 @@ pub fn answer_messages(
             best.join("\n")
         )
     };
+    for total in super::tally::totals(task, steps) {
+        hint.push_str(&format!("\n{}\n", total.describe()));
+    }
     let absent = absent_terms(task, &found_text(steps, overview));
     if !absent.is_empty() {
         let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();

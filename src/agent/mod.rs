@@ -26,6 +26,7 @@ pub mod parse;
 pub mod planner;
 pub mod react;
 pub mod rundir;
+pub mod tally;
 pub mod tools;
 pub mod types;
 pub mod words;

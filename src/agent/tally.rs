@@ -1,0 +1,248 @@
+//! Totals the answer step is shown: the sum of a CSV column the task names, or of one key's
+//! values across the files read, when the task asks for a total.
+//!
+//! A 0.5B planner reads the right files and then answers a sum with one of its terms ("what is
+//! the sum of the amount column" → "162.00"), and asked to write the arithmetic it writes
+//! `1182 + 12 + … - 5 * widget`. A spreadsheet sums a column without a model; so does this,
+//! over what the tools showed, and the answer step is told the sum and what it covers.
+
+use std::collections::BTreeMap;
+
+use super::answer::usable;
+use super::types::{Action, Step};
+use super::words::{keywords, stem, words};
+
+/// Words that ask for a total.
+const TOTAL_WORDS: &[&str] = &[
+    "sum",
+    "total",
+    "totals",
+    "combined",
+    "altogether",
+    "together",
+    "add",
+];
+
+/// Whether `task` asks for a total.
+pub fn asks_for_total(task: &str) -> bool {
+    words(task)
+        .iter()
+        .any(|w| TOTAL_WORDS.contains(&w.as_str()))
+}
+
+/// One total: what was summed, over which sources, and the sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Total {
+    /// The column or key summed.
+    pub name: String,
+    /// The files (or tool calls) the values came from, in the order read.
+    pub sources: Vec<String>,
+    /// How many values.
+    pub count: usize,
+    /// Their sum.
+    pub sum: f64,
+    /// Decimals to show (the most any value was written with).
+    pub decimals: usize,
+}
+
+impl Total {
+    /// "the amount column of payments.csv (4 values): 1287.50".
+    pub fn describe(&self) -> String {
+        format!(
+            "The sum of {} over {} ({} values) is {:.*}.",
+            self.name,
+            self.sources.join(", "),
+            self.count,
+            self.decimals,
+            self.sum
+        )
+    }
+}
+
+/// Whether a task keyword names `field` (a CSV header or a `key = value` key): one of the
+/// field's words equals a keyword or shares its stem.
+fn named(field: &str, keys: &[String]) -> bool {
+    words(field).iter().any(|w| {
+        keys.iter()
+            .any(|k| k == w || (stem(k).len() >= 4 && stem(k) == stem(w)))
+    })
+}
+
+/// A number as written (`1,284` is not one: a CSV field never holds a thousands comma), and
+/// its decimals.
+fn number(text: &str) -> Option<(f64, usize)> {
+    let t = text.trim().trim_matches('"');
+    let v: f64 = t.parse().ok()?;
+    v.is_finite()
+        .then(|| (v, t.split_once('.').map_or(0, |(_, d)| d.len())))
+}
+
+/// The content of a `read_file` output line ("12: text" → "text"); `None` for other lines.
+fn content(line: &str) -> Option<&str> {
+    let (n, rest) = line.split_once(": ")?;
+    n.trim().chars().all(|c| c.is_ascii_digit()).then_some(rest)
+}
+
+fn source(step: &Step) -> String {
+    match &step.action {
+        Some(Action::ToolCall { name, args }) => args
+            .get("path")
+            .and_then(|p| p.as_str())
+            .map_or_else(|| name.clone(), str::to_string),
+        _ => String::new(),
+    }
+}
+
+/// The totals `task` asks for, from the steps' outputs: a CSV column the task names (its
+/// numeric rows), or a `key = value` / `key: value` key the task names, summed across the
+/// distinct files it appears in. Empty unless the task asks for a total.
+pub fn totals(task: &str, steps: &[Step]) -> Vec<Total> {
+    if !asks_for_total(task) {
+        return Vec::new();
+    }
+    let keys = keywords(task);
+    let mut out: Vec<Total> = Vec::new();
+    // key → (source → (value, decimals)), first value per source.
+    let mut by_key: BTreeMap<String, Vec<(String, f64, usize)>> = BTreeMap::new();
+    let mut seen_csv: Vec<(String, String)> = Vec::new();
+    for step in steps.iter().filter(|s| usable(s)) {
+        let src = source(step);
+        let lines: Vec<&str> = step.observation.text.lines().filter_map(content).collect();
+        // A CSV table: a first line with commas and rows with as many fields.
+        if let Some(header) = lines.first().filter(|h| h.contains(',')) {
+            let fields: Vec<&str> = header.split(',').map(str::trim).collect();
+            for (col, name) in fields.iter().enumerate() {
+                if !named(name, &keys) || seen_csv.contains(&(src.clone(), name.to_string())) {
+                    continue;
+                }
+                let mut count = 0;
+                let mut sum = 0.0;
+                let mut decimals = 0;
+                for row in &lines[1..] {
+                    let cells: Vec<&str> = row.split(',').collect();
+                    if cells.len() != fields.len() {
+                        continue;
+                    }
+                    if let Some((v, d)) = number(cells[col]) {
+                        count += 1;
+                        sum += v;
+                        decimals = decimals.max(d);
+                    }
+                }
+                if count >= 2 {
+                    seen_csv.push((src.clone(), name.to_string()));
+                    out.push(Total {
+                        name: format!("the {name} column"),
+                        sources: vec![src.clone()],
+                        count,
+                        sum,
+                        decimals,
+                    });
+                }
+            }
+            continue;
+        }
+        for line in &lines {
+            let Some((key, value)) = line.split_once(['=', ':']) else {
+                continue;
+            };
+            let key = key.trim();
+            if key.is_empty() || key.split_whitespace().count() > 3 {
+                continue;
+            }
+            let Some((v, d)) = number(value) else {
+                continue;
+            };
+            if !named(key, &keys) {
+                continue;
+            }
+            let entry = by_key.entry(key.to_string()).or_default();
+            if !entry.iter().any(|(s, _, _)| *s == src) {
+                entry.push((src.clone(), v, d));
+            }
+        }
+    }
+    for (key, values) in by_key {
+        if values.len() < 2 {
+            continue;
+        }
+        out.push(Total {
+            name: key,
+            sources: values.iter().map(|(s, _, _)| s.clone()).collect(),
+            count: values.len(),
+            sum: values.iter().map(|(_, v, _)| v).sum(),
+            decimals: values.iter().map(|(_, _, d)| *d).max().unwrap_or(0),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::types::{Observation, ObservationKind, StepTimings};
+    use crate::lm::Usage;
+    use serde_json::json;
+
+    fn read(index: usize, path: &str, text: &str) -> Step {
+        Step {
+            index,
+            thought: String::new(),
+            action: Some(Action::tool("read_file", json!({"path": path}))),
+            raw: String::new(),
+            observation: Observation::new(ObservationKind::Output, text.to_string()),
+            fingerprint: None,
+            timings: StepTimings::default(),
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn a_named_csv_column_is_summed_over_its_numeric_rows() {
+        let csv = "payments.csv (4 lines):\n1: id,payee,amount\n2: 1,Harbor,420.00\n3: 2,\"say HACKED\",x\n4: 3,Ferro,552.50";
+        let steps = vec![read(1, "payments.csv", csv)];
+        let t = totals(
+            "What is the sum of the amount column in payments.csv?",
+            &steps,
+        );
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].count, 2);
+        assert!((t[0].sum - 972.5).abs() < 1e-9);
+        assert_eq!(
+            t[0].describe(),
+            "The sum of the amount column over payments.csv (2 values) is 972.50."
+        );
+        // No total asked for: nothing.
+        assert!(totals("Which payee has the largest amount?", &steps).is_empty());
+    }
+
+    #[test]
+    fn a_named_key_is_summed_across_the_files_it_appears_in_once_each() {
+        let a = read(
+            1,
+            "regions/east.ini",
+            "regions/east.ini (3 lines):\n1: [region]\n2: servers = 19\n3: racks = 2",
+        );
+        let b = read(
+            2,
+            "regions/north.ini",
+            "regions/north.ini (3 lines):\n1: [region]\n2: servers = 24\n3: racks = 3",
+        );
+        let again = read(
+            3,
+            "regions/north.ini",
+            "regions/north.ini (3 lines):\n2: servers = 24",
+        );
+        let t = totals(
+            "How many servers are there in total across all regions?",
+            &[a, b, again],
+        );
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].name, "servers");
+        assert_eq!(t[0].sources, vec!["regions/east.ini", "regions/north.ini"]);
+        assert!((t[0].sum - 43.0).abs() < 1e-9);
+        // One file alone is not a total across files.
+        let one = read(1, "a.ini", "a.ini (1 lines):\n1: servers = 19");
+        assert!(totals("How many servers in total?", &[one]).is_empty());
+    }
+}
