@@ -3,7 +3,7 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Five
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Six
 //! rules, each over enum-typed arguments only:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
@@ -20,6 +20,9 @@
 //! 5. **Arithmetic done.** Once successful calculator calls have used every quantity the
 //!    task states (at least two; ones aside), only the final answer is offered: a small model
 //!    otherwise feeds the result back into the same product until the step limit.
+//! 6. **A model tool needs a named model.** A tool whose required `model` argument is an enum
+//!    (`size_model`) is offered only when the task names one of the models (as people write
+//!    them: "Llama-3-70B" names llama-3.1-70b) or the tool can read a config file instead.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
@@ -50,11 +53,38 @@ fn squash(s: &str) -> String {
 /// fewer than two letters or digits are never "named").
 pub fn named_values(task: &str, choices: &[String]) -> Vec<String> {
     let t = squash(task);
-    choices
+    let exact: Vec<String> = choices
         .iter()
         .filter(|c| {
             let s = squash(c);
             s.chars().count() >= 2 && t.contains(&s)
+        })
+        .cloned()
+        .collect();
+    if !exact.is_empty() {
+        return exact;
+    }
+    // Model names as people write them: "Llama-3-70B" for llama-3.1-70b, "Qwen 2.5 14B" for
+    // qwen2.5-14b. A value with a parameter count names itself when the task has a word
+    // starting with its family and the same count.
+    let task_words = super::words::words(task);
+    choices
+        .iter()
+        .filter(|c| {
+            let tokens = super::words::words(c);
+            let family: String = tokens
+                .first()
+                .map(|f| f.chars().take_while(char::is_ascii_alphabetic).collect())
+                .unwrap_or_default();
+            let size = tokens.iter().find(|w| {
+                w.strip_suffix('b')
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            });
+            family.len() >= 3
+                && size.is_some_and(|size| {
+                    task_words.iter().any(|w| w.starts_with(&family))
+                        && task_words.iter().any(|w| w == size)
+                })
         })
         .cloned()
         .collect()
@@ -227,6 +257,18 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             out.add(tool.clone());
             continue;
         };
+        // Rule 6: a tool about a model the task does not name (a calculation, a hardware
+        // question) is not offered; a small model sized "gemma-3-12b" to answer how long a
+        // file copy takes. A config file in the workspace can stand in for the name.
+        if required.iter().any(|r| r == "model")
+            && !props.contains_key("config")
+            && props
+                .get("model")
+                .and_then(enum_values)
+                .is_some_and(|models| named_values(task, &models).is_empty())
+        {
+            continue;
+        }
         let mut changed = false;
         let mut emptied = false;
         let mut newly_required: Vec<String> = Vec::new();
@@ -377,11 +419,16 @@ mod tests {
         let n = narrow(&tools, task, &[], &steps);
         assert!(n.get("hardware").is_none(), "nothing left to describe");
         assert!(n.get("calculator").is_some());
-        // size_model has several required arguments: rule 3 does not apply to it.
+        // Rule 6: the task names no model, so size_model is not offered.
+        assert!(n.get("size_model").is_none());
+        // size_model has several required arguments: rule 3 does not apply to it. A model
+        // written as people write it ("Llama-3-70B") names the catalog's llama-3.1-70b.
+        let task = "How fast would Llama-3-70B decode on the H200 and on the RTX 4090?";
         let n = narrow(&tools, task, &[], &steps);
         let mut hw = enum_of(&n, "size_model", "hw");
         hw.sort();
         assert_eq!(hw, vec!["h200", "rtx-4090"]);
+        assert_eq!(enum_of(&n, "size_model", "model"), vec!["llama-3.1-70b"]);
         // A named value of an optional argument makes it required.
         let tools = Toolset::builtin(None).with(crate::agent::tools::SizeModel::extended());
         let n = narrow(

@@ -99,9 +99,10 @@ pub fn render_estimate(model: &str, e: &Estimate) -> String {
         Some(c) => format!("largest context that fits: {} tokens", c.ctx),
         None => "largest context that fits: none (the weights alone do not fit)".into(),
     });
+    // The speed at the context asked about first: a small model copies the first figure.
     lines.push(format!(
-        "decode speed: {:.1} tokens/s at empty context, {:.1} tokens/s at {} tokens",
-        e.speed.decode_empty.0, e.speed.decode_at_ctx.0, e.ctx
+        "decode speed: {:.1} tokens/s at {} tokens ({:.1} tokens/s at empty context)",
+        e.speed.decode_at_ctx.0, e.ctx, e.speed.decode_empty.0
     ));
     lines.push(format!("prefill speed: {:.0} tokens/s", e.speed.prefill.0));
     lines.join("\n")

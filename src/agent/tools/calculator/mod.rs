@@ -11,6 +11,10 @@ use serde::Deserialize;
 
 use super::{parse_args, PromptHint, Tool, ToolContext, ToolError, Verification};
 
+/// The characters an expression may hold in the action schema: digits, letters (functions,
+/// units the evaluator drops), spaces and the operators the lexer reads; no `=`.
+pub const EXPRESSION_PATTERN: &str = r"^[0-9A-Za-z .,_+*/^%()\[\]-]+$";
+
 /// The calculator tool.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Calculator;
@@ -31,7 +35,9 @@ impl Tool for Calculator {
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
-            "properties": {"expression": {"type": "string", "maxLength": 120, "description": "the expression, using only numbers, operators and functions"}},
+            // Only what the lexer reads: a small model otherwise writes the result into the
+            // expression ("48 MB/s / 2.4 GB = 20.0 seconds") and repeats the failing call.
+            "properties": {"expression": {"type": "string", "maxLength": 120, "pattern": EXPRESSION_PATTERN, "description": "the expression, using only numbers, operators and functions"}},
             "required": ["expression"],
             "additionalProperties": false
         })
