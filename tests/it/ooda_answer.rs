@@ -167,3 +167,30 @@ async fn at_the_loop_limit_a_session_that_observed_something_answers_from_it() {
     assert_eq!(out.state, OodaState::MaxLoopsExceeded);
     assert!(out.answer.is_none());
 }
+
+#[tokio::test]
+async fn once_only_the_final_answer_is_left_the_answer_step_writes_it_without_a_decide_call() {
+    let c = case(&[]);
+    let task = "A crate holds 12 boxes of 4 bottles, plus 3 loose bottles. How many bottles?";
+    // One scripted turn: a second Decide call would find the script empty.
+    let mut d = ScriptedDecider::new([ScriptedDecision::Propose(vec![Candidate::tool(
+        "calculator",
+        json!({"expression": "12 * 4 + 3"}),
+    )])])
+    .with_answers(["51".to_string()]);
+    let out = run(&c, task, &mut d, OodaConfig::default()).await;
+    assert_eq!(out.state, OodaState::Completed, "{out:?}");
+    assert_eq!(out.answer.as_deref(), Some("51"));
+    assert_eq!(d.seen.len(), 1, "one Decide call, for the calculator");
+    assert_eq!(d.answer_inputs.len(), 1);
+    assert!(
+        d.answer_inputs[0][0].contains("51"),
+        "{:?}",
+        d.answer_inputs
+    );
+    let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phase log");
+    assert!(
+        phases.contains("only the final answer is left"),
+        "the decision record says why no model was asked: {phases}"
+    );
+}

@@ -23,7 +23,7 @@ use crate::lm::Usage;
 use super::act::ActionReport;
 use super::decide::{
     assess, state_signature, Approvals, Assessment, Candidate, DecideInput, DecisionRecord,
-    DropReason, ImplicitGuidance,
+    DropReason, ImplicitGuidance, Proposal,
 };
 use super::memory::{MemoryKind, RecalledOutcome, PRIOR_DISCOUNT};
 use super::observe::{LastActionSlot, SensorReadings, UsageSlot, WatchSlot};
@@ -32,12 +32,13 @@ use super::risk;
 use super::sensing::SensorThreads;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
+use crate::agent::answer::AnswerMode;
 use crate::agent::audit::{AuditEvent, AuditSink};
 use crate::agent::guard::canonical_json;
 use crate::agent::narrow;
 use crate::agent::planner::PlannerError;
 use crate::agent::rundir::{utc_timestamp, RunDir};
-use crate::agent::tools::{truncate_str, ToolContext, Toolset};
+use crate::agent::tools::{truncate_str, ToolContext, Toolset, FINAL_ANSWER};
 use crate::agent::types::Step;
 
 /// How a session ended, before it is saved.
@@ -584,14 +585,34 @@ impl<'a, 'e> Driver<'a, 'e> {
 
     /// A decision from the decider's proposal.
     fn model_decision(&mut self, cycle: usize) -> Result<DecisionRecord, PlannerError> {
-        self.s.counters.decide_calls += 1;
         let tools = self.ooda.tools;
         let allowed = if self.ooda.config.narrow {
             narrow::narrow_step(&self.tools, &self.s.task, &self.named_paths, &self.steps)
         } else {
             None
         };
-        let proposal = {
+        // Narrowed to the final answer alone, with the answer step to write it from what was
+        // observed: there is nothing to decide, and the proposal's answer text would be
+        // replaced anyway. (A 0.5B decider wrote a 300-character number there, which the token
+        // limit cut.)
+        let answer_only = allowed
+            .as_ref()
+            .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
+            && self.ooda.config.answer == AnswerMode::Observations
+            && self.steps.iter().any(crate::agent::answer::usable);
+        let proposal = if answer_only {
+            Proposal {
+                candidates: vec![Candidate {
+                    thought: "only the final answer is left: answer from the observations".into(),
+                    ..Candidate::answer(ANSWER_PLACEHOLDER)
+                }],
+                raw: String::new(),
+                usage: Usage::default(),
+                parse_error: None,
+                parse_failures: 0,
+            }
+        } else {
+            self.s.counters.decide_calls += 1;
             let input = DecideInput {
                 world: &self.s.world,
                 tools: &self.tools,
@@ -745,3 +766,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         ))
     }
 }
+
+/// The final answer proposed when only the final answer is left: the answer step replaces it
+/// with one written from the observations; it stands only if that step writes nothing.
+const ANSWER_PLACEHOLDER: &str = "no answer could be written from the observations";
