@@ -194,3 +194,25 @@ async fn once_only_the_final_answer_is_left_the_answer_step_writes_it_without_a_
         "the decision record says why no model was asked: {phases}"
     );
 }
+
+#[tokio::test]
+async fn a_missing_file_stays_a_not_found_fact_for_the_answer_step() {
+    let c = case(&[("present.txt", "x\n")]);
+    let task = "How many lines does missing.txt have?";
+    let mut d = ScriptedDecider::new([read("missing.txt"), answer("<the value>")])
+        .with_answers(["missing.txt was not found".to_string()]);
+    let out = run(&c, task, &mut d, OodaConfig::default()).await;
+    assert_eq!(out.state, OodaState::Completed, "{out:?}");
+    // The transcript step keeps the tool's error kind (the answer step answers "not found"
+    // from it, as it does in ReAct), and the answer step was given the error.
+    let transcript =
+        std::fs::read_to_string(out.run_dir.join("transcript.jsonl")).expect("transcript");
+    assert!(transcript.contains("\"not_found\""), "{transcript}");
+    assert!(
+        d.answer_inputs[0]
+            .iter()
+            .any(|o| o.contains("does not exist")),
+        "{:?}",
+        d.answer_inputs
+    );
+}

@@ -52,6 +52,9 @@ pub struct ActionReport {
     pub implicit: bool,
     /// SHA-256 of the approval token spent on it.
     pub approval: Option<String>,
+    /// What kind of failure, when it failed (a missing file is a fact the answer can state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolErrorKind>,
 }
 
 /// A post-condition: `Ok` when the world is as the call promised.
@@ -180,6 +183,11 @@ pub async fn execute(
         }
     };
     let elapsed = t0.elapsed().as_secs_f64();
+    let error = match &result {
+        None => Some(ToolErrorKind::Timeout),
+        Some(Err(e)) => Some(e.kind),
+        Some(Ok(_)) => None,
+    };
     let (status, output, discrepancies) = match result {
         None => (
             OutcomeStatus::TimedOut,
@@ -222,6 +230,7 @@ pub async fn execute(
         elapsed_s: elapsed,
         implicit: req.implicit,
         approval: req.approval,
+        error,
     })
 }
 

@@ -131,6 +131,7 @@ mod tests {
             elapsed_s: 0.1,
             implicit: false,
             approval: None,
+            error: None,
         }
     }
 

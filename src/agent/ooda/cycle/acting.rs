@@ -254,7 +254,7 @@ impl Driver<'_, '_> {
         let kind = match report.status {
             OutcomeStatus::Verified | OutcomeStatus::Unverified => ObservationKind::Output,
             OutcomeStatus::Failed => ObservationKind::ToolError {
-                kind: ToolErrorKind::Failed,
+                kind: report.error.unwrap_or(ToolErrorKind::Failed),
             },
             OutcomeStatus::TimedOut => ObservationKind::ToolError {
                 kind: ToolErrorKind::Timeout,
