@@ -140,15 +140,16 @@ impl OodaOpts {
             .collect()
     }
 
-    /// How the model orients and decides: `step_tokens` per proposal (at least 64), with or
-    /// without the output constraint.
+    /// How the model orients and decides: 1.5 × `step_tokens` per proposal (at least 64; a
+    /// proposal holds up to three candidates, and one whose first candidate the limit cuts is
+    /// unusable), with or without the output constraint.
     pub fn phase_options(&self, step_tokens: usize, constrained: bool) -> PhaseOptions {
         PhaseOptions {
             orient: match self.orient {
                 OrientArg::Model => OrientMode::Model,
                 OrientArg::Rules => OrientMode::Rules,
             },
-            decide_tokens: step_tokens.max(64),
+            decide_tokens: (step_tokens + step_tokens / 2).max(64),
             constrained,
             ..PhaseOptions::default()
         }

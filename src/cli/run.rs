@@ -84,7 +84,8 @@ pub struct AgentOpts {
     /// Most generated tokens per task (no limit by default).
     #[arg(long)]
     pub max_tokens: Option<usize>,
-    /// Most tokens the model may generate per step.
+    /// Most tokens the model may generate per step (an OODA proposal, up to three candidates,
+    /// gets 1.5 times this).
     #[arg(long, default_value_t = 256)]
     pub step_tokens: usize,
     /// Output constraint for the model's actions.
