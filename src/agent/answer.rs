@@ -694,7 +694,7 @@ mod tests {
         };
         let task = "How many ERROR lines are in logs/worker.log?";
         assert_eq!(
-            not_found_answer(task, &[missing.clone()], None).as_deref(),
+            not_found_answer(task, std::slice::from_ref(&missing), None).as_deref(),
             Some("logs/worker.log was not found: it does not exist in the workspace.")
         );
         let found = Step {
