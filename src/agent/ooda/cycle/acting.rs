@@ -43,6 +43,8 @@ impl Driver<'_, '_> {
             // An answer taken by implicit guidance skips the model, the answer step included.
             let written = if choice.implicit {
                 None
+            } else if let Some(w) = self.prewritten.take() {
+                Some(w)
             } else {
                 self.answer_step(cycle)?
             };

@@ -181,6 +181,9 @@ pub(super) struct Driver<'a, 'e> {
     session_cycles: usize,
     /// Consecutive unusable or refused proposals.
     decide_failures: usize,
+    /// The final answer the answer step already wrote for the chosen final answer (when only
+    /// the final answer was left and no Decide call was made).
+    prewritten: Option<String>,
     /// Tools left out of the next Decide's constraint after refused proposals.
     exclude: Vec<String>,
     /// The action waiting for approval, when the session stops for one.
@@ -253,6 +256,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             ctx,
             session_cycles: 0,
             decide_failures: 0,
+            prewritten: None,
             exclude: Vec::new(),
             pending: None,
             answer: None,
@@ -600,14 +604,33 @@ impl<'a, 'e> Driver<'a, 'e> {
             .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
             && self.ooda.config.answer == AnswerMode::Observations
             && self.steps.iter().any(crate::agent::answer::usable);
-        let proposal = if answer_only {
+        let written = if answer_only {
+            match self
+                .ooda
+                .phases
+                .decider()
+                .answer(&self.s.task, &self.steps, &self.ooda.cancel)
+            {
+                Ok(Some(o)) => Some(o),
+                Ok(None) => None,
+                Err(PlannerError::Cancelled) => return Err(PlannerError::Cancelled),
+                Err(e) => {
+                    tracing::warn!("answer step failed ({e}); asking the decider");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let proposal = if let Some(o) = written {
+            self.prewritten = Some(o.answer.clone());
             Proposal {
                 candidates: vec![Candidate {
-                    thought: "only the final answer is left: answer from the observations".into(),
-                    ..Candidate::answer(ANSWER_PLACEHOLDER)
+                    thought: "only the final answer is left: answered from the observations".into(),
+                    ..Candidate::answer(&o.answer)
                 }],
                 raw: String::new(),
-                usage: Usage::default(),
+                usage: o.usage,
                 parse_error: None,
                 parse_failures: 0,
             }
@@ -766,7 +789,3 @@ impl<'a, 'e> Driver<'a, 'e> {
         ))
     }
 }
-
-/// The final answer proposed when only the final answer is left: the answer step replaces it
-/// with one written from the observations; it stands only if that step writes nothing.
-const ANSWER_PLACEHOLDER: &str = "no answer could be written from the observations";
