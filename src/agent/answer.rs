@@ -170,11 +170,7 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
         let mut header: Option<Vec<String>> = None;
         for line in step.observation.text.lines() {
             // Strip read_file's "12: " line-number prefix before looking at the content.
-            let content = line
-                .split_once(": ")
-                .filter(|(n, _)| !n.is_empty() && n.trim().chars().all(|c| c.is_ascii_digit()))
-                .map_or(line, |(_, rest)| rest)
-                .trim();
+            let content = super::tally::content(line).unwrap_or(line).trim();
             if content.starts_with('[') && content.ends_with(']') && content.len() > 2 {
                 section = Some(content.to_string());
                 continue;

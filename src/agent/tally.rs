@@ -78,9 +78,10 @@ fn number(text: &str) -> Option<(f64, usize)> {
 }
 
 /// The content of a `read_file` output line ("12: text" → "text"); `None` for other lines.
-fn content(line: &str) -> Option<&str> {
+pub fn content(line: &str) -> Option<&str> {
     let (n, rest) = line.split_once(": ")?;
-    n.trim().chars().all(|c| c.is_ascii_digit()).then_some(rest)
+    let n = n.trim();
+    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit())).then_some(rest)
 }
 
 fn source(step: &Step) -> String {
