@@ -18,6 +18,7 @@ use crate::lm::{
 use super::planner::PlannerError;
 
 use super::guard::canonical_json;
+use super::tools::choices::trim_rel;
 use super::tools::files::NO_MATCHES;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
 use super::types::{Action, ObservationKind, Step};
@@ -272,6 +273,16 @@ fn found_text(steps: &[Step], overview: Option<&str>) -> String {
     out
 }
 
+/// The path a step's call named, as the file tools resolve it ("./a/" is "a").
+fn call_path(step: &Step) -> Option<&str> {
+    match &step.action {
+        Some(Action::ToolCall { args, .. }) => {
+            args.get("path").and_then(Value::as_str).map(trim_rel)
+        }
+        _ => None,
+    }
+}
+
 /// The answer when the task asks for a key the files it names do not hold: "What is LOG_LEVEL
 /// in settings.py?" after settings.py was read and shows no LOG_LEVEL anywhere. Shown the file
 /// and told the key is absent, a 0.5B model still answered with a neighbouring line
@@ -281,17 +292,10 @@ fn found_text(steps: &[Step], overview: Option<&str>) -> String {
 /// exist is answered the same way.
 pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> Option<String> {
     let named = super::narrow::named_paths(task);
-    let path_of = |s: &Step| match &s.action {
-        Some(Action::ToolCall { args, .. }) => args
-            .get("path")
-            .and_then(Value::as_str)
-            .map(|p| p.trim_end_matches('/').to_string()),
-        _ => None,
-    };
     // A file the task names that does not exist (and no later call found): nothing can be
     // answered from it, whatever else was read.
-    let missing = named.iter().map(|n| n.trim_end_matches('/')).find(|n| {
-        let on_n = |s: &&Step| path_of(s).as_deref() == Some(*n);
+    let missing = named.iter().map(|n| trim_rel(n)).find(|n| {
+        let on_n = |s: &&Step| call_path(s) == Some(*n);
         steps.iter().filter(on_n).any(|s| {
             s.observation.kind
                 == ObservationKind::ToolError {
@@ -310,15 +314,8 @@ pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> O
     let read: Vec<&str> = steps
         .iter()
         .filter(|s| s.observation.kind == ObservationKind::Output)
-        .filter_map(|s| match &s.action {
-            Some(Action::ToolCall { args, .. }) => args.get("path").and_then(Value::as_str),
-            _ => None,
-        })
-        .filter(|p| {
-            named
-                .iter()
-                .any(|n| n.trim_end_matches('/') == p.trim_end_matches('/'))
-        })
+        .filter_map(call_path)
+        .filter(|p| named.iter().any(|n| trim_rel(n) == *p))
         .collect();
     let first = read.first()?;
     let quoted = |t: &str| task.contains(&format!("'{t}'")) || task.contains(&format!("\"{t}\""));
