@@ -144,6 +144,85 @@ fn score(line_words: &[String], keys: &[String]) -> usize {
 /// under an INI/TOML `[section]` header is scored and shown with it). Empty when no line holds
 /// any.
 pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
+    let ranked = ranked_lines(task, steps);
+    let Some(best) = ranked.first().map(|x| x.0) else {
+        return Vec::new();
+    };
+    ranked
+        .into_iter()
+        .filter(|x| x.0 == best)
+        .take(max)
+        .map(|x| x.1)
+        .collect()
+}
+
+/// Least lines of a file before "how many … in FILE" is a count of its matching lines.
+const COUNTED_FILE_MIN_LINES: usize = 50;
+
+/// The answer to "how many X are recorded in app.log": the number of the named file's lines
+/// that share most words with the question, when that file is long (a log, not a config
+/// file) and two or more lines share them. Shown "7 lines share most words with the question",
+/// a 0.5B model still answered "1"; counting matching lines is what `grep -c` does.
+pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if !asks_count(task) {
+        return None;
+    }
+    let named = super::narrow::named_paths(task);
+    let ranked = ranked_lines(task, steps);
+    let best = ranked.first()?.0;
+    let top: Vec<&(usize, String, usize)> = ranked.iter().filter(|x| x.0 == best).collect();
+    if top.len() < 2 {
+        return None;
+    }
+    // Every matching line from one read of a named, long file.
+    let index = top[0].2;
+    if top.iter().any(|x| x.2 != index) {
+        return None;
+    }
+    let step = steps.iter().find(|s| s.index == index)?;
+    let is_read =
+        matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
+    let path = call_path(step)?;
+    // The whole file ("app.log (3000 lines):"), not a range of it ("lines 1-12 of 3000").
+    let text = whole_text(step);
+    let whole = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+    let long = text
+        .lines()
+        .filter(|l| super::tally::content(l).is_some())
+        .count()
+        >= COUNTED_FILE_MIN_LINES;
+    if !is_read || !whole || !long || !named.iter().any(|n| trim_rel(n) == path) {
+        return None;
+    }
+    let answer = format!(
+        "{} ({} lines of {path} match, the first: {})",
+        top.len(),
+        top.len(),
+        top[0].1
+    );
+    Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
+}
+
+/// How many lines of the tool outputs share the most words with the question (the lines
+/// `best_lines` shows the first of).
+pub fn best_line_count(task: &str, steps: &[Step]) -> usize {
+    let ranked = ranked_lines(task, steps);
+    let best = ranked.first().map(|f| f.0);
+    ranked.iter().filter(|x| Some(x.0) == best).count()
+}
+
+/// The text of a step's whole output: a condensed output's full text while it is in memory.
+fn whole_text(step: &Step) -> &str {
+    step.observation
+        .full
+        .as_deref()
+        .unwrap_or(&step.observation.text)
+}
+
+/// Every distinct line of the tool outputs (whole outputs, not the previews the planner saw)
+/// that holds a word of the question, with its score, best first and in reading order within
+/// a score.
+fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     // The words of the file names the task gives ("config.toml") say where to look, not what
     // to find: every header line of that file's output holds them too.
     let file_words: Vec<String> = task
@@ -159,7 +238,8 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
     if keys.is_empty() {
         return Vec::new();
     }
-    let mut scored: Vec<(usize, usize, String)> = Vec::new();
+    let mut scored: Vec<(usize, usize, String, usize)> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut order = 0usize;
     let found = steps
         .iter()
@@ -169,7 +249,7 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
         // A CSV file's header (its line 1 with commas): each later row with as many fields is
         // shown as name=value pairs, so "qty=845" says which number is the quantity.
         let mut header: Option<Vec<String>> = None;
-        for line in step.observation.text.lines() {
+        for line in whole_text(step).lines() {
             // Strip read_file's "12: " line-number prefix before looking at the content.
             let content = super::tally::content(line).unwrap_or(line).trim();
             if content.starts_with('[') && content.ends_with(']') && content.len() > 2 {
@@ -199,22 +279,114 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
                 (None, None) => content.to_string(),
             };
             let n = score(&words(&shown), &keys);
-            if n > 0 && !scored.iter().any(|(_, _, l)| *l == shown) {
-                scored.push((n, order, shown));
+            // The same line read twice counts once; equal lines at two places count twice.
+            let key = match super::tally::content(line) {
+                Some(_) => format!("{}\u{0}{line}", call_path(step).unwrap_or_default()),
+                None => shown.clone(),
+            };
+            if n > 0 && seen.insert(key) {
+                scored.push((n, order, shown, step.index));
                 order += 1;
             }
         }
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let Some(best) = scored.first().map(|x| x.0) else {
-        return Vec::new();
-    };
     scored
         .into_iter()
-        .filter(|x| x.0 == best)
-        .take(max)
-        .map(|x| x.2)
+        .map(|(n, _, line, index)| (n, line, index))
         .collect()
+}
+
+/// Words people use for a file type, and its extension.
+const TYPE_WORDS: &[(&str, &str)] = &[
+    ("markdown", "md"),
+    ("python", "py"),
+    ("rust", "rs"),
+    ("csv", "csv"),
+    ("json", "json"),
+    ("yaml", "yaml"),
+    ("toml", "toml"),
+    ("sql", "sql"),
+    ("log", "log"),
+    ("text", "txt"),
+];
+
+/// Words that make "how many files" a question a listing's counts do not answer (size, age,
+/// content, name).
+const NOT_A_PLAIN_COUNT: &[&str] = &[
+    "than", "larger", "smaller", "bigger", "contain", "contains", "mention", "mentions", "named",
+    "called", "empty", "modified", "older", "newer", "lines", "bytes", "size",
+];
+
+/// The answer to "how many (.md) files are in docs/": the counts `list_dir` printed for the
+/// folder the task names, read by code. The answer step, shown "total: 9 files in data and its
+/// subfolders", answered with another listing's total or a file count it added up itself.
+/// The tree's count unless the task asks for the top level only ("directly"); a file type the
+/// task names (".md", "Markdown") is read off the listing's by-type line.
+pub fn dir_count_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    let has = |x: &str| w.iter().any(|v| v == x);
+    if !asks_count(task)
+        || !(has("files") || has("file"))
+        || NOT_A_PLAIN_COUNT.iter().any(|x| has(x))
+    {
+        return None;
+    }
+    let (files, dirs) = super::tools::choices::paths_in_task(task);
+    let [dir] = dirs.as_slice() else {
+        return None;
+    };
+    let listed = |s: &&Step| {
+        s.observation.kind == ObservationKind::Output
+            && matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == super::tools::files::LIST_DIR)
+            && call_path(s) == Some(dir.as_str())
+    };
+    let step = steps.iter().rev().find(listed)?;
+    let text = whole_text(step);
+    // A type named as ".md" (the file-path pattern sees "(.md)" as no path) or by its word.
+    let dotted = task
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '?'))
+        .find_map(|t| t.strip_prefix('.'))
+        .filter(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric()))
+        .map(str::to_lowercase);
+    let ext = dotted.or_else(|| {
+        TYPE_WORDS
+            .iter()
+            .find(|(word, _)| has(word))
+            .map(|(_, e)| e.to_string())
+    });
+    if !files.is_empty() && ext.is_none() {
+        return None;
+    }
+    if let Some(ext) = ext {
+        let by_type = text.lines().find(|l| l.starts_with("by type,"))?;
+        let (_, counts) = by_type.split_once(": ")?;
+        let want = format!(".{ext}");
+        let n = counts
+            .split(", ")
+            .find_map(|c| {
+                c.split_once(' ')
+                    .filter(|(_, e)| *e == want)
+                    .map(|(n, _)| n)
+            })
+            .unwrap_or("0");
+        return Some(format!("{n} {want} files in {dir}/ and its subfolders"));
+    }
+    let total = text.lines().find(|l| l.starts_with("total:"))?;
+    let tree = regex::Regex::new(r"(\d+) files? in \S+ and its subfolders").ok()?;
+    let direct = regex::Regex::new(r"^total: (\d+) files? and").ok()?;
+    if has("directly") || (has("top") && has("level")) {
+        let n = direct.captures(total)?.get(1)?.as_str();
+        return Some(format!("{n} files directly in {dir}/"));
+    }
+    let n = tree.captures(total)?.get(1)?.as_str();
+    Some(format!("{n} files in {dir}/ and its subfolders"))
+}
+
+/// Whether the task asks how many of something there are.
+fn asks_count(task: &str) -> bool {
+    let w = words(task);
+    w.windows(2).any(|p| p[0] == "how" && p[1] == "many")
 }
 
 /// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`), quoted phrases
@@ -335,8 +507,16 @@ pub fn answer_messages(
 ) -> Option<Vec<ChatMessage>> {
     let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
     let best = best_lines(task, steps, BEST_LINES);
+    let matching = best_line_count(task, steps);
     let mut hint = if best.is_empty() {
         String::new()
+    } else if matching > best.len() && asks_count(task) {
+        // "How many timeouts…": the lines that match are the things to count.
+        format!(
+            "\n{matching} lines share most words with the question; the first {}:\n{}\n",
+            best.len(),
+            best.join("\n")
+        )
     } else {
         format!(
             "\nThe lines that share most words with the question:\n{}\n",
@@ -345,6 +525,9 @@ pub fn answer_messages(
     };
     for total in super::tally::totals(task, steps) {
         hint.push_str(&format!("\n{}\n", total.describe()));
+    }
+    for compared in super::tally::comparisons(task, steps) {
+        hint.push_str(&format!("\n{compared}\n"));
     }
     let absent = absent_terms(task, &found_text(steps, overview));
     if !absent.is_empty() {
@@ -432,6 +615,52 @@ pub fn prefer_summary(task: &str, answer: &str, steps: &[Step]) -> String {
     answer.to_string()
 }
 
+/// Byte units a tool may show a size in twice ("34.2 GB (31.84 GiB)").
+const BYTE_UNITS: &[&str] = &["TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "KB"];
+
+/// Positions of `unit` written after a number in `text`, as (number, unit) strings: "31.84 GiB"
+/// in "memory: 34.2 GB (31.84 GiB)"; "GB/s" is not "GB".
+fn amounts_in(text: &str, unit: &str) -> Vec<String> {
+    let pattern = format!(r"(\d+(?:\.\d+)?)\s?{}(?:[^A-Za-z/]|$)", regex::escape(unit));
+    let Ok(re) = regex::Regex::new(&pattern) else {
+        return Vec::new();
+    };
+    re.captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .map(|m| format!("{} {unit}", m.as_str()))
+        .collect()
+}
+
+/// The answer in the byte unit the task asks for, when the answer gives its number in another
+/// unit (or none) and the tool output that holds the number shows it in the asked unit too.
+/// "How much memory … in GiB?" was answered "34.2" from "memory: 34.2 GB (31.84 GiB)".
+pub fn in_asked_unit(task: &str, answer: &str, steps: &[Step]) -> Option<String> {
+    let asked: Vec<&str> = BYTE_UNITS
+        .iter()
+        .copied()
+        .filter(|u| task_names_unit(task, u))
+        .collect();
+    let [unit] = asked.as_slice() else {
+        return None;
+    };
+    if !amounts_in(answer, unit).is_empty() {
+        return None;
+    }
+    let first = numbers(answer).into_iter().next()?;
+    steps
+        .iter()
+        .filter(|s| usable(s))
+        .flat_map(|s| whole_text(s).lines())
+        .filter(|l| numbers(l).contains(&first))
+        .find_map(|l| amounts_in(l, unit).into_iter().next())
+}
+
+/// Whether `task` names the byte unit `unit` as a word ("in GiB", "how many GB").
+fn task_names_unit(task: &str, unit: &str) -> bool {
+    task.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| w == unit)
+}
+
 /// Run the answer step on `model`: the answer to `task` from the steps' observations, with
 /// `prefer_summary` applied. `None` when there is nothing to answer from or the model wrote
 /// nothing usable.
@@ -443,7 +672,11 @@ pub fn write_answer(
     overview: Option<&str>,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
-    if let Some(answer) = not_found_answer(task, steps, overview) {
+    let computed = not_found_answer(task, steps, overview)
+        .or_else(|| super::tally::ratio_answer(task, steps))
+        .or_else(|| count_answer(task, steps))
+        .or_else(|| dir_count_answer(task, steps));
+    if let Some(answer) = computed {
         return Ok(Some(AnswerOutput {
             answer,
             usage: Usage::default(),
@@ -466,7 +699,10 @@ pub fn write_answer(
         return Err(PlannerError::Cancelled);
     }
     Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
-        answer: prefer_summary(task, &answer, steps),
+        answer: match in_asked_unit(task, &answer, steps) {
+            Some(converted) => converted,
+            None => prefer_summary(task, &answer, steps),
+        },
         usage: out.usage,
     }))
 }
@@ -751,5 +987,114 @@ mod tests {
             .parse::<AnswerMode>()
             .expect_err("test error")
             .contains("observations"));
+    }
+
+    fn call(index: usize, tool: &str, args: serde_json::Value, text: &str) -> Step {
+        Step {
+            action: Some(Action::tool(tool, args)),
+            ..step(index, tool, ObservationKind::Output, text)
+        }
+    }
+
+    #[test]
+    fn an_asked_byte_unit_is_taken_from_the_line_that_holds_the_answer() {
+        let hw = call(
+            1,
+            "hardware",
+            json!({"preset": "rtx-5090"}),
+            "memory: 34.2 GB (31.84 GiB)\nmemory bandwidth: 1792 GB/s",
+        );
+        let steps = [hw];
+        let task = "How much memory does the rtx-5090 preset have, in GiB?";
+        assert_eq!(
+            in_asked_unit(task, "34.2", &steps).as_deref(),
+            Some("31.84 GiB")
+        );
+        assert_eq!(in_asked_unit(task, "31.84 GiB", &steps), None);
+        // GB asked: "GB/s" is not GB, and an answer already in GB stays.
+        assert_eq!(in_asked_unit("memory in GB?", "34.2 GB", &steps), None);
+        assert_eq!(in_asked_unit("bandwidth in GB?", "1792", &steps), None);
+        // No unit asked: unchanged.
+        assert_eq!(in_asked_unit("How much memory?", "34.2", &steps), None);
+    }
+
+    #[test]
+    fn how_many_lines_of_a_whole_long_named_file_match_is_counted() {
+        let mut log = String::from("gateway.log (60 lines):\n");
+        for i in 1..=60 {
+            let line = match i {
+                7 | 20 | 41 => "ERROR gateway: upstream timeout service=payments".to_string(),
+                9 => "ERROR gateway: upstream timeout service=inventory".to_string(),
+                _ => format!("INFO http: GET /x status=200 req={i}"),
+            };
+            log.push_str(&format!("{i}: {line}\n"));
+        }
+        let read = call(1, "read_file", json!({"path": "gateway.log"}), &log);
+        let task =
+            "How many upstream timeouts for the payments service are recorded in gateway.log?";
+        let a = count_answer(task, std::slice::from_ref(&read)).expect("counted");
+        assert!(a.starts_with("3 (3 lines of gateway.log match"), "{a}");
+        // Not a count question, a file the task does not name, or a range of the file: none.
+        assert_eq!(
+            count_answer(
+                "Which service timed out in gateway.log?",
+                std::slice::from_ref(&read)
+            ),
+            None
+        );
+        assert_eq!(
+            count_answer(
+                "How many upstream timeouts for payments are in app.log?",
+                std::slice::from_ref(&read)
+            ),
+            None
+        );
+        let part = call(
+            1,
+            "read_file",
+            json!({"path": "gateway.log"}),
+            &log.replacen(
+                "gateway.log (60 lines):",
+                "gateway.log lines 1-60 of 900:",
+                1,
+            ),
+        );
+        assert_eq!(count_answer(task, &[part]), None);
+    }
+
+    #[test]
+    fn a_listed_folders_counts_answer_how_many_files_it_holds() {
+        let listing = "total: 2 files and 2 folders directly in docs; 9 files in docs and its subfolders\nby type, docs and its subfolders: 6 .md, 2 .yaml, 1 .png\ndocs/api/ (2 files)";
+        let list = call(1, "list_dir", json!({"path": "docs/"}), listing);
+        let steps = [list];
+        assert_eq!(
+            dir_count_answer(
+                "How many files are in docs/, counting its subfolders?",
+                &steps
+            )
+            .as_deref(),
+            Some("9 files in docs/ and its subfolders")
+        );
+        assert_eq!(
+            dir_count_answer("How many Markdown (.md) files are inside docs/?", &steps).as_deref(),
+            Some("6 .md files in docs/ and its subfolders")
+        );
+        assert_eq!(
+            dir_count_answer("How many files are directly in docs/?", &steps).as_deref(),
+            Some("2 files directly in docs/")
+        );
+        assert_eq!(
+            dir_count_answer("How many JSON files are in docs/?", &steps).as_deref(),
+            Some("0 .json files in docs/ and its subfolders")
+        );
+        // Questions the counts do not answer, or another folder: none.
+        assert_eq!(
+            dir_count_answer("How many files in docs/ are larger than 1 KB?", &steps),
+            None
+        );
+        assert_eq!(
+            dir_count_answer("How many files are in data/?", &steps),
+            None
+        );
     }
 }

@@ -137,6 +137,7 @@ impl Condenser {
             text: preview,
             blob: Some(sha),
             collapsed: false,
+            full: Some(text.into()),
         })
     }
 }
@@ -147,16 +148,22 @@ pub fn collapse(obs: &mut Observation, blob_dir: &Path) -> std::io::Result<()> {
     if obs.collapsed {
         return Ok(());
     }
+    let whole = obs.blob.is_none();
     let sha = match &obs.blob {
         Some(sha) => sha.clone(),
         None => write_blob(blob_dir, &obs.text)?,
     };
     let first = obs.text.lines().next().unwrap_or("");
     let head = head_chars(first, 120);
-    obs.text = format!(
+    let text = format!(
         "{head} [collapsed to save context: {} bytes; blob {sha}; use read_blob to see it again]",
         obs.bytes
     );
+    // Without a blob the text was the whole output: keep it for the answer step.
+    if whole && obs.full.is_none() {
+        obs.full = Some(std::mem::take(&mut obs.text).into());
+    }
+    obs.text = text;
     obs.blob = Some(sha);
     obs.collapsed = true;
     Ok(())

@@ -178,6 +178,202 @@ pub fn totals(task: &str, steps: &[Step]) -> Vec<Total> {
     out
 }
 
+/// Words that, with "than", ask how two figures compare.
+const COMPARE_WORDS: &[&str] = &[
+    "more", "less", "fewer", "faster", "slower", "larger", "bigger", "smaller", "higher", "lower",
+];
+
+/// Whether `task` asks how two figures compare: "how many times", a ratio, a difference, or
+/// "more … than".
+pub fn asks_to_compare(task: &str) -> bool {
+    let w = words(task);
+    let has = |x: &str| w.iter().any(|v| v == x);
+    has("times")
+        || has("ratio")
+        || has("difference")
+        || (has("than") && COMPARE_WORDS.iter().any(|c| has(c)))
+}
+
+/// What a call was about, as the task would name it: its `preset`, `model` or `path`
+/// argument, or its first string argument.
+fn subject(step: &Step) -> Option<String> {
+    let Some(Action::ToolCall { args, .. }) = &step.action else {
+        return None;
+    };
+    ["preset", "model", "path"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
+        .or_else(|| {
+            args.as_object()
+                .and_then(|m| m.values().find_map(|v| v.as_str()))
+        })
+        .map(str::to_string)
+}
+
+/// A labelled figure of a tool output line: "memory bandwidth: 4800 GB/s" → ("memory
+/// bandwidth", 4800, "GB/s", 0 decimals).
+fn figure(line: &str) -> Option<(String, f64, String, usize)> {
+    let (label, value) = line.split_once([':', '='])?;
+    let label = label.trim();
+    if label.is_empty() || label.split_whitespace().count() > 5 {
+        return None;
+    }
+    let value = value.trim_start();
+    let num: String = value
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let (v, d) = number(&num)?;
+    let unit: String = value[num.len()..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '/' || *c == '%')
+        .collect();
+    Some((label.to_string(), v, unit, d))
+}
+
+/// One subject's figure: the subject (a preset, a path), its value, unit and decimals.
+type Figure = (String, f64, String, usize);
+
+/// The label the task names and the two subjects' figures under it, in the order the task
+/// names the subjects, when the task asks for a ratio or a difference and two tool calls (two
+/// hardware presets, two files) showed a figure under that label.
+fn compared(task: &str, steps: &[Step]) -> Option<(String, Figure, Figure)> {
+    if !asks_to_compare(task) {
+        return None;
+    }
+    let keys = keywords(task);
+    // label → one figure per subject, in reading order.
+    let mut by_label: Vec<(String, Vec<Figure>)> = Vec::new();
+    for step in steps.iter().filter(|s| usable(s)) {
+        let Some(subj) = subject(step) else { continue };
+        for raw in step.observation.text.lines() {
+            let line = content(raw).unwrap_or(raw);
+            let Some((label, v, unit, d)) = figure(line) else {
+                continue;
+            };
+            let idx = match by_label.iter().position(|(l, _)| *l == label) {
+                Some(i) => i,
+                None => {
+                    by_label.push((label, Vec::new()));
+                    by_label.len() - 1
+                }
+            };
+            let values = &mut by_label[idx].1;
+            if !values.iter().any(|(s, ..)| *s == subj) {
+                values.push((subj.clone(), v, unit, d));
+            }
+        }
+    }
+    let score = |label: &str| {
+        words(label)
+            .iter()
+            .filter(|w| {
+                keys.iter()
+                    .any(|k| k == *w || (stem(k).len() >= 4 && stem(k) == stem(w)))
+            })
+            .count()
+    };
+    // The label sharing most words with the task; the first read on a tie.
+    let mut best: Option<(usize, &(String, Vec<Figure>))> = None;
+    for entry in by_label.iter().filter(|(_, v)| v.len() >= 2) {
+        let n = score(&entry.0);
+        if n > 0 && best.is_none_or(|(m, _)| n > m) {
+            best = Some((n, entry));
+        }
+    }
+    let (_, (label, values)) = best?;
+    let lower = task.to_lowercase();
+    let mut ordered: Vec<&Figure> = values.iter().collect();
+    ordered.sort_by_key(|(s, ..)| lower.find(&s.to_lowercase()).unwrap_or(usize::MAX));
+    Some((label.clone(), ordered[0].clone(), ordered[1].clone()))
+}
+
+fn with_unit(u: &str) -> String {
+    if u.is_empty() {
+        String::new()
+    } else {
+        format!(" {u}")
+    }
+}
+
+/// Whether the task asks for a ratio ("how many times", "ratio").
+fn asks_ratio(task: &str) -> bool {
+    words(task).iter().any(|x| x == "times" || x == "ratio")
+}
+
+/// How two subjects' figures compare (see `compared`), for the answer step: "Compared: memory
+/// bandwidth is 4800 GB/s for h200 and 1008 GB/s for rtx-4090; the difference is 3792 GB/s."
+/// Only the figure asked for is given: shown both, a small model answered "how many times" with
+/// the difference.
+pub fn comparisons(task: &str, steps: &[Step]) -> Vec<String> {
+    let Some((label, a, b)) = compared(task, steps) else {
+        return Vec::new();
+    };
+    let mut out = format!(
+        "Compared: {label} is {:.*}{} for {} and {:.*}{} for {}",
+        a.3,
+        a.1,
+        with_unit(&a.2),
+        a.0,
+        b.3,
+        b.1,
+        with_unit(&b.2),
+        b.0
+    );
+    if asks_ratio(task) {
+        if b.1 != 0.0 {
+            out.push_str(&format!(
+                "; {} has {:.2} times the {label} of {}",
+                a.0,
+                a.1 / b.1,
+                b.0
+            ));
+        }
+    } else if a.2 == b.2 {
+        out.push_str(&format!(
+            "; the difference is {:.*}{}",
+            a.3.max(b.3),
+            (a.1 - b.1).abs(),
+            with_unit(&a.2)
+        ));
+    }
+    out.push('.');
+    vec![out]
+}
+
+/// The answer to "how many times more … does A have than B": the ratio of the two figures
+/// the tools showed, to two decimals (one when the task asks for one decimal). Shown the
+/// ratio, a 0.5B model still answered "1.4"; a calculator would not, and this is one division.
+pub fn ratio_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if !asks_ratio(task) {
+        return None;
+    }
+    let (label, a, b) = compared(task, steps)?;
+    if b.1 == 0.0 {
+        return None;
+    }
+    let lower = task.to_lowercase();
+    let places = if lower.contains("one decimal") || lower.contains("1 decimal") {
+        1
+    } else {
+        2
+    };
+    Some(format!(
+        "{} has {:.*} times the {label} of {} ({:.*}{} against {:.*}{}).",
+        a.0,
+        places,
+        a.1 / b.1,
+        b.0,
+        a.3,
+        a.1,
+        with_unit(&a.2),
+        b.3,
+        b.1,
+        with_unit(&b.2)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +441,52 @@ mod tests {
         // One file alone is not a total across files.
         let one = read(1, "a.ini", "a.ini (1 lines):\n1: servers = 19");
         assert!(totals("How many servers in total?", &[one]).is_empty());
+    }
+
+    fn hardware(index: usize, preset: &str, text: &str) -> Step {
+        Step {
+            action: Some(Action::tool("hardware", json!({"preset": preset}))),
+            ..read(index, preset, text)
+        }
+    }
+
+    #[test]
+    fn two_subjects_figures_under_the_named_label_are_compared_in_the_tasks_order() {
+        let h200 = hardware(
+            1,
+            "h200",
+            "hardware: h200 (cuda)\nmemory: 150.8 GB (140.40 GiB)\nmemory bandwidth: 4800 GB/s",
+        );
+        let ada = hardware(
+            2,
+            "rtx-4090",
+            "hardware: rtx-4090 (cuda)\nmemory: 25.8 GB (23.99 GiB)\nmemory bandwidth: 1008 GB/s",
+        );
+        let task = "How many times more memory bandwidth does the h200 preset have than the rtx-4090 preset?";
+        // Read in the other order: the task's order decides the ratio's direction.
+        let c = comparisons(task, &[ada.clone(), h200.clone()]);
+        assert_eq!(
+            c,
+            vec!["Compared: memory bandwidth is 4800 GB/s for h200 and 1008 GB/s for rtx-4090; h200 has 4.76 times the memory bandwidth of rtx-4090."]
+        );
+        assert_eq!(
+            ratio_answer(&format!("{task} Round to one decimal."), &[h200.clone(), ada.clone()])
+                .as_deref(),
+            Some("h200 has 4.8 times the memory bandwidth of rtx-4090 (4800 GB/s against 1008 GB/s).")
+        );
+        // A difference when the task asks how much more.
+        let more = comparisons(
+            "How much more memory bandwidth does the h200 preset have than the rtx-4090 preset?",
+            &[h200.clone(), ada.clone()],
+        );
+        assert!(
+            more[0].ends_with("; the difference is 3792 GB/s."),
+            "{more:?}"
+        );
+        // Not asked to compare, or only one subject seen: nothing.
+        assert!(
+            comparisons("What is the h200's memory bandwidth?", &[h200.clone(), ada]).is_empty()
+        );
+        assert!(comparisons(task, &[h200]).is_empty());
     }
 }

@@ -79,6 +79,11 @@ pub struct Observation {
     /// Whether the text was collapsed to a short preview to save context.
     #[serde(default)]
     pub collapsed: bool,
+    /// The whole output when `text` is a preview, kept in memory for the answer step (which
+    /// looks for the lines that answer the question in all of it); the run's record has the
+    /// blob instead.
+    #[serde(skip)]
+    pub full: Option<std::sync::Arc<str>>,
 }
 
 impl Observation {
@@ -91,6 +96,7 @@ impl Observation {
             text,
             blob: None,
             collapsed: false,
+            full: None,
         }
     }
 

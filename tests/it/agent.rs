@@ -439,7 +439,7 @@ fn file_tools_see_only_the_workspace() {
     let s = steps_of(&out);
     assert_eq!(
         s[0].observation.text,
-        "notes.txt (22 bytes)\nsub/ (1 file)\ntotal: 1 file and 1 folder directly in .; 2 files in . and its subfolders\nby type, . and its subfolders: 2 .txt"
+        "total: 1 file and 1 folder directly in .; 2 files in . and its subfolders\nby type, . and its subfolders: 2 .txt\nnotes.txt (22 bytes)\nsub/ (1 file)"
     );
     // A short file is shown whole even when a range is asked.
     assert_eq!(

@@ -370,6 +370,41 @@ fn extension_counts(dir: &Path) -> String {
         .join(", ")
 }
 
+/// "most files: logs/jobs/ (6 files, counting its subfolders; next: logs/api/ with 4)" for a
+/// folder with two or more subfolders (ties all named); `None` otherwise.
+fn most_files(dir: &Path, prefix: &str) -> Option<String> {
+    let mut subs: Vec<(usize, String)> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (count_all_files(&e.path(), 0), format!("{prefix}{name}/"))
+        })
+        .collect();
+    if subs.len() < 2 {
+        return None;
+    }
+    subs.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let top = subs[0].0;
+    let leaders: Vec<&str> = subs
+        .iter()
+        .filter(|s| s.0 == top)
+        .map(|s| s.1.as_str())
+        .collect();
+    let next = subs
+        .iter()
+        .find(|s| s.0 < top)
+        .map(|s| format!("; next: {} with {}", s.1, s.0))
+        .unwrap_or_default();
+    let each = if leaders.len() > 1 { " each" } else { "" };
+    Some(format!(
+        "most files: {} ({}{each}, counting its subfolders{next})",
+        leaders.join(" and "),
+        plural(top, "file", "files")
+    ))
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -388,7 +423,7 @@ impl Tool for ListDir {
         true
     }
     fn description(&self) -> &str {
-        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds, and a last line counting the files. With recursive=true it lists every subfolder too and counts all files in the tree. Use it to find files and to count them."
+        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. Use it to find files and to count them."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -428,38 +463,45 @@ impl Tool for ListDir {
         if listing.lines.is_empty() {
             return Ok(format!("{shown} is empty: 0 files"));
         }
-        let mut out = listing.lines.join("\n");
-        if listing.truncated {
-            out.push_str(&format!("\n... (only the first {MAX_LIST} entries shown)"));
-        }
-        let total = if a.recursive {
+        // The counts come first: a long listing is condensed to its head, and a small model
+        // answers "how many" from the first count it sees.
+        let mut out = if a.recursive {
             format!(
-                "\ntotal: {} in {shown} and its subfolders ({} below it)",
+                "total: {} in {shown} and its subfolders ({} below it)",
                 plural(listing.files, "file", "files"),
                 plural(listing.dirs, "folder", "folders")
             )
         } else if listing.dirs == 0 {
             format!(
-                "\ntotal: {} and 0 folders directly in {shown}",
+                "total: {} and 0 folders directly in {shown}",
                 plural(listing.files, "file", "files"),
             )
         } else {
             // The whole tree's count too: "how many files are in data/" is a question about
             // everything below it far more often than about its top level.
             format!(
-                "\ntotal: {} and {} directly in {shown}; {} in {shown} and its subfolders",
+                "total: {} and {} directly in {shown}; {} in {shown} and its subfolders",
                 plural(listing.files, "file", "files"),
                 plural(listing.dirs, "folder", "folders"),
                 plural(count_all_files(&dir, 0), "file", "files")
             )
         };
-        out.push_str(&total);
         // Counting by type is arithmetic a small model gets wrong from a listing.
         if a.recursive || listing.dirs > 0 {
             out.push_str(&format!(
                 "\nby type, {shown} and its subfolders: {}",
                 extension_counts(&dir)
             ));
+        }
+        // So is comparing the subfolders' counts ("which folder holds the most files").
+        if let Some(line) = most_files(&dir, &prefix) {
+            out.push('\n');
+            out.push_str(&line);
+        }
+        out.push('\n');
+        out.push_str(&listing.lines.join("\n"));
+        if listing.truncated {
+            out.push_str(&format!("\n... (only the first {MAX_LIST} entries shown)"));
         }
         Ok(out)
     }
@@ -720,5 +762,44 @@ fn collect_files(p: &Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
             continue;
         }
         collect_files(&ent.path(), out, depth + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "x").unwrap();
+    }
+
+    #[test]
+    fn most_files_names_the_largest_subfolder_counting_its_tree() {
+        let t = tempfile::tempdir().unwrap();
+        for f in [
+            "logs/a/1",
+            "logs/a/2",
+            "logs/b/1",
+            "logs/b/deep/2",
+            "logs/b/deep/3",
+            "logs/c/1",
+        ] {
+            touch(t.path(), f);
+        }
+        let line = most_files(&t.path().join("logs"), "logs/").unwrap();
+        assert_eq!(
+            line,
+            "most files: logs/b/ (3 files, counting its subfolders; next: logs/a/ with 2)"
+        );
+        touch(t.path(), "logs/a/3");
+        let tie = most_files(&t.path().join("logs"), "logs/").unwrap();
+        assert!(
+            tie.starts_with("most files: logs/a/ and logs/b/ (3 files each"),
+            "{tie}"
+        );
+        // One subfolder: nothing to compare.
+        assert_eq!(most_files(&t.path().join("logs/b"), "logs/b/"), None);
     }
 }
