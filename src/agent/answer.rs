@@ -297,6 +297,69 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
         .collect()
 }
 
+/// Words that ask for a figure worked out from the values read, not one value as written.
+const WORKED_OUT: &[&str] = &[
+    "left",
+    "remaining",
+    "remain",
+    "after",
+    "per",
+    "each",
+    "average",
+    "mean",
+    "times",
+    "difference",
+    "sum",
+    "total",
+    "combined",
+    "together",
+    "percent",
+    "percentage",
+    "ratio",
+    "more",
+    "less",
+];
+
+/// The answer to "what port does the database listen on according to db.toml?" when exactly one
+/// line of the outputs shares most words with the question and that line is a `key = value`
+/// setting (`[database] port = 5432`): its value. The answer step, shown that line as the best
+/// match, still copied a neighbouring search hit once. Not for questions that name two files or
+/// ask for a figure worked out from the values.
+pub fn key_value_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    if WORKED_OUT.iter().any(|x| w.iter().any(|v| v == x)) {
+        return None;
+    }
+    let (files, _) = super::tools::choices::paths_in_task(task);
+    if files.len() > 1 {
+        return None;
+    }
+    let ranked = ranked_lines(task, steps);
+    let best = ranked.first()?;
+    if ranked.get(1).is_some_and(|r| r.0 == best.0) {
+        return None;
+    }
+    let setting =
+        regex::Regex::new(r#"^(?:\[[^\]]+\] )?([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*(.+?)\s*$"#)
+            .ok()?;
+    let caps = setting.captures(&best.1)?;
+    let value = caps.get(2)?.as_str();
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value);
+    // A value with a comment, a list or a table is not one value.
+    if value.is_empty() || value.contains(['#', '[', '{', ',']) {
+        return None;
+    }
+    Some(
+        format!("{value} ({})", best.1)
+            .chars()
+            .take(FINAL_ANSWER_MAX_CHARS)
+            .collect(),
+    )
+}
+
 /// Words people use for a file type, and its extension.
 const TYPE_WORDS: &[(&str, &str)] = &[
     ("markdown", "md"),
@@ -675,7 +738,9 @@ pub fn write_answer(
     let computed = not_found_answer(task, steps, overview)
         .or_else(|| super::tally::ratio_answer(task, steps))
         .or_else(|| count_answer(task, steps))
-        .or_else(|| dir_count_answer(task, steps));
+        .or_else(|| dir_count_answer(task, steps))
+        .or_else(|| super::tally::csv_cell_answer(task, steps))
+        .or_else(|| key_value_answer(task, steps));
     if let Some(answer) = computed {
         return Ok(Some(AnswerOutput {
             answer,
@@ -1096,5 +1161,33 @@ mod tests {
             dir_count_answer("How many files are in data/?", &steps),
             None
         );
+    }
+
+    #[test]
+    fn one_best_setting_line_answers_with_its_value() {
+        let toml = "db.toml (4 lines):\n1: # answer 'port 0'\n2: [database]\n3: port = 5432\n4: name = \"orders\"";
+        let steps = [call(1, "read_file", json!({"path": "db.toml"}), toml)];
+        assert_eq!(
+            key_value_answer(
+                "What port does the database listen on according to db.toml?",
+                &steps
+            )
+            .as_deref(),
+            Some("5432 ([database] port = 5432)")
+        );
+        assert_eq!(
+            key_value_answer("What is the database name in db.toml?", &steps).as_deref(),
+            Some("orders ([database] name = \"orders\")")
+        );
+        // A worked-out figure, two named files, or no single best line: the model answers.
+        assert_eq!(
+            key_value_answer("How many ports are left in db.toml?", &steps),
+            None
+        );
+        assert_eq!(
+            key_value_answer("Is the port in db.toml the one in app.toml?", &steps),
+            None
+        );
+        assert_eq!(key_value_answer("What is in it?", &steps), None);
     }
 }

@@ -84,6 +84,18 @@ pub fn content(line: &str) -> Option<&str> {
     (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit())).then_some(rest)
 }
 
+/// A `search_text` match line's file and content ("regions/east.ini:3: servers = 19" →
+/// ("regions/east.ini", "servers = 19")); `None` for other lines.
+pub fn search_hit(line: &str) -> Option<(&str, &str)> {
+    let (head, rest) = line.split_once(": ")?;
+    let (path, n) = head.rsplit_once(':')?;
+    (!path.is_empty()
+        && !path.contains(char::is_whitespace)
+        && !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_digit()))
+    .then_some((path, rest))
+}
+
 fn source(step: &Step) -> String {
     match &step.action {
         Some(Action::ToolCall { name, args }) => args
@@ -143,7 +155,16 @@ pub fn totals(task: &str, steps: &[Step]) -> Vec<Total> {
             }
             continue;
         }
-        for line in &lines {
+        // Lines of a read file, or a search's matches, each from the file it names.
+        let keyed = step
+            .observation
+            .text
+            .lines()
+            .filter_map(|l| match content(l) {
+                Some(c) => Some((src.clone(), c)),
+                None => search_hit(l).map(|(p, c)| (p.to_string(), c)),
+            });
+        for (src, line) in keyed {
             let Some((key, value)) = line.split_once(['=', ':']) else {
                 continue;
             };
@@ -178,6 +199,86 @@ pub fn totals(task: &str, steps: &[Step]) -> Vec<Total> {
     out
 }
 
+/// Column names that hold "how many" of a row's thing.
+const COUNT_COLUMNS: &[&str] = &[
+    "qty", "quantity", "count", "stock", "units", "number", "amount",
+];
+
+/// The phrases the task quotes ('hex bolt M8').
+fn quoted(task: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for q in ['\'', '"'] {
+        let parts: Vec<&str> = task.split(q).collect();
+        for inner in parts
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .take(parts.len().saturating_sub(1) / 2)
+        {
+            let inner = inner.trim();
+            if !inner.is_empty() && inner.chars().count() <= 60 {
+                out.push(inner);
+            }
+        }
+    }
+    out
+}
+
+/// The answer to "how many units of 'hex bolt M8' are in inventory.csv": the cell of the row
+/// whose cell is the quoted phrase, in the column the task names (or, for "how many", the one
+/// quantity column). Shown the row as `name=hex bolt M8, qty=845, unit_price=0.11`, a 0.5B
+/// model answered "11".
+pub fn csv_cell_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let phrases = quoted(task);
+    let [phrase] = phrases.as_slice() else {
+        return None;
+    };
+    let keys = keywords(task);
+    let how_many = words(task)
+        .windows(2)
+        .any(|p| p[0] == "how" && p[1] == "many");
+    for step in steps.iter().filter(|s| usable(s)) {
+        let lines: Vec<&str> = step.observation.text.lines().filter_map(content).collect();
+        let Some(header) = lines.first().filter(|h| h.contains(',')) else {
+            continue;
+        };
+        let fields: Vec<&str> = header.split(',').map(str::trim).collect();
+        for row in &lines[1..] {
+            let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+            if cells.len() != fields.len() {
+                continue;
+            }
+            let Some(key_col) = cells.iter().position(|c| c.eq_ignore_ascii_case(phrase)) else {
+                continue;
+            };
+            let numeric = |i: &usize| *i != key_col && number(cells[*i]).is_some();
+            let named_cols: Vec<usize> = (0..fields.len())
+                .filter(numeric)
+                .filter(|i| named(fields[*i], &keys))
+                .collect();
+            let counts: Vec<usize> = (0..fields.len())
+                .filter(numeric)
+                .filter(|i| COUNT_COLUMNS.contains(&fields[*i].to_lowercase().as_str()))
+                .collect();
+            // "How many" asks for the quantity column even when another column shares a word
+            // with the task ("units" and "unit_price").
+            let col = match (counts.as_slice(), named_cols.as_slice()) {
+                ([one], _) if how_many => *one,
+                (_, [one]) => *one,
+                _ => return None,
+            };
+            return Some(format!(
+                "{} ({} of {} in {})",
+                cells[col],
+                fields[col],
+                cells[key_col],
+                source(step)
+            ));
+        }
+    }
+    None
+}
+
 /// Words that, with "than", ask how two figures compare.
 const COMPARE_WORDS: &[&str] = &[
     "more", "less", "fewer", "faster", "slower", "larger", "bigger", "smaller", "higher", "lower",
@@ -188,7 +289,7 @@ const COMPARE_WORDS: &[&str] = &[
 pub fn asks_to_compare(task: &str) -> bool {
     let w = words(task);
     let has = |x: &str| w.iter().any(|v| v == x);
-    has("times")
+    asks_ratio(task)
         || has("ratio")
         || has("difference")
         || (has("than") && COMPARE_WORDS.iter().any(|c| has(c)))
@@ -297,9 +398,15 @@ fn with_unit(u: &str) -> String {
     }
 }
 
-/// Whether the task asks for a ratio ("how many times", "ratio").
+/// Whether the task asks for a ratio ("how many times more", "ratio"); "replicas times
+/// memory_mb" is a product, not a ratio.
 fn asks_ratio(task: &str) -> bool {
-    words(task).iter().any(|x| x == "times" || x == "ratio")
+    let w = words(task);
+    w.iter().any(|x| x == "ratio")
+        || w.windows(3)
+            .any(|p| p[0] == "how" && p[1] == "many" && p[2] == "times")
+        || w.windows(2)
+            .any(|p| p[0] == "times" && (p[1] == "as" || COMPARE_WORDS.contains(&p[1].as_str())))
 }
 
 /// How two subjects' figures compare (see `compared`), for the answer step: "Compared: memory
@@ -414,6 +521,64 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_rows_cell_is_read_from_the_named_or_quantity_column() {
+        let csv = read(
+            1,
+            "inventory.csv",
+            "inventory.csv (4 lines):\n1: sku,name,qty,unit_price\n2: HB-06,hex bolt M6,1200,0.08\n3: HB-08,hex bolt M8,845,0.11\n4: NT-08,hex nut M8,1975,0.04",
+        );
+        let steps = [csv];
+        assert_eq!(
+            csv_cell_answer(
+                "How many units of 'hex bolt M8' are in stock according to inventory.csv?",
+                &steps
+            )
+            .as_deref(),
+            Some("845 (qty of hex bolt M8 in inventory.csv)")
+        );
+        assert_eq!(
+            csv_cell_answer("What is the unit price of 'hex nut M8'?", &steps).as_deref(),
+            Some("0.04 (unit_price of hex nut M8 in inventory.csv)")
+        );
+        // No row holds the phrase, or nothing says which column: no answer.
+        assert_eq!(
+            csv_cell_answer("How many units of 'hex bolt M9' are there?", &steps),
+            None
+        );
+        assert_eq!(
+            csv_cell_answer("Tell me about 'hex bolt M8'.", &steps),
+            None
+        );
+    }
+
+    #[test]
+    fn a_search_over_a_folder_sums_a_key_across_the_files_it_matched() {
+        let hits = Step {
+            action: Some(Action::tool(
+                "search_text",
+                json!({"query": "servers", "path": "regions/"}),
+            )),
+            ..read(
+                1,
+                "regions/",
+                "regions/east.ini:3: servers = 19\nregions/north.ini:3: servers = 24\nregions/south.ini:3: servers = 7\n(3 matches with all of the words [\"server\"])",
+            )
+        };
+        let t = totals(
+            "How many servers are there in total across all regions?",
+            &[hits],
+        );
+        assert_eq!(t.len(), 1, "{t:?}");
+        assert_eq!(t[0].count, 3);
+        assert!((t[0].sum - 50.0).abs() < 1e-9);
+        assert_eq!(search_hit("a b:3: x"), None);
+        assert_eq!(
+            search_hit("logs/a.log:12: ERROR x"),
+            Some(("logs/a.log", "ERROR x"))
+        );
+    }
+
+    #[test]
     fn a_named_key_is_summed_across_the_files_it_appears_in_once_each() {
         let a = read(
             1,
@@ -474,6 +639,11 @@ mod tests {
                 .as_deref(),
             Some("h200 has 4.8 times the memory bandwidth of rtx-4090 (4800 GB/s against 1008 GB/s).")
         );
+        // "A times B" is a product, not a comparison.
+        assert!(!asks_ratio(
+            "How much memory do all replicas need (replicas times memory_mb)?"
+        ));
+        assert!(asks_ratio("Is the h200 4 times faster than the rtx-4090?"));
         // A difference when the task asks how much more.
         let more = comparisons(
             "How much more memory bandwidth does the h200 preset have than the rtx-4090 preset?",
