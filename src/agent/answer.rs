@@ -241,15 +241,14 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     let mut scored: Vec<(usize, usize, String, usize)> = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut order = 0usize;
-    let found = steps
-        .iter()
-        .filter(|s| usable(s) && !s.observation.text.trim_start().starts_with(NO_MATCHES));
-    for step in found {
+    for step in steps.iter().filter(|s| usable(s)) {
         let mut section: Option<String> = None;
         // A CSV file's header (its line 1 with commas): each later row with as many fields is
         // shown as name=value pairs, so "qty=845" says which number is the quantity.
         let mut header: Option<Vec<String>> = None;
-        for line in whole_text(step).lines() {
+        // A search that matched nothing echoes the words it looked for on its first line.
+        let skip = usize::from(whole_text(step).trim_start().starts_with(NO_MATCHES));
+        for line in whole_text(step).lines().skip(skip) {
             // Strip read_file's "12: " line-number prefix before looking at the content.
             let content = super::tally::content(line).unwrap_or(line).trim();
             if content.starts_with('[') && content.ends_with(']') && content.len() > 2 {
@@ -500,10 +499,13 @@ fn found_text(steps: &[Step], overview: Option<&str>) -> String {
     let mut out: String = overview.unwrap_or_default().to_string();
     for step in steps.iter().filter(|s| usable(s)) {
         let text = step.observation.text.trim_start();
-        if !text.starts_with(NO_MATCHES) {
-            out.push('\n');
-            out.push_str(text);
-        }
+        // A search that matched nothing echoes the words it looked for on its first line.
+        let text = match text.strip_prefix(NO_MATCHES) {
+            Some(rest) => rest.split_once('\n').map_or("", |(_, found)| found),
+            None => text,
+        };
+        out.push('\n');
+        out.push_str(text);
     }
     out
 }
@@ -588,6 +590,9 @@ pub fn answer_messages(
     };
     for total in super::tally::totals(task, steps) {
         hint.push_str(&format!("\n{}\n", total.describe()));
+    }
+    for product in super::tally::products(task, steps) {
+        hint.push_str(&format!("\n{product}\n"));
     }
     for compared in super::tally::comparisons(task, steps) {
         hint.push_str(&format!("\n{compared}\n"));

@@ -215,6 +215,7 @@ pub fn run(
         workspace,
         blob_dir: lp.run_dir.blob_dir(),
         cancel: cancel.clone(),
+        task: Some(task.to_string()),
     };
     // What the planner reads as the task: the task, and the workspace's top level when asked.
     let overview = if limits.show_workspace {

@@ -279,6 +279,47 @@ pub fn csv_cell_answer(task: &str, steps: &[Step]) -> Option<String> {
     None
 }
 
+/// "replicas × memory_mb in deploy/ingest.yaml: 6 × 1536 = 9216" for each file read that holds
+/// both keys the task multiplies ("replicas times memory_mb", "replicas * memory_mb").
+pub fn products(task: &str, steps: &[Step]) -> Vec<String> {
+    let Ok(re) = regex::Regex::new(
+        r"([A-Za-z_][A-Za-z0-9_]*)\s+(?:times|\*|x|×)\s+([A-Za-z_][A-Za-z0-9_]*)",
+    ) else {
+        return Vec::new();
+    };
+    let Some(c) = re.captures(task) else {
+        return Vec::new();
+    };
+    let (a, b) = (&c[1], &c[2]);
+    let mut out = Vec::new();
+    for step in steps.iter().filter(|s| usable(s)) {
+        let value = |key: &str| {
+            step.observation.text.lines().find_map(|l| {
+                let line = content(l).unwrap_or(l);
+                let (k, v) = line.split_once(['=', ':'])?;
+                (k.trim().trim_matches('"') == key)
+                    .then(|| number(v.trim().trim_end_matches(',')))?
+            })
+        };
+        if let (Some((x, dx)), Some((y, dy))) = (value(a), value(b)) {
+            let line = format!(
+                "{a} × {b} in {}: {:.*} × {:.*} = {:.*}",
+                source(step),
+                dx,
+                x,
+                dy,
+                y,
+                dx + dy,
+                x * y
+            );
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
 /// Words that, with "than", ask how two figures compare.
 const COMPARE_WORDS: &[&str] = &[
     "more", "less", "fewer", "faster", "slower", "larger", "bigger", "smaller", "higher", "lower",
@@ -548,6 +589,28 @@ mod tests {
         assert_eq!(
             csv_cell_answer("Tell me about 'hex bolt M8'.", &steps),
             None
+        );
+    }
+
+    #[test]
+    fn keys_the_task_multiplies_are_multiplied_in_each_file_that_holds_both() {
+        let ingest = read(
+            1,
+            "deploy/ingest.yaml",
+            "deploy/ingest.yaml (3 lines):\n1: service: ingest\n2: replicas: 6\n3: memory_mb: 1536",
+        );
+        let web = read(
+            2,
+            "deploy/web.yaml",
+            "deploy/web.yaml (3 lines):\n1: service: web\n2: replicas: 4",
+        );
+        let p = products(
+            "How much memory in MB do the ingest replicas need (replicas times memory_mb)?",
+            &[ingest, web],
+        );
+        assert_eq!(
+            p,
+            vec!["replicas × memory_mb in deploy/ingest.yaml: 6 × 1536 = 9216"]
         );
     }
 

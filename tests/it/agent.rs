@@ -1418,6 +1418,7 @@ fn shell_tool_runs_in_the_workspace_and_times_out() {
         workspace: Some(Sandbox::new(e.ws.path()).expect("sb")),
         blob_dir: e.home.join("blobs"),
         cancel: CancelToken::new(),
+        task: None,
     };
     let shell = Shell::new(ShellPolicy::default());
     let out = shell

@@ -48,6 +48,7 @@ fn fx() -> Fx {
         workspace: Some(Sandbox::new(&ws).expect("sandbox")),
         blob_dir: base.join("blobs"),
         cancel: CancelToken::new(),
+        task: None,
     };
     Fx {
         _dir: dir,

@@ -82,6 +82,7 @@ impl Lab {
             workspace: Some(self.sandbox()),
             blob_dir: self.home.join("blobs"),
             cancel: CancelToken::new(),
+            task: None,
         }
     }
 

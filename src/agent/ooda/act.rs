@@ -248,6 +248,7 @@ mod tests {
             workspace,
             blob_dir: std::env::temp_dir(),
             cancel: CancelToken::new(),
+            task: None,
         }
     }
 

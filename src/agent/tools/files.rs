@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -601,6 +601,119 @@ fn rank_partial(partial: &mut [(u64, String)], lines: usize) {
     partial.sort_by(|a, b| weight(b.0).total_cmp(&weight(a.0)));
 }
 
+/// What a search found: the lines holding every word (`file:line: text`), how many more there
+/// were, (which words, line) for lines holding some, and how many lines and files it read.
+struct Scan {
+    full: Vec<String>,
+    partial: Vec<(u64, String)>,
+    lines_seen: usize,
+    more: usize,
+    scanned: usize,
+}
+
+/// Search `files` (paths under `root`) line by line with `matcher`.
+fn scan(matcher: &Matcher, files: &[PathBuf], root: &Path, ctx: &ToolContext) -> Scan {
+    let mut full: Vec<String> = Vec::new();
+    let mut partial: Vec<(u64, String)> = Vec::new();
+    let mut lines_seen = 0usize;
+    let mut more = 0usize;
+    let mut scanned = 0usize;
+    for f in files.iter().take(MAX_FILES_SCANNED) {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(f) else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(f) else {
+            continue;
+        };
+        if bytes.iter().take(8192).any(|b| *b == 0) {
+            continue;
+        }
+        scanned += 1;
+        let text = String::from_utf8_lossy(&bytes);
+        for (i, line) in text.lines().enumerate() {
+            lines_seen += 1;
+            let hits = matcher.hits(line);
+            if hits == 0 {
+                continue;
+            }
+            let shown = format!(
+                "{}:{}: {}",
+                rel_display(root, f),
+                i + 1,
+                super::truncate_str(line.trim_end(), 300)
+            );
+            if hits == matcher.all() {
+                if full.len() < MAX_MATCHES {
+                    full.push(shown);
+                } else {
+                    more += 1;
+                }
+            } else if partial.len() < 10_000 {
+                partial.push((hits, shown));
+            }
+        }
+    }
+    Scan {
+        full,
+        partial,
+        lines_seen,
+        more,
+        scanned,
+    }
+}
+
+/// Most lines a fallback search shows.
+const TASK_WORD_LINES: usize = 8;
+
+/// Most of the task's words a fallback search uses.
+const TASK_WORDS_MAX: usize = 12;
+
+/// The lines of `files` holding the most of the task's content words (three letters or more),
+/// rarest words weighing most; `None` without a task, for a regex search, or when no line
+/// holds any.
+fn task_word_lines(
+    ctx: &ToolContext,
+    files: &[PathBuf],
+    root: &Path,
+    regex: bool,
+) -> Option<Vec<String>> {
+    let task = ctx.task.as_deref().filter(|_| !regex)?;
+    let words: Vec<String> = Matcher::words_in(task)
+        .into_iter()
+        .filter(|w| w.chars().count() >= 3 && !w.contains('.'))
+        .take(TASK_WORDS_MAX)
+        .collect();
+    if words.len() < 2 {
+        return None;
+    }
+    let matcher = Matcher::Words(words);
+    let found = scan(&matcher, files, root, ctx);
+    let all = matcher.all();
+    let mut lines: Vec<(u64, String)> = found
+        .full
+        .into_iter()
+        .map(|l| (all, l))
+        .chain(found.partial)
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    rank_partial(&mut lines, found.lines_seen);
+    Some(
+        lines
+            .into_iter()
+            .take(TASK_WORD_LINES)
+            .map(|(_, l)| l)
+            .collect(),
+    )
+}
+
 impl Tool for SearchText {
     fn name(&self) -> &str {
         "search_text"
@@ -652,53 +765,14 @@ impl Tool for SearchText {
         let mut files = Vec::new();
         collect_files(&start, &mut files, 0);
         files.sort();
-        // Lines holding every word, and (which words, shown line) of those holding some.
-        let mut full: Vec<String> = Vec::new();
-        let mut partial: Vec<(u64, String)> = Vec::new();
-        let mut lines_seen = 0usize;
-        let mut more = 0usize;
-        let mut scanned = 0usize;
-        for f in files.iter().take(MAX_FILES_SCANNED) {
-            if ctx.cancel.is_cancelled() {
-                break;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(f) else {
-                continue;
-            };
-            if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(f) else {
-                continue;
-            };
-            if bytes.iter().take(8192).any(|b| *b == 0) {
-                continue;
-            }
-            scanned += 1;
-            let text = String::from_utf8_lossy(&bytes);
-            for (i, line) in text.lines().enumerate() {
-                lines_seen += 1;
-                let hits = matcher.hits(line);
-                if hits == 0 {
-                    continue;
-                }
-                let shown = format!(
-                    "{}:{}: {}",
-                    rel_display(ws.root(), f),
-                    i + 1,
-                    super::truncate_str(line.trim_end(), 300)
-                );
-                if hits == matcher.all() {
-                    if full.len() < MAX_MATCHES {
-                        full.push(shown);
-                    } else {
-                        more += 1;
-                    }
-                } else if partial.len() < 10_000 {
-                    partial.push((hits, shown));
-                }
-            }
-        }
+        let found = scan(&matcher, &files, ws.root(), ctx);
+        let Scan {
+            full,
+            mut partial,
+            lines_seen,
+            more,
+            scanned,
+        } = found;
         let what = match &matcher {
             Matcher::Words(w) => format!("lines with all of the words {w:?} (any order, any case)"),
             Matcher::Regex(_) => format!("lines matching the regex {:?}", a.query),
@@ -719,9 +793,18 @@ impl Tool for SearchText {
             return Ok(out);
         }
         if partial.is_empty() {
-            return Ok(format!(
+            let mut out = format!(
                 "{NO_MATCHES} searched {files_note} for {what}. Try other words (a synonym, a shorter phrase) or list_dir."
-            ));
+            );
+            // A log says "No space left on device" where the model searched "disk": the task's
+            // own words, rarest first, usually find the line the model was after.
+            if let Some(lines) = task_word_lines(ctx, &files, ws.root(), a.regex) {
+                out.push_str(&format!(
+                    "\nLines with the most of the task's words instead:\n{}",
+                    lines.join("\n")
+                ));
+            }
+            return Ok(out);
         }
         // Stable: rarest words first, then file order.
         rank_partial(&mut partial, lines_seen);
@@ -771,13 +854,13 @@ mod tests {
 
     fn touch(root: &Path, rel: &str) {
         let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, "x").unwrap();
+        std::fs::create_dir_all(p.parent().expect("test value")).expect("test value");
+        std::fs::write(p, "x").expect("test value");
     }
 
     #[test]
     fn most_files_names_the_largest_subfolder_counting_its_tree() {
-        let t = tempfile::tempdir().unwrap();
+        let t = tempfile::tempdir().expect("test value");
         for f in [
             "logs/a/1",
             "logs/a/2",
@@ -788,18 +871,47 @@ mod tests {
         ] {
             touch(t.path(), f);
         }
-        let line = most_files(&t.path().join("logs"), "logs/").unwrap();
+        let line = most_files(&t.path().join("logs"), "logs/").expect("test value");
         assert_eq!(
             line,
             "most files: logs/b/ (3 files, counting its subfolders; next: logs/a/ with 2)"
         );
         touch(t.path(), "logs/a/3");
-        let tie = most_files(&t.path().join("logs"), "logs/").unwrap();
+        let tie = most_files(&t.path().join("logs"), "logs/").expect("test value");
         assert!(
             tie.starts_with("most files: logs/a/ and logs/b/ (3 files each"),
             "{tie}"
         );
         // One subfolder: nothing to compare.
         assert_eq!(most_files(&t.path().join("logs/b"), "logs/b/"), None);
+    }
+
+    #[test]
+    fn a_search_that_finds_none_of_its_words_shows_the_tasks_best_lines() {
+        let t = tempfile::tempdir().expect("test value");
+        let mut log = String::new();
+        for i in 0..200 {
+            log.push_str(&format!("INFO worker: job {i} finished\n"));
+        }
+        log.push_str("ERROR backup: write failed: No space left on device (job_id=backup-7731)\n");
+        std::fs::write(t.path().join("app.log"), log).expect("test value");
+        let mut ctx = ToolContext {
+            workspace: Some(crate::agent::tools::Sandbox::new(t.path()).expect("test value")),
+            blob_dir: t.path().join("blobs"),
+            cancel: crate::lm::CancelToken::new(),
+            task: Some(
+                "app.log records when the disk filled up and a backup failed. What was the job id?"
+                    .into(),
+            ),
+        };
+        let args = serde_json::json!({"query": "disk", "path": "app.log"});
+        let out = SearchText.call(args.clone(), &ctx).expect("test value");
+        assert!(out.starts_with(NO_MATCHES), "{out}");
+        let fallback: Vec<&str> = out.lines().skip(2).collect();
+        assert!(fallback[0].contains("backup-7731"), "{out}");
+        // Without a task (or for a regex), the search says only that nothing matched.
+        ctx.task = None;
+        let out = SearchText.call(args, &ctx).expect("test value");
+        assert_eq!(out.lines().count(), 1, "{out}");
     }
 }

@@ -159,6 +159,9 @@ pub struct ToolContext {
     pub blob_dir: PathBuf,
     /// Cancellation.
     pub cancel: CancelToken,
+    /// The user's task, when the tools run for one: a search that finds none of the model's
+    /// words falls back to the task's own words.
+    pub task: Option<String>,
 }
 
 impl ToolContext {

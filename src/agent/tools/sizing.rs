@@ -303,6 +303,7 @@ mod tests {
             workspace: None,
             blob_dir: std::env::temp_dir(),
             cancel: CancelToken::new(),
+            task: None,
         }
     }
 

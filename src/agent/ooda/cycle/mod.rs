@@ -231,6 +231,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             workspace: ooda.workspace.clone(),
             blob_dir: s.run_dir.blob_dir(),
             cancel: ooda.cancel.clone(),
+            task: Some(s.task.clone()),
         };
         let (tools, named_paths) = if ooda.config.narrow {
             (

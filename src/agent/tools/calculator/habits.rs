@@ -142,6 +142,7 @@ mod tests {
                     workspace: None,
                     blob_dir: std::path::PathBuf::from("/nonexistent"),
                     cancel: crate::lm::CancelToken::new(),
+                    task: None,
                 },
             )
             .expect("runs");
