@@ -1195,4 +1195,68 @@ mod tests {
         );
         assert_eq!(key_value_answer("What is in it?", &steps), None);
     }
+
+    /// A model that answers `reply` and counts its calls.
+    struct Counting {
+        reply: &'static str,
+        calls: usize,
+    }
+    impl LanguageModel for Counting {
+        fn generate(
+            &mut self,
+            _req: &GenRequest,
+            _on_text: &mut dyn FnMut(&str),
+            _cancel: &CancelToken,
+        ) -> Result<crate::lm::GenOutput, crate::lm::LmError> {
+            self.calls += 1;
+            Ok(crate::lm::GenOutput {
+                text: self.reply.to_string(),
+                finish: FinishReason::Stop,
+                usage: Usage::default(),
+            })
+        }
+        fn context_length(&self) -> usize {
+            4096
+        }
+        fn name(&self) -> String {
+            "counting".into()
+        }
+    }
+
+    #[test]
+    fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
+        let listing = "total: 1 file and 1 folder directly in docs; 3 files in docs and its subfolders\nby type, docs and its subfolders: 3 .md";
+        let steps = [call(1, "list_dir", json!({"path": "docs/"}), listing)];
+        let mut lm = Counting {
+            reply: "7",
+            calls: 0,
+        };
+        let sampling = SamplingParams::default();
+        let cancel = CancelToken::new();
+        let out = write_answer(
+            &mut lm,
+            &sampling,
+            "How many files are in docs/?",
+            &steps,
+            None,
+            &cancel,
+        )
+        .expect("answers")
+        .expect("an answer");
+        assert_eq!(out.answer, "3 files in docs/ and its subfolders");
+        assert_eq!(lm.calls, 0);
+        // A question code cannot read goes to the model.
+        let out = write_answer(
+            &mut lm,
+            &sampling,
+            "Which docs are there?",
+            &steps,
+            None,
+            &cancel,
+        )
+        .expect("answers")
+        .expect("an answer");
+        assert_eq!(out.answer, "7");
+        assert_eq!(lm.calls, 1);
+    }
 }

@@ -3,7 +3,7 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Six
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Seven
 //! rules, each over enum-typed arguments only:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
@@ -23,6 +23,9 @@
 //! 6. **A model tool needs a named model.** A tool whose required `model` argument is an enum
 //!    (`size_model`) is offered only when the task names one of the models (as people write
 //!    them: "Llama-3-70B" names llama-3.1-70b) or the tool can read a config file instead.
+//! 7. **A total over a folder searches all of it.** When the task asks for a total and names
+//!    a folder ("each file in regions/ … in total"), `search_text`'s path is that folder: the
+//!    model searched the one file it had read, and a sum needs every file's line.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
@@ -39,7 +42,10 @@ use super::types::{Action, ObservationKind, Step};
 use super::words::quantities;
 
 /// The file tools whose `path` is narrowed by rule 2.
-const FILE_TOOLS: &[&str] = &["read_file", "list_dir", "search_text"];
+const FILE_TOOLS: &[&str] = &["read_file", "list_dir", SEARCH_TEXT];
+
+/// The search tool rule 7 points at a folder.
+const SEARCH_TEXT: &str = "search_text";
 
 /// Lower-case letters and digits only: "RTX 4090" and "rtx-4090" both read "rtx4090".
 fn squash(s: &str) -> String {
@@ -224,6 +230,12 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
+    // Rule 7: the folders of a task that asks for a total over them.
+    let total_folders: Vec<String> = if super::tally::asks_for_total(task) {
+        paths_in_task(task).1
+    } else {
+        Vec::new()
+    };
     // Blob ids are typed by the blobs this run holds (a 64-digit id is where a small model
     // drops a digit).
     let blobs: Vec<String> = steps
@@ -295,6 +307,17 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             if key == "path" {
                 if FILE_TOOLS.contains(&tool.name()) && !untouched.is_empty() {
                     keep.retain(|v| untouched.iter().any(|p| same_path(v, p)));
+                }
+                // Rule 7: a total over a folder searches the whole folder.
+                if tool.name() == SEARCH_TEXT && !total_folders.is_empty() {
+                    let folder: Vec<String> = keep
+                        .iter()
+                        .filter(|v| total_folders.iter().any(|p| same_path(v, p)))
+                        .cloned()
+                        .collect();
+                    if !folder.is_empty() {
+                        keep = folder;
+                    }
                 }
             } else {
                 let named = named_values(task, &keep);
@@ -507,6 +530,44 @@ mod tests {
             enum_of(&n, "hardware", "preset"),
             enum_of(&tools, "hardware", "preset")
         );
+    }
+
+    #[test]
+    fn a_total_over_a_folder_searches_the_whole_folder() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(dir.path().join("regions")).expect("mkdir");
+        for r in ["east", "north"] {
+            std::fs::write(dir.path().join(format!("regions/{r}.ini")), "servers = 1")
+                .expect("write");
+        }
+        let task = "Each file in regions/ lists servers. How many servers are there in total?";
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let named = named_paths(task);
+        // Once the folder was listed (rule 2 satisfied), the search still covers all of it.
+        let steps = vec![
+            done(
+                1,
+                "list_dir",
+                json!({"path": "regions/"}),
+                ObservationKind::Output,
+            ),
+            done(
+                2,
+                "read_file",
+                json!({"path": "regions/east.ini"}),
+                ObservationKind::Output,
+            ),
+        ];
+        let n = narrow(&tools, task, &named, &steps);
+        let paths = enum_of(&n, "search_text", "path");
+        assert!(
+            !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),
+            "{paths:?}"
+        );
+        // Not a total: every path stays open.
+        let task = "Which region in regions/ has the most servers?";
+        let n = narrow(&tools, task, &named_paths(task), &steps);
+        assert!(enum_of(&n, "search_text", "path").contains(&"regions/east.ini".to_string()));
     }
 
     #[test]

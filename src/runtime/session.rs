@@ -3,6 +3,12 @@
 //! Every request goes through `prefill`, which finds the longest common prefix between the new
 //! prompt and the cached tokens, truncates the cache to it and runs only the rest. An agent
 //! whose prompt grows by one step at a time therefore pays only for the new step's tokens.
+//!
+//! A prompt that shares almost nothing with the cache (another phase's system prompt: OODA's
+//! Orient and Decide alternate every cycle, and the answer step follows the planner) does not
+//! throw the cache away: it is kept as a spare, up to [`SPARE_SLOTS`] of them within
+//! [`SPARE_BUDGET_BYTES`], and the next prompt continues from whichever cache holds most of it
+//! (llama-server's slots and prompt cache do the same across requests).
 //! Generation checks a cancel token between tokens and refuses prompts that do not fit the
 //! context instead of overflowing it.
 
@@ -18,6 +24,26 @@ use crate::runtime::sampling::{score_token, Sampler, TokenScore};
 
 /// Tokens run through the model per forward call during prefill (llama.cpp's ubatch).
 pub const PREFILL_CHUNK: usize = 512;
+
+/// Most caches kept besides the active one for prompts of other kinds.
+pub const SPARE_SLOTS: usize = 2;
+
+/// Most bytes the spare caches hold together; a spare over it is dropped (the oldest first).
+/// A 0.5B agent model's 4,096-token f16 cache is about 48 MiB; an 8B model's 8k cache is 1 GiB
+/// and is never kept as a spare.
+pub const SPARE_BUDGET_BYTES: u64 = 512 << 20;
+
+/// A prompt that keeps fewer cached tokens than this, while throwing at least this many away,
+/// starts a fresh cache and keeps the old one as a spare.
+const SPARE_MIN_TOKENS: usize = 64;
+
+/// A kept cache, the tokens it holds, and when it was last used.
+#[derive(Debug)]
+struct Spare {
+    cache: KvCache,
+    tokens: Vec<u32>,
+    used: u64,
+}
 
 /// What `prefill` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +98,12 @@ pub struct Session {
     /// Run the tokens an output constraint forces in one batched pass (see
     /// [`Session::generate_constrained`]).
     fast_forward: bool,
+    /// Caches of earlier prompts of another kind, for reuse.
+    spares: Vec<Spare>,
+    /// Most spares kept.
+    spare_slots: usize,
+    /// Requests seen (the spares' use clock).
+    clock: u64,
 }
 
 impl Session {
@@ -85,7 +117,75 @@ impl Session {
             tokens: Vec::new(),
             prefill_chunk: PREFILL_CHUNK,
             fast_forward: true,
+            spares: Vec::new(),
+            spare_slots: SPARE_SLOTS,
+            clock: 0,
         }
+    }
+
+    /// Keep at most `n` spare caches (0: one cache, truncated to each new prompt).
+    pub fn with_spare_slots(mut self, n: usize) -> Self {
+        self.spare_slots = n;
+        self.spares.truncate(n);
+        self
+    }
+
+    /// Positions held by the spare caches, in use order (tests and reports).
+    pub fn spare_lens(&self) -> Vec<usize> {
+        let mut s: Vec<(u64, usize)> = self
+            .spares
+            .iter()
+            .map(|s| (s.used, s.tokens.len()))
+            .collect();
+        s.sort_unstable();
+        s.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Make the cache holding most of `prompt` the active one; keep the active cache as a spare
+    /// when `prompt` would throw most of it away.
+    fn pick_cache(&mut self, prompt: &[u32]) {
+        self.clock += 1;
+        if self.spare_slots == 0 {
+            return;
+        }
+        let common = |t: &[u32]| t.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+        let here = common(&self.tokens);
+        let best = self
+            .spares
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (common(&s.tokens), i))
+            .max();
+        if let Some((n, i)) = best.filter(|(n, _)| *n > here) {
+            let _ = n;
+            let spare = &mut self.spares[i];
+            std::mem::swap(&mut spare.cache, &mut self.cache);
+            std::mem::swap(&mut spare.tokens, &mut self.tokens);
+            spare.used = self.clock;
+            return;
+        }
+        let lost = self.tokens.len() - here;
+        if here >= SPARE_MIN_TOKENS || lost < SPARE_MIN_TOKENS {
+            return;
+        }
+        let fresh = self.decoder.new_cache(self.cache.max_len());
+        self.spares.push(Spare {
+            cache: std::mem::replace(&mut self.cache, fresh),
+            tokens: std::mem::take(&mut self.tokens),
+            used: self.clock,
+        });
+        // The oldest go first, over the count or the byte budget.
+        self.spares.sort_by_key(|s| std::cmp::Reverse(s.used));
+        let mut bytes = 0u64;
+        let mut keep = 0usize;
+        for s in &self.spares {
+            bytes += s.cache.used_bytes();
+            if keep >= self.spare_slots || bytes > SPARE_BUDGET_BYTES {
+                break;
+            }
+            keep += 1;
+        }
+        self.spares.truncate(keep);
     }
 
     /// Prefill `chunk` tokens per forward call (at least one).
@@ -136,6 +236,7 @@ impl Session {
     pub fn reset(&mut self) {
         self.cache.clear();
         self.tokens.clear();
+        self.spares.clear();
     }
 
     /// Bring the cache to exactly `prompt`, reusing the longest cached prefix, and return the
@@ -144,6 +245,7 @@ impl Session {
         if prompt.is_empty() {
             return Err(candle_core::Error::Msg("empty prompt".into()).into());
         }
+        self.pick_cache(prompt);
         let common = self
             .tokens
             .iter()

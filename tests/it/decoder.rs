@@ -180,6 +180,61 @@ fn prefix_reuse_prefills_only_new_tokens() {
     assert_eq!(b.tokens, c.tokens, "warm and cold runs agree");
 }
 
+/// Two kinds of prompt in turn (OODA's Orient and Decide) each continue from their own cache:
+/// the second round prefills only what is new, and the output matches a cold run.
+#[test]
+fn alternating_prompts_each_keep_their_own_cache() {
+    let dir = synthetic(Architecture::Qwen2);
+    let path = dir.path().join("model.gguf");
+    let load = |spares: usize| {
+        let mut f = GgufFile::open(&path).expect("open");
+        Session::new(Decoder::load(&mut f, &Device::Cpu).expect("load"), 1024)
+            .with_spare_slots(spares)
+    };
+    let opts = GenOptions {
+        sampling: Default::default(),
+        max_tokens: 8,
+        eos: vec![],
+    };
+    let cancel = CancelToken::new();
+    let run = |s: &mut Session, p: &[u32]| {
+        s.generate(p, &opts, &cancel, &mut |_| Flow::Continue)
+            .expect("generates")
+    };
+    // Two prompts with nothing in common, each growing by a step.
+    let orient = prompt(320, 100, 11);
+    let decide = prompt(320, 120, 12);
+    let grow = |p: &[u32], seed: u64| {
+        let mut q = p.to_vec();
+        q.extend(prompt(320, 10, seed));
+        q
+    };
+    let mut s = load(2);
+    run(&mut s, &orient);
+    run(&mut s, &decide);
+    let spares = s.spare_lens();
+    assert!(
+        spares.len() == 1 && spares[0] >= 100,
+        "the orient cache is kept: {spares:?}"
+    );
+    let o2 = run(&mut s, &grow(&orient, 21));
+    assert!(o2.usage.reused_tokens >= 100, "{:?}", o2.usage);
+    let d2 = run(&mut s, &grow(&decide, 22));
+    assert!(d2.usage.reused_tokens >= 120, "{:?}", d2.usage);
+    assert_eq!(d2.usage.prefilled_tokens, 130 - d2.usage.reused_tokens);
+    // Same tokens as a session that keeps one cache.
+    let mut one = load(0);
+    run(&mut one, &orient);
+    run(&mut one, &decide);
+    run(&mut one, &grow(&orient, 21));
+    let cold = run(&mut one, &grow(&decide, 22));
+    assert_eq!(
+        cold.usage.reused_tokens, 0,
+        "one cache: the other prompt evicted it"
+    );
+    assert_eq!(d2.tokens, cold.tokens);
+}
+
 #[test]
 fn kv_used_bytes_matches_the_formula() {
     let dir = synthetic(Architecture::Llama);
