@@ -28,7 +28,8 @@ pub const PREFILL_CHUNK: usize = 512;
 /// Most caches kept besides the active one for prompts of other kinds.
 pub const SPARE_SLOTS: usize = 2;
 
-/// Most bytes the spare caches hold together; a spare over it is dropped (the oldest first).
+/// Most bytes the spare caches hold allocated together; a spare over it is dropped (the
+/// oldest first).
 /// A 0.5B agent model's 4,096-token f16 cache is about 48 MiB; an 8B model's 8k cache is 1 GiB
 /// and is never kept as a spare.
 pub const SPARE_BUDGET_BYTES: u64 = 512 << 20;
@@ -156,8 +157,7 @@ impl Session {
             .enumerate()
             .map(|(i, s)| (common(&s.tokens), i))
             .max();
-        if let Some((n, i)) = best.filter(|(n, _)| *n > here) {
-            let _ = n;
+        if let Some((_, i)) = best.filter(|(n, _)| *n > here) {
             let spare = &mut self.spares[i];
             std::mem::swap(&mut spare.cache, &mut self.cache);
             std::mem::swap(&mut spare.tokens, &mut self.tokens);
@@ -179,7 +179,7 @@ impl Session {
         let mut bytes = 0u64;
         let mut keep = 0usize;
         for s in &self.spares {
-            bytes += s.cache.used_bytes();
+            bytes += s.cache.allocated_bytes();
             if keep >= self.spare_slots || bytes > SPARE_BUDGET_BYTES {
                 break;
             }
