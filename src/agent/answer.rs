@@ -22,7 +22,7 @@ use super::tools::choices::trim_rel;
 use super::tools::files::NO_MATCHES;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
 use super::types::{Action, ObservationKind, Step};
-use super::words::{keywords, words};
+use super::words::{asks_count, keywords, quoted_phrases, words};
 
 /// Most characters of observations put in front of the answer step; the newest observations
 /// are kept when there are more.
@@ -445,32 +445,14 @@ pub fn dir_count_answer(task: &str, steps: &[Step]) -> Option<String> {
     Some(format!("{n} files in {dir}/ and its subfolders"))
 }
 
-/// Whether the task asks how many of something there are.
-fn asks_count(task: &str) -> bool {
-    let w = words(task);
-    w.windows(2).any(|p| p[0] == "how" && p[1] == "many")
-}
-
 /// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`), quoted phrases
 /// (`'hex bolt M8'`) and file names — that appear in none of `block` (compared without case).
 /// A small model otherwise answers a question about a missing key with a neighbouring value.
 pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
-    let mut terms: Vec<String> = Vec::new();
-    for q in ['\'', '"', '`'] {
-        let parts: Vec<&str> = task.split(q).collect();
-        // Odd-numbered parts sit between a pair of quotes.
-        for inner in parts
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .take(parts.len().saturating_sub(1) / 2)
-        {
-            let inner = inner.trim();
-            if !inner.is_empty() && inner.chars().count() <= 60 {
-                terms.push(inner.to_string());
-            }
-        }
-    }
+    let mut terms: Vec<String> = quoted_phrases(task)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     for w in task.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'))) {
         let w = w.trim_matches(|c: char| matches!(c, '.' | '-' | '/'));
         let letters = w.chars().filter(|c| c.is_alphabetic()).count();

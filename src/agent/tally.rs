@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::answer::usable;
 use super::types::{Action, Step};
-use super::words::{keywords, stem, words};
+use super::words::{asks_count, keywords, quoted_phrases, stem, words};
 
 /// Words that ask for a total.
 const TOTAL_WORDS: &[&str] = &[
@@ -204,39 +204,17 @@ const COUNT_COLUMNS: &[&str] = &[
     "qty", "quantity", "count", "stock", "units", "number", "amount",
 ];
 
-/// The phrases the task quotes ('hex bolt M8').
-fn quoted(task: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for q in ['\'', '"'] {
-        let parts: Vec<&str> = task.split(q).collect();
-        for inner in parts
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .take(parts.len().saturating_sub(1) / 2)
-        {
-            let inner = inner.trim();
-            if !inner.is_empty() && inner.chars().count() <= 60 {
-                out.push(inner);
-            }
-        }
-    }
-    out
-}
-
 /// The answer to "how many units of 'hex bolt M8' are in inventory.csv": the cell of the row
 /// whose cell is the quoted phrase, in the column the task names (or, for "how many", the one
 /// quantity column). Shown the row as `name=hex bolt M8, qty=845, unit_price=0.11`, a 0.5B
 /// model answered "11".
 pub fn csv_cell_answer(task: &str, steps: &[Step]) -> Option<String> {
-    let phrases = quoted(task);
+    let phrases = quoted_phrases(task);
     let [phrase] = phrases.as_slice() else {
         return None;
     };
     let keys = keywords(task);
-    let how_many = words(task)
-        .windows(2)
-        .any(|p| p[0] == "how" && p[1] == "many");
+    let how_many = asks_count(task);
     for step in steps.iter().filter(|s| usable(s)) {
         let lines: Vec<&str> = step.observation.text.lines().filter_map(content).collect();
         let Some(header) = lines.first().filter(|h| h.contains(',')) else {

@@ -66,6 +66,35 @@ pub fn keywords(task: &str) -> Vec<String> {
     k
 }
 
+/// The phrases `text` puts between a pair of quotes (`'hex bolt M8'`, `"x"`, `` `y` ``), trimmed,
+/// of 1 to 60 characters.
+pub fn quoted_phrases(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for q in ['\'', '"', '`'] {
+        let parts: Vec<&str> = text.split(q).collect();
+        // Odd-numbered parts sit between a pair of quotes.
+        for inner in parts
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .take(parts.len().saturating_sub(1) / 2)
+        {
+            let inner = inner.trim();
+            if !inner.is_empty() && inner.chars().count() <= 60 {
+                out.push(inner);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `text` asks how many of something there are.
+pub fn asks_count(text: &str) -> bool {
+    words(text)
+        .windows(2)
+        .any(|p| p[0] == "how" && p[1] == "many")
+}
+
 /// The part of a lower-case word that its inflections share: a plural `s`/`es`, `ed` or `ing`
 /// taken off words long enough to keep a stem of four letters ("timeouts" → "timeout",
 /// "filled" → "fill", "removed" → "remov"). Matching the stem as a substring finds "timeout",
