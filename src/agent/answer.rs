@@ -145,15 +145,14 @@ fn score(line_words: &[String], keys: &[String]) -> usize {
 /// any.
 pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
     let ranked = ranked_lines(task, steps);
-    let Some(best) = ranked.first().map(|x| x.0) else {
-        return Vec::new();
-    };
-    ranked
-        .into_iter()
-        .filter(|x| x.0 == best)
-        .take(max)
-        .map(|x| x.1)
-        .collect()
+    top(&ranked).iter().take(max).map(|x| x.1.clone()).collect()
+}
+
+/// The lines of `ranked` with the best score (its first ones: it is sorted best first).
+fn top(ranked: &[(usize, String, usize)]) -> &[(usize, String, usize)] {
+    let best = ranked.first().map(|x| x.0);
+    let n = ranked.iter().take_while(|x| Some(x.0) == best).count();
+    &ranked[..n]
 }
 
 /// Least lines of a file before "how many … in FILE" is a count of its matching lines.
@@ -169,8 +168,7 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
     }
     let named = super::narrow::named_paths(task);
     let ranked = ranked_lines(task, steps);
-    let best = ranked.first()?.0;
-    let top: Vec<&(usize, String, usize)> = ranked.iter().filter(|x| x.0 == best).collect();
+    let top = top(&ranked);
     if top.len() < 2 {
         return None;
     }
@@ -201,14 +199,6 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
         top[0].1
     );
     Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
-}
-
-/// How many lines of the tool outputs share the most words with the question (the lines
-/// `best_lines` shows the first of).
-pub fn best_line_count(task: &str, steps: &[Step]) -> usize {
-    let ranked = ranked_lines(task, steps);
-    let best = ranked.first().map(|f| f.0);
-    ranked.iter().filter(|x| Some(x.0) == best).count()
 }
 
 /// The text of a step's whole output: a condensed output's full text while it is in memory.
@@ -553,8 +543,14 @@ pub fn answer_messages(
     overview: Option<&str>,
 ) -> Option<Vec<ChatMessage>> {
     let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
-    let best = best_lines(task, steps, BEST_LINES);
-    let matching = best_line_count(task, steps);
+    // Ranked once: a long log's every line is scored.
+    let ranked = ranked_lines(task, steps);
+    let matching = top(&ranked).len();
+    let best: Vec<String> = top(&ranked)
+        .iter()
+        .take(BEST_LINES)
+        .map(|x| x.1.clone())
+        .collect();
     let mut hint = if best.is_empty() {
         String::new()
     } else if matching > best.len() && asks_count(task) {
