@@ -730,6 +730,13 @@ pub fn write_answer(
             usage: Usage::default(),
         }));
     }
+    let mut usage = Usage::default();
+    if super::program::wants_program(task, steps) {
+        match worked_answer(model, sampling, task, steps, cancel)? {
+            (Some(answer), u) => return Ok(Some(AnswerOutput { answer, usage: u })),
+            (None, u) => usage.add(&u),
+        }
+    }
     let Some(messages) = answer_messages(task, steps, overview) else {
         return Ok(None);
     };
@@ -746,13 +753,51 @@ pub fn write_answer(
     if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
         return Err(PlannerError::Cancelled);
     }
+    usage.add(&out.usage);
     Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
         answer: match in_asked_unit(task, &answer, steps) {
             Some(converted) => converted,
             None => prefer_summary(task, &answer, steps),
         },
-        usage: out.usage,
+        usage,
     }))
+}
+
+/// The answer worked out by a program the model writes (see [`super::program`]), with the
+/// request's usage; no answer when the program computes nothing or uses a number from nowhere.
+fn worked_answer(
+    model: &mut dyn LanguageModel,
+    sampling: &SamplingParams,
+    task: &str,
+    steps: &[Step],
+    cancel: &CancelToken,
+) -> Result<(Option<String>, Usage), PlannerError> {
+    use super::program;
+    let facts = program::facts(task, steps);
+    let req = GenRequest {
+        messages: program::program_messages(task, &facts),
+        sampling: sampling.clone(),
+        max_tokens: program::PROGRAM_MAX_TOKENS,
+        stop: Vec::new(),
+        constraint: None,
+    };
+    let out = model
+        .generate(&req, &mut |_| {}, cancel)
+        .map_err(PlannerError::from)?;
+    if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
+        return Err(PlannerError::Cancelled);
+    }
+    let answer = match program::run(&out.text, &program::allowed_numbers(task, &facts)) {
+        Ok(worked) => {
+            tracing::debug!(program = %out.text, steps = ?worked.steps, "worked answer");
+            Some(program::format_value(worked.value, task))
+        }
+        Err(e) => {
+            tracing::debug!(program = %out.text, error = %e, "no worked answer");
+            None
+        }
+    };
+    Ok((answer, out.usage))
 }
 
 /// The answer step's result.

@@ -24,6 +24,7 @@ pub mod narrow;
 pub mod ooda;
 pub mod parse;
 pub mod planner;
+pub mod program;
 pub mod react;
 pub mod rundir;
 pub mod tally;

@@ -246,7 +246,30 @@ pub fn run(
     // Set when the model repeated an action that had succeeded: the next step may only answer.
     let mut banned: Option<String> = None;
 
+    // A word problem that states all it needs is worked out by a program before any tool
+    // runs (see `program`): the planner could only write one calculator expression, which a
+    // small model gets wrong far more often. No program, no answer: the loop runs as usual.
+    if limits.answer == AnswerMode::Observations && super::program::self_contained(original_task) {
+        let step_start = Instant::now();
+        if let Some(o) = answer_step(planner, limits, original_task, &steps, None, cancel)? {
+            totals.add(&o.usage);
+            let step = answered_step(
+                1,
+                "a word problem: worked out by a program from the task's numbers".into(),
+                o.clone(),
+                step_start,
+            );
+            lp.run_dir.append(&Record::Step(step.clone()))?;
+            (lp.on_event)(&AgentEvent::Observed { step: &step });
+            steps.push(step);
+            answer = Some(o.answer);
+        }
+    }
+
     let stop = loop {
+        if answer.is_some() {
+            break StopReason::Completed;
+        }
         if cancel.is_cancelled() {
             break StopReason::Cancelled;
         }
@@ -555,22 +578,12 @@ pub fn run(
             cancel,
         )? {
             totals.add(&o.usage);
-            let step = Step {
-                index: steps.len() + 1,
-                thought: format!("{}: answer from the observations", stop.as_str()),
-                action: Some(Action::Final {
-                    answer: o.answer.clone(),
-                }),
-                raw: String::new(),
-                observation: Observation::new(ObservationKind::Final, o.answer.clone()),
-                fingerprint: None,
-                timings: StepTimings {
-                    plan_s: step_start.elapsed().as_secs_f64(),
-                    tool_s: 0.0,
-                    total_s: step_start.elapsed().as_secs_f64(),
-                },
-                usage: o.usage,
-            };
+            let step = answered_step(
+                steps.len() + 1,
+                format!("{}: answer from the observations", stop.as_str()),
+                o.clone(),
+                step_start,
+            );
             lp.run_dir.append(&Record::Step(step.clone()))?;
             (lp.on_event)(&AgentEvent::Observed { step: &step });
             steps.push(step);
@@ -655,6 +668,26 @@ fn workspace_overview(tools: &Toolset, ctx: &ToolContext) -> Option<String> {
         lines.len() - OVERVIEW_MAX_LINES
     ));
     Some(shown)
+}
+
+/// The step that records an answer the answer step wrote outside the planner's turns.
+fn answered_step(index: usize, thought: String, o: AnswerOutput, start: Instant) -> Step {
+    Step {
+        index,
+        thought,
+        action: Some(Action::Final {
+            answer: o.answer.clone(),
+        }),
+        raw: String::new(),
+        observation: Observation::new(ObservationKind::Final, o.answer),
+        fingerprint: None,
+        timings: StepTimings {
+            plan_s: start.elapsed().as_secs_f64(),
+            tool_s: 0.0,
+            total_s: start.elapsed().as_secs_f64(),
+        },
+        usage: o.usage,
+    }
 }
 
 /// Ask the planner for the answer from the observations, when the run's answer mode says so.

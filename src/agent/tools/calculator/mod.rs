@@ -7,6 +7,8 @@
 //! `1234 * 5678` is `7006652`, `2^100` is exact — and fall back to `f64` otherwise. Precedence:
 //! `^` binds tighter than unary minus (`-2^2 = -4`) and is right-associative.
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 
 use super::{parse_args, PromptHint, Tool, ToolContext, ToolError, Verification};
@@ -180,6 +182,8 @@ pub enum CalcError {
 mod habits;
 
 const MAX_LEN: usize = 2000;
+/// The operator token of floor division (`//`).
+const FLOOR_DIV: char = '\\';
 const MAX_DEPTH: usize = 64;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -239,6 +243,11 @@ fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
                 out.push(Tok::Op('^'));
                 i += 2;
             }
+            // Floor division, as Python writes it.
+            '/' if i + 1 < chars.len() && chars[i + 1] == '/' => {
+                out.push(Tok::Op(FLOOR_DIV));
+                i += 2;
+            }
             '+' | '-' | '*' | '/' | '%' | '^' => {
                 out.push(Tok::Op(c));
                 i += 1;
@@ -290,13 +299,15 @@ fn parse_number(text: &str) -> Result<Number, CalcError> {
         .ok_or_else(bad)
 }
 
-struct Parser {
+struct Parser<'v> {
     toks: Vec<Tok>,
     pos: usize,
     depth: usize,
+    /// Names bound by a program (see [`evaluate_with`]); empty for the calculator tool.
+    vars: Option<&'v HashMap<String, Number>>,
 }
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> Option<&Tok> {
         self.toks.get(self.pos)
     }
@@ -332,7 +343,7 @@ impl Parser {
         let mut acc = self.unary()?;
         loop {
             match self.peek().cloned() {
-                Some(Tok::Op(op @ ('*' | '/' | '%'))) => {
+                Some(Tok::Op(op @ ('*' | '/' | '%' | FLOOR_DIV))) => {
                     self.pos += 1;
                     let rhs = self.unary()?;
                     acc = binop(op, acc, rhs)?;
@@ -414,6 +425,9 @@ impl Parser {
                     }
                     call(&name, &args)
                 } else {
+                    if let Some(v) = self.vars.and_then(|vars| vars.get(&name)) {
+                        return Ok(*v);
+                    }
                     match name.as_str() {
                         "pi" => Ok(Number::Float(std::f64::consts::PI)),
                         "e" => Ok(Number::Float(std::f64::consts::E)),
@@ -473,6 +487,18 @@ fn binop(op: char, a: Number, b: Number) -> Result<Number, CalcError> {
                     }
                     x.checked_rem(y)
                 }
+                FLOOR_DIV => {
+                    if y == 0 {
+                        return Err(CalcError::DivZero);
+                    }
+                    x.checked_div_euclid(y).map(|q| {
+                        if y < 0 && x.rem_euclid(y) != 0 {
+                            q - 1
+                        } else {
+                            q
+                        }
+                    })
+                }
                 _ => None,
             };
             match exact {
@@ -493,6 +519,8 @@ fn binop_f(op: char, x: f64, y: f64) -> Result<Number, CalcError> {
         '/' => float(x / y),
         '%' if y == 0.0 => Err(CalcError::DivZero),
         '%' => float(x % y),
+        FLOOR_DIV if y == 0.0 => Err(CalcError::DivZero),
+        FLOOR_DIV => float((x / y).floor()),
         _ => Err(CalcError::Syntax(format!("unknown operator '{op}'"))),
     }
 }
@@ -554,7 +582,7 @@ fn call(name: &str, args: &[Number]) -> Result<Number, CalcError> {
                 Number::Float(f) => float(f.abs()),
             }
         }
-        "round" | "floor" | "ceil" | "trunc" => {
+        "round" | "floor" | "ceil" | "trunc" | "int" => {
             if args.len() == 2 && name == "round" {
                 let digits = args[1].as_f64();
                 if digits.fract() != 0.0 || !(0.0..=15.0).contains(&digits) {
@@ -650,10 +678,30 @@ pub fn evaluate_noting(expr: &str) -> Result<(Number, Vec<String>), CalcError> {
     }
     let toks = lex(expr)?;
     let (toks, dropped) = habits::tidy(habits::merge_thousands(toks, expr));
+    parse_all(toks, None).map(|v| (v, dropped))
+}
+
+/// Evaluate `expr` with the names in `vars` bound (a program's variables, lower case). Unlike
+/// [`evaluate`], an unknown word is an error, not a unit to drop, and `1,234` is not read as a
+/// thousands-separated number.
+pub fn evaluate_with(expr: &str, vars: &HashMap<String, Number>) -> Result<Number, CalcError> {
+    if expr.chars().count() > MAX_LEN {
+        return Err(CalcError::TooLong { max: MAX_LEN });
+    }
+    let expr = expr.trim();
+    if expr.is_empty() {
+        return Err(CalcError::Empty);
+    }
+    parse_all(lex(expr)?, Some(vars))
+}
+
+/// Parse and evaluate a whole token list.
+fn parse_all(toks: Vec<Tok>, vars: Option<&HashMap<String, Number>>) -> Result<Number, CalcError> {
     let mut p = Parser {
         toks,
         pos: 0,
         depth: 0,
+        vars,
     };
     let v = p.expr()?;
     if p.pos < p.toks.len() {
@@ -666,7 +714,7 @@ pub fn evaluate_noting(expr: &str) -> Result<(Number, Vec<String>), CalcError> {
             }
         )));
     }
-    Ok((v, dropped))
+    Ok(v)
 }
 
 #[cfg(test)]

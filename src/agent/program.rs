@@ -1,0 +1,663 @@
+//! Worked answers: a question whose answer is a figure worked out from given numbers ("375 g
+//! of flour feed 6 people; how much for 22?", "how much of the budget is left?") is answered
+//! by a short program the model writes and code evaluates.
+//!
+//! Asked for one arithmetic expression, the 0.5B agent model wrote `(375 * 6) / 22` for the
+//! recipe and `(48/1000) * (2.4/1000)` for a copy time; asked for a Python program with one
+//! variable per given quantity, the same model wrote the right steps for most such questions
+//! (15 of 20 fresh word problems against 4 of 10 as one expression, greedy). The model is
+//! good at naming quantities and poor at arithmetic, so the program's value is computed here,
+//! never taken from what the model says it prints.
+//!
+//! The program is read line by line: `name = expr` binds a name, `print(expr)` and a bare
+//! expression give a result, `x = a + b = 23` keeps the first part that evaluates (the model
+//! often writes its own wrong result after it), and everything else (imports, comments,
+//! fences, control flow) is skipped. Every number a program uses must appear in the question
+//! or the facts it was shown, or be a unit constant (60, 1000, 1024, …): a number from nowhere
+//! is the model's own arithmetic, and the program is refused.
+
+use std::collections::HashMap;
+
+use crate::lm::{ChatMessage, Role};
+
+use super::answer::usable;
+use super::eval::numbers_in;
+use super::tools::calculator::{evaluate_with, Number};
+use super::types::{Action, ObservationKind, Step};
+use super::words::{quantities, words};
+
+/// The system prompt of the worked-answer request.
+pub const PROGRAM_SYSTEM: &str =
+    "Solve the question with a short Python program: one variable per \
+given quantity (put its unit in the name), then the steps, ending with answer = ... . Use only \
+numbers, variables and + - * / ( ). Reply with the code only.";
+
+/// Most tokens of the program.
+pub const PROGRAM_MAX_TOKENS: usize = 200;
+
+/// Most lines of a program that are read.
+const MAX_LINES: usize = 60;
+
+/// Most fact lines shown with the question.
+const MAX_FACTS: usize = 30;
+
+/// An output with at most this many lines is shown whole as facts; a longer one by its lines
+/// that share most words with the question.
+const WHOLE_OUTPUT_LINES: usize = 15;
+
+/// Lines of a long output shown as facts.
+const LINES_OF_LONG_OUTPUT: usize = 5;
+
+/// Numbers a program may use without the question or the facts stating them: small counts and
+/// unit conversions.
+const CONSTANTS: &[f64] = &[
+    0.0,
+    1.0,
+    2.0,
+    3.0,
+    4.0,
+    5.0,
+    6.0,
+    7.0,
+    8.0,
+    9.0,
+    10.0,
+    11.0,
+    12.0,
+    0.5,
+    0.25,
+    24.0,
+    30.0,
+    31.0,
+    52.0,
+    60.0,
+    100.0,
+    365.0,
+    1000.0,
+    1024.0,
+    3600.0,
+    1e6,
+    1048576.0,
+    1e9,
+    1073741824.0,
+];
+
+/// Words that make a question ask for a figure worked out from values, not one value as read.
+const WORKED_OUT: &[&str] = &[
+    "left",
+    "remaining",
+    "remain",
+    "per",
+    "each",
+    "average",
+    "mean",
+    "difference",
+    "sum",
+    "total",
+    "combined",
+    "together",
+    "altogether",
+    "percent",
+    "percentage",
+    "cost",
+    "change",
+    "free",
+];
+
+/// Nouns of questions that count things in the workspace ("how many files"): answered by
+/// the listing or the lines, not by arithmetic.
+const WORKSPACE_COUNTS: &[&str] = &[
+    "file",
+    "files",
+    "folder",
+    "folders",
+    "directory",
+    "directories",
+    "line",
+    "lines",
+    "entries",
+    "occurrences",
+    "times",
+];
+
+/// Whether `task` asks for a figure worked out from numbers (given in the task, or read by
+/// the steps) rather than read, counted in the workspace or stated by the sizing tool.
+pub fn wants_program(task: &str, steps: &[Step]) -> bool {
+    let w = words(task);
+    let has = |x: &str| w.iter().any(|v| v == x);
+    let after = |a: &str, bs: &[&str]| {
+        w.windows(2)
+            .any(|p| p[0] == a && bs.contains(&p[1].as_str()))
+    };
+    let asks_figure = after("how", &["many", "much", "long", "far", "large", "big"])
+        || has("what")
+        || has("calculate")
+        || has("compute");
+    let given = quantities(task, false).len() >= 2;
+    let worked = WORKED_OUT.iter().any(|x| has(x));
+    // "How many (.md) files", "the number of lines": the counted noun, not any mention ("a
+    // 2.4 GB file is copied").
+    let counts_workspace = w.windows(2).enumerate().any(|(i, p)| {
+        ((p[0] == "how" && p[1] == "many") || (p[0] == "number" && p[1] == "of"))
+            && w[i + 2..]
+                .iter()
+                .take(3)
+                .any(|x| WORKSPACE_COUNTS.contains(&x.as_str()))
+    });
+    let sized = steps
+        .iter()
+        .any(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "size_model"));
+    asks_figure && (given || worked) && !counts_workspace && !sized
+}
+
+/// Words of a question that points into the workspace.
+const WORKSPACE_WORDS: &[&str] = &[
+    "workspace",
+    "log",
+    "logs",
+    "folder",
+    "directory",
+    "according",
+    "listed",
+    "recorded",
+];
+
+/// Whether `task` is a word problem that states all it needs: it wants a worked figure and
+/// names no file, folder or anything else in the workspace. Such a task is answered by a
+/// program before any tool runs.
+pub fn self_contained(task: &str) -> bool {
+    let w = words(task);
+    wants_program(task, &[])
+        && super::narrow::named_paths(task).is_empty()
+        && !WORKSPACE_WORDS.iter().any(|x| w.iter().any(|v| v == x))
+}
+
+/// The lines of the steps' outputs shown to the program request: a short output whole, a long
+/// one by its lines that share most words with the task, each prefixed with the file it came
+/// from.
+pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let keys = words(task);
+    for step in steps.iter().filter(|s| usable(s)) {
+        if step.observation.kind != ObservationKind::Output {
+            continue;
+        }
+        let text = step
+            .observation
+            .full
+            .as_deref()
+            .unwrap_or(&step.observation.text);
+        // The calculator's outputs are the planner's own arithmetic, often wrong, and a listing
+        // holds sizes and counts, not the quantities asked about: only what was read counts.
+        if matches!(&step.action, Some(Action::ToolCall { name, .. })
+            if name == "calculator" || name == "list_dir")
+        {
+            continue;
+        }
+        let path = match &step.action {
+            Some(Action::ToolCall { name, args }) if name == "read_file" => args
+                .get("path")
+                .and_then(|p| p.as_str())
+                .map(str::to_string),
+            _ => None,
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            // read_file's header ("a.txt (4 lines):") says nothing the prefix does not.
+            .filter(|l| path.is_none() || !l.ends_with("lines):"))
+            .collect();
+        // A CSV file's rows are shown as `column=value` pairs under its header: shown the raw
+        // rows, the model multiplied neighbouring prices instead of each row's quantity by its
+        // price.
+        let cells = |line: &str| -> Vec<String> {
+            super::tally::content(line)
+                .unwrap_or(line)
+                .split(',')
+                .map(|f| f.trim().to_string())
+                .collect()
+        };
+        let header: Option<Vec<String>> = path
+            .as_deref()
+            .filter(|p| p.ends_with(".csv"))
+            .and_then(|_| lines.first())
+            .map(|l| cells(l))
+            .filter(|h| h.len() > 1);
+        let shown = |line: &str| {
+            // Line numbers are not quantities: "3: headcount: 14" is shown "a.txt: headcount: 14".
+            let content = super::tally::content(line).unwrap_or(line).trim();
+            let content = match &header {
+                Some(h) if cells(line).len() == h.len() => {
+                    let pairs: Vec<String> = h
+                        .iter()
+                        .zip(cells(line))
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    pairs.join(", ")
+                }
+                _ => content.to_string(),
+            };
+            match &path {
+                Some(p) => format!("{p}: {content}"),
+                None => content,
+            }
+        };
+        let lines = if header.is_some() {
+            &lines[1..]
+        } else {
+            &lines[..]
+        };
+        if lines.len() <= WHOLE_OUTPUT_LINES {
+            out.extend(lines.iter().map(|l| shown(l)));
+        } else {
+            let mut scored: Vec<(usize, usize, &str)> = lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let lw = words(l);
+                    (keys.iter().filter(|k| lw.contains(k)).count(), i, *l)
+                })
+                .filter(|x| x.0 > 0)
+                .collect();
+            scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            scored.truncate(LINES_OF_LONG_OUTPUT);
+            scored.sort_by_key(|x| x.1);
+            out.extend(scored.iter().map(|x| shown(x.2)));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|l| seen.insert(l.clone()));
+    out.truncate(MAX_FACTS);
+    out
+}
+
+/// The messages of the program request.
+pub fn program_messages(task: &str, facts: &[String]) -> Vec<ChatMessage> {
+    let user = if facts.is_empty() {
+        task.to_string()
+    } else {
+        format!("Facts:\n{}\n\nQuestion: {task}", facts.join("\n"))
+    };
+    vec![
+        ChatMessage::new(Role::System, PROGRAM_SYSTEM),
+        ChatMessage::new(Role::User, user),
+    ]
+}
+
+/// Why a program gave no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProgramError {
+    /// No line computed a value.
+    #[error("the program computes no value")]
+    NoResult,
+    /// A number appears that neither the question nor the facts state.
+    #[error("line {line}: the number {number} is in neither the question nor the facts")]
+    UnknownNumber {
+        /// 1-based line of the program.
+        line: usize,
+        /// The number as written.
+        number: String,
+    },
+}
+
+/// A program's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Worked {
+    /// The value.
+    pub value: Number,
+    /// The bindings in order (`name = value`), for the trace.
+    pub steps: Vec<String>,
+}
+
+/// Whether `x` is one of `allowed` (or a hundredth or hundredfold of one: "17.5%" is written
+/// `0.175`) or a constant.
+fn known(x: f64, allowed: &[f64]) -> bool {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    CONSTANTS.iter().any(|c| close(*c, x))
+        || allowed
+            .iter()
+            .any(|a| close(*a, x) || close(*a / 100.0, x) || close(*a * 100.0, x))
+}
+
+/// The number literals of an expression (not digits inside names like `x2`).
+fn literals(expr: &str) -> Vec<String> {
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_alphabetic() || c == '_' {
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            continue;
+        }
+        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_')
+            {
+                i += 1;
+            }
+            out.push(chars[start..i].iter().filter(|c| **c != '_').collect());
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Whether `s` is a name a program may bind (`flour_per_person`).
+fn is_name(s: &str) -> bool {
+    let mut cs = s.chars();
+    cs.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// One expression of a line: `math.` dropped, a trailing unit or symbol ("100 m²") cut.
+fn tidy(expr: &str) -> String {
+    let e = expr.trim().replace("math.", "");
+    let e = e.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == ')' || c == '_'));
+    e.to_string()
+}
+
+/// Run `program` with the numbers `allowed` (those of the question and the facts): the value
+/// of `answer` when bound, else of the last `print`/bare expression, else of the last binding.
+pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
+    let mut vars: HashMap<String, Number> = HashMap::new();
+    let mut steps = Vec::new();
+    let mut last_bound: Option<String> = None;
+    let mut printed: Option<Number> = None;
+    let mut fenced = false;
+    for (i, raw) in program.lines().take(MAX_LINES).enumerate() {
+        // The body of an `if`/`for`/`def` is indented: only top-level statements are run.
+        if raw.starts_with([' ', '\t']) {
+            continue;
+        }
+        let line = raw.split('#').next().unwrap_or_default().trim();
+        if line.starts_with("```") {
+            // The closing fence ends the program; what follows is the model's prose.
+            if fenced {
+                break;
+            }
+            fenced = true;
+            continue;
+        }
+        if line.is_empty()
+            || line.starts_with("import ")
+            || line.starts_with("from ")
+            || line.ends_with(':')
+            || ["==", "<=", ">=", "!="].iter().any(|op| line.contains(op))
+        {
+            continue;
+        }
+        // `print(x)` is a bare expression; so is `print("total:", x)`'s last argument.
+        let line = match line
+            .strip_prefix("print(")
+            .and_then(|l| l.strip_suffix(')'))
+        {
+            Some(inner) => inner.rsplit(',').next().unwrap_or(inner).trim().to_string(),
+            None => line.to_string(),
+        };
+        // A bare number on its own line is an output the model imagined, not a computation.
+        if line.parse::<f64>().is_ok() || line.contains(['"', '\'']) {
+            continue;
+        }
+        // `x += 3` is `x = x + (3)`.
+        let line = ["+", "-", "*", "/"]
+            .iter()
+            .find_map(|op| {
+                let (name, rhs) = line.split_once(&format!("{op}="))?;
+                let name = name.trim();
+                is_name(name).then(|| format!("{name} = {name} {op} ({rhs})"))
+            })
+            .unwrap_or(line);
+        let parts: Vec<&str> = line.split('=').collect();
+        // `name: float = 3` is `name = 3`.
+        let target = parts[0].split(':').next().unwrap_or_default().trim();
+        let (bind, exprs) = if parts.len() > 1 && is_name(target) {
+            (Some(target.to_ascii_lowercase()), &parts[1..])
+        } else {
+            (None, &parts[..])
+        };
+        for expr in exprs {
+            let e = tidy(expr);
+            let Ok(v) = evaluate_with(&e, &vars) else {
+                continue;
+            };
+            if let Some(bad) = literals(&e)
+                .into_iter()
+                .find(|n| !n.parse::<f64>().is_ok_and(|x| known(x, allowed)))
+            {
+                return Err(ProgramError::UnknownNumber {
+                    line: i + 1,
+                    number: bad,
+                });
+            }
+            match &bind {
+                Some(name) => {
+                    steps.push(format!("{name} = {e} = {v}"));
+                    vars.insert(name.clone(), v);
+                    last_bound = Some(name.clone());
+                }
+                None => {
+                    steps.push(format!("{e} = {v}"));
+                    printed = Some(v);
+                }
+            }
+            break;
+        }
+    }
+    let value = vars
+        .get("answer")
+        .copied()
+        .or(printed)
+        .or_else(|| last_bound.and_then(|n| vars.get(&n).copied()))
+        .ok_or(ProgramError::NoResult)?;
+    Ok(Worked { value, steps })
+}
+
+/// The numbers stated by the question and the facts.
+pub fn allowed_numbers(task: &str, facts: &[String]) -> Vec<f64> {
+    let mut out = numbers_in(task);
+    for f in facts {
+        out.extend(numbers_in(f));
+    }
+    out
+}
+
+/// How the task asks for the value to be rounded.
+fn rounding(task: &str) -> Option<Box<dyn Fn(f64) -> f64>> {
+    let t = task.to_ascii_lowercase();
+    if t.contains("round up") || t.contains("rounded up") {
+        return Some(Box::new(f64::ceil));
+    }
+    if t.contains("round down") || t.contains("rounded down") {
+        return Some(Box::new(f64::floor));
+    }
+    if t.contains("whole number") || t.contains("nearest whole") || t.contains("nearest integer") {
+        return Some(Box::new(f64::round));
+    }
+    let w = words(&t);
+    let digits = w.windows(2).find_map(|p| {
+        (p[1].starts_with("decimal")).then(|| match p[0].as_str() {
+            "one" => Some(1),
+            "two" => Some(2),
+            "three" => Some(3),
+            n => n.parse::<i32>().ok().filter(|d| (0..=10).contains(d)),
+        })?
+    })?;
+    let m = 10f64.powi(digits);
+    Some(Box::new(move |x: f64| (x * m).round() / m))
+}
+
+/// The value as the answer writes it: as the task asks it rounded, else an integer when it is
+/// one, else up to four decimals (six significant digits below 1).
+pub fn format_value(value: Number, task: &str) -> String {
+    let x = match (value, rounding(task)) {
+        (Number::Int(i), _) => return i.to_string(),
+        (Number::Float(x), Some(r)) => r(x),
+        (Number::Float(x), None) => x,
+    };
+    if (x - x.round()).abs() < 1e-9 && x.abs() < 1e15 {
+        return format!("{}", x.round() as i64);
+    }
+    let decimals = if x.abs() >= 1.0 {
+        4
+    } else {
+        (5 - x.abs().log10().floor() as i32).clamp(4, 12) as usize
+    };
+    let s = format!("{x:.decimals$}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(program: &str, allowed: &[f64]) -> String {
+        match run(program, allowed) {
+            Ok(w) => format_value(w.value, ""),
+            Err(e) => format!("ERR {e}"),
+        }
+    }
+
+    #[test]
+    fn a_program_binds_names_and_answers_with_answer() {
+        let p = "```python\n# Given values\nflour_g = 375  # grams\npeople = 6\nper_person = flour_g / people\nanswer = per_person * 22\nprint(answer)\n```\n1375";
+        assert_eq!(ok(p, &[375.0, 6.0, 22.0]), "1375");
+    }
+
+    #[test]
+    fn the_model_s_own_results_after_an_expression_are_ignored() {
+        // "= 23" and "= 173" are the model's arithmetic; the first part that evaluates counts.
+        assert_eq!(ok("headcount = 14 + 9 = 23", &[14.0, 9.0]), "23");
+        assert_eq!(
+            ok("answer = 500 - 372 - 25 = 173", &[500.0, 372.0, 25.0]),
+            "103"
+        );
+        // A bare expression with unknown names on its left.
+        assert_eq!(ok("disk - used = 500 - 372 = 100", &[500.0, 372.0]), "128");
+        // A printed value the model imagined is not a computation.
+        assert_eq!(ok("x = 84 / 42\nprint(x)\n4050", &[84.0, 42.0]), "2");
+    }
+
+    #[test]
+    fn without_answer_the_last_print_or_binding_is_the_value() {
+        assert_eq!(
+            ok("a = 640\nb = 16\nt = a / b\nprint(t)", &[640.0, 16.0]),
+            "40"
+        );
+        assert_eq!(ok("a = 640\nb = 16\nt = a / b", &[640.0, 16.0]), "40");
+        assert_eq!(ok("area = 12.5 * 8 = 100 m²", &[12.5, 8.0]), "100");
+    }
+
+    #[test]
+    fn a_number_from_nowhere_refuses_the_program() {
+        assert_eq!(
+            run("answer = 4050", &[375.0, 6.0]),
+            Err(ProgramError::UnknownNumber {
+                line: 1,
+                number: "4050".into()
+            })
+        );
+        // Unit constants and percentages written as fractions are allowed.
+        assert_eq!(ok("answer = 2.4 * 1000 / 48", &[2.4, 48.0]), "50");
+        assert_eq!(ok("answer = 3960 * 0.175", &[17.5, 3960.0]), "693");
+        assert_eq!(
+            run("x = 3\nprint('hi')", &[]).map(|w| w.value),
+            Ok(Number::Int(3))
+        );
+        assert_eq!(run("# nothing\n", &[]), Err(ProgramError::NoResult));
+    }
+
+    #[test]
+    fn python_habits_are_read() {
+        assert_eq!(
+            ok("import math\nx = math.ceil(150 / 12)", &[150.0, 12.0]),
+            "13"
+        );
+        assert_eq!(ok("x = 150 // 12", &[150.0, 12.0]), "12");
+        assert_eq!(
+            ok("total = 5\ntotal += 7\nanswer = total", &[5.0, 7.0]),
+            "12"
+        );
+        assert_eq!(ok("price: float = 40 * (1 - 0.15)", &[40.0, 15.0]), "34");
+        assert_eq!(ok("print(\"total:\", 3 * 4)", &[]), "12");
+        // Control flow and comparisons are skipped, not misread.
+        assert_eq!(
+            ok("x = 8000 / 24\nif x == 3:\n    x = 0", &[8000.0, 24.0]),
+            "333.3333"
+        );
+    }
+
+    #[test]
+    fn values_are_written_as_the_task_asks() {
+        assert_eq!(format_value(Number::Float(12.5), ""), "12.5");
+        assert_eq!(format_value(Number::Float(0.000680272), ""), "0.000680272");
+        assert_eq!(
+            format_value(Number::Float(12.5), "how many packs, rounded up?"),
+            "13"
+        );
+        assert_eq!(
+            format_value(Number::Float(333.3333), "to two decimal places"),
+            "333.33"
+        );
+        assert_eq!(format_value(Number::Int(100152), ""), "100152");
+    }
+
+    #[test]
+    fn only_worked_figures_ask_for_a_program() {
+        let no_steps: Vec<Step> = Vec::new();
+        assert!(wants_program(
+            "A recipe needs 375 g of flour for 6 people. How many grams are needed for 22 people?",
+            &no_steps
+        ));
+        assert!(wants_program(
+            "budget.toml holds the budget and spent.json what was spent. How much is left?",
+            &no_steps
+        ));
+        assert!(!wants_program("What port does db.toml set?", &no_steps));
+        assert!(!wants_program(
+            "How many files are in data/, in total?",
+            &no_steps
+        ));
+        // A word problem may speak of a file; one that names a path points into the workspace.
+        assert!(self_contained(
+            "A 2.4 GB file is copied at 48 MB/s. How many seconds does it take?"
+        ));
+        assert!(!self_contained(
+            "How much memory do the replicas in deploy/ need together, at 2 per node?"
+        ));
+        assert!(!wants_program(
+            "Which team in reports/ has the largest total?",
+            &no_steps
+        ));
+    }
+
+    #[test]
+    fn short_outputs_are_facts_whole_and_line_numbers_are_dropped() {
+        use crate::agent::types::Observation;
+        use serde_json::json;
+        let step = Step {
+            index: 1,
+            thought: String::new(),
+            action: Some(Action::tool("read_file", json!({"path": "team_a.txt"}))),
+            raw: String::new(),
+            observation: Observation::new(
+                ObservationKind::Output,
+                "team_a.txt (2 lines):\n1: team: platform\n2: headcount: 14".to_string(),
+            ),
+            fingerprint: None,
+            timings: Default::default(),
+            usage: Default::default(),
+        };
+        let f = facts("What is the combined headcount?", &[step]);
+        assert_eq!(
+            f,
+            vec!["team_a.txt: team: platform", "team_a.txt: headcount: 14"]
+        );
+        assert!(!allowed_numbers("combined?", &f).contains(&2.0));
+    }
+}
