@@ -129,10 +129,15 @@ pub fn wants_program(task: &str, steps: &[Step]) -> bool {
         w.windows(2)
             .any(|p| p[0] == a && bs.contains(&p[1].as_str()))
     };
-    let asks_figure = after("how", &["many", "much", "long", "far", "large", "big"])
-        || has("what")
-        || has("calculate")
-        || has("compute");
+    // "Which team has the largest total, and what is it?" asks for a name first.
+    let asks_name = w
+        .first()
+        .is_some_and(|x| ["which", "who", "where", "when"].contains(&x.as_str()));
+    let asks_figure = !asks_name
+        && (after("how", &["many", "much", "long", "far", "large", "big"])
+            || has("what")
+            || has("calculate")
+            || has("compute"));
     let given = quantities(task, false).len() >= 2;
     let worked = WORKED_OUT.iter().any(|x| has(x));
     // "How many (.md) files", "the number of lines": the counted noun, not any mention ("a
@@ -176,7 +181,8 @@ pub fn self_contained(task: &str) -> bool {
 /// one by its lines that share most words with the task, each prefixed with the file it came
 /// from.
 pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    // The lines of each output, by the file it read (None: not a file).
+    let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
     let keys = words(task);
     for step in steps.iter().filter(|s| usable(s)) {
         if step.observation.kind != ObservationKind::Output {
@@ -248,7 +254,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
             &lines[..]
         };
         if lines.len() <= WHOLE_OUTPUT_LINES {
-            out.extend(lines.iter().map(|l| shown(l)));
+            groups.push((path.clone(), lines.iter().map(|l| shown(l)).collect()));
         } else {
             let mut scored: Vec<(usize, usize, &str)> = lines
                 .iter()
@@ -262,13 +268,88 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
             scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             scored.truncate(LINES_OF_LONG_OUTPUT);
             scored.sort_by_key(|x| x.1);
-            out.extend(scored.iter().map(|x| shown(x.2)));
+            groups.push((path.clone(), scored.iter().map(|x| shown(x.2)).collect()));
         }
     }
+    let mut out: Vec<String> = focus(task, groups).into_iter().flat_map(|g| g.1).collect();
     let mut seen = std::collections::HashSet::new();
     out.retain(|l| seen.insert(l.clone()));
     out.truncate(MAX_FACTS);
     out
+}
+
+/// The keys of a file's `key: value` / `key = value` lines.
+fn keys_of(lines: &[String]) -> std::collections::BTreeSet<String> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            // Past the "path: " prefix.
+            let l = l.split_once(": ").map_or(l.as_str(), |x| x.1);
+            let (k, _) = l.split_once([':', '='])?;
+            let k = k.trim();
+            is_name(k).then(|| k.to_ascii_lowercase())
+        })
+        .collect()
+}
+
+/// The one record the task is about, when several files read hold the same keys and the task
+/// names a word only one of them holds ("the ingest service" among web.yaml, ingest.yaml and
+/// cron.yaml, each with `replicas` and `memory_mb`): shown all three, the model multiplied the
+/// wrong file's values. Files that are not parallel records (a price list and an order) are
+/// all kept.
+fn focus(
+    task: &str,
+    groups: Vec<(Option<String>, Vec<String>)>,
+) -> Vec<(Option<String>, Vec<String>)> {
+    let task_words = words(task);
+    let body_words = |g: &(Option<String>, Vec<String>)| -> Vec<String> {
+        g.1.iter()
+            .flat_map(|l| words(l.split_once(": ").map_or(l.as_str(), |x| x.1)))
+            .collect()
+    };
+    let holds: Vec<Vec<String>> = groups.iter().map(body_words).collect();
+    let record_keys: Vec<std::collections::BTreeSet<String>> = groups
+        .iter()
+        .map(|g| match g.0 {
+            Some(_) => keys_of(&g.1),
+            None => Default::default(),
+        })
+        .collect();
+    let mut dropped = vec![false; groups.len()];
+    for i in 0..groups.len() {
+        if record_keys[i].len() < 2 {
+            continue;
+        }
+        // The files holding the same record as file i.
+        let members: Vec<usize> = (0..groups.len())
+            .filter(|&j| record_keys[j] == record_keys[i])
+            .collect();
+        if members.len() < 2 || members[0] != i {
+            continue;
+        }
+        let named: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&m| {
+                task_words.iter().any(|w| {
+                    w.len() >= 3
+                        && holds[m].contains(w)
+                        && members.iter().all(|&o| o == m || !holds[o].contains(w))
+                })
+            })
+            .collect();
+        if let [one] = named[..] {
+            for &m in &members {
+                dropped[m] = m != one;
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .zip(dropped)
+        .filter(|(_, d)| !d)
+        .map(|(g, _)| g)
+        .collect()
 }
 
 /// The messages of the program request.
@@ -631,9 +712,38 @@ mod tests {
             "How much memory do the replicas in deploy/ need together, at 2 per node?"
         ));
         assert!(!wants_program(
-            "Which team in reports/ has the largest total?",
+            "Which team in reports/ has the largest total, and what is that total?",
             &no_steps
         ));
+    }
+
+    #[test]
+    fn the_record_the_task_names_is_the_one_shown() {
+        let g = |p: &str, lines: &[&str]| {
+            (
+                Some(p.to_string()),
+                lines.iter().map(|l| format!("{p}: {l}")).collect::<Vec<_>>(),
+            )
+        };
+        let groups = vec![
+            g("web.yaml", &["service: web", "replicas: 4", "memory_mb: 512"]),
+            g("ingest.yaml", &["service: ingest", "replicas: 6", "memory_mb: 1536"]),
+            g("README.md", &["Descriptors live here."]),
+        ];
+        let task = "How much memory do the ingest service's replicas need together?";
+        let kept: Vec<String> = focus(task, groups.clone())
+            .into_iter()
+            .filter_map(|g| g.0)
+            .collect();
+        assert_eq!(kept, vec!["ingest.yaml", "README.md"]);
+        // No word names one record: all are kept.
+        assert_eq!(focus("What is the combined headcount?", groups.clone()).len(), 3);
+        // Files that are not parallel records are all kept.
+        let join = vec![
+            g("prices.csv", &["item=widget, unit_price=4.50"]),
+            g("order.txt", &["- 5 x widget"]),
+        ];
+        assert_eq!(focus("the total cost of the order?", join).len(), 2);
     }
 
     #[test]
