@@ -722,12 +722,21 @@ mod tests {
         let g = |p: &str, lines: &[&str]| {
             (
                 Some(p.to_string()),
-                lines.iter().map(|l| format!("{p}: {l}")).collect::<Vec<_>>(),
+                lines
+                    .iter()
+                    .map(|l| format!("{p}: {l}"))
+                    .collect::<Vec<_>>(),
             )
         };
         let groups = vec![
-            g("web.yaml", &["service: web", "replicas: 4", "memory_mb: 512"]),
-            g("ingest.yaml", &["service: ingest", "replicas: 6", "memory_mb: 1536"]),
+            g(
+                "web.yaml",
+                &["service: web", "replicas: 4", "memory_mb: 512"],
+            ),
+            g(
+                "ingest.yaml",
+                &["service: ingest", "replicas: 6", "memory_mb: 1536"],
+            ),
             g("README.md", &["Descriptors live here."]),
         ];
         let task = "How much memory do the ingest service's replicas need together?";
@@ -737,7 +746,10 @@ mod tests {
             .collect();
         assert_eq!(kept, vec!["ingest.yaml", "README.md"]);
         // No word names one record: all are kept.
-        assert_eq!(focus("What is the combined headcount?", groups.clone()).len(), 3);
+        assert_eq!(
+            focus("What is the combined headcount?", groups.clone()).len(),
+            3
+        );
         // Files that are not parallel records are all kept.
         let join = vec![
             g("prices.csv", &["item=widget, unit_price=4.50"]),
