@@ -16,6 +16,7 @@
 pub mod answer;
 pub mod approval;
 pub mod audit;
+pub mod bound;
 pub mod condense;
 pub mod eval;
 pub mod eval_concurrent;

@@ -365,11 +365,16 @@ impl<'m> LmPlanner<'m> {
     /// The request for the next step (public so tests and benches can inspect it).
     pub fn request(&self, input: &PlannerInput<'_>) -> GenRequest {
         let allowed = input.allowed.unwrap_or(input.tools);
+        // A JSON-schema step is bounded (see `bound`): the limit is raised to its longest
+        // output so no valid action is ever cut.
+        let mut max_tokens = self.config.max_tokens;
         let constraint = match self.config.constraint {
-            ConstraintMode::JsonSchema => Some(Constraint::JsonSchema(action_schema(
-                allowed,
-                self.config.thought_max_chars,
-            ))),
+            ConstraintMode::JsonSchema => {
+                let schema =
+                    super::bound::strict(action_schema(allowed, self.config.thought_max_chars));
+                max_tokens = super::bound::token_limit(&schema, max_tokens);
+                Some(Constraint::JsonSchema(schema))
+            }
             ConstraintMode::Lark => Some(Constraint::Lark(lark_grammar(
                 allowed,
                 self.config.thought_max_chars,
@@ -379,7 +384,7 @@ impl<'m> LmPlanner<'m> {
         GenRequest {
             messages: render_messages(input.task, input.steps, input.tools),
             sampling: self.config.sampling.clone(),
-            max_tokens: self.config.max_tokens,
+            max_tokens,
             stop: Vec::new(),
             constraint,
         }

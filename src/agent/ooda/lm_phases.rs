@@ -22,6 +22,7 @@ use super::decide::{narrowed, parse_proposal, proposal_schema, DecideInput, Deci
 use super::orient::{
     extraction_schema, parse_extraction, supported_by, Extraction, FactClaim, OrientInput, Orienter,
 };
+use crate::agent::bound;
 
 /// How Orient extracts facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -121,12 +122,21 @@ impl<'m> ModelPhases<'m> {
                 ChatMessage::new(Role::User, user),
             ],
             sampling: SamplingParams::default(),
-            max_tokens: self.options.decide_tokens,
+            // At least the longest first candidate the schema admits: a proposal cut after it
+            // keeps it (`parse_proposal`), so the limit never leaves no candidate.
+            max_tokens: if self.options.constrained {
+                bound::token_limit(
+                    &bound::strict(proposal_schema(&allowed, 1)),
+                    self.options.decide_tokens,
+                )
+            } else {
+                self.options.decide_tokens
+            },
             stop: Vec::new(),
             constraint: self
                 .options
                 .constrained
-                .then(|| Constraint::JsonSchema(proposal_schema(&allowed, input.n))),
+                .then(|| Constraint::JsonSchema(bound::strict(proposal_schema(&allowed, input.n)))),
         }
     }
 
@@ -165,7 +175,7 @@ impl<'m> ModelPhases<'m> {
             sampling: SamplingParams::default(),
             max_tokens: self.options.orient_tokens,
             stop: Vec::new(),
-            constraint: Some(Constraint::JsonSchema(extraction_schema())),
+            constraint: Some(Constraint::JsonSchema(bound::strict(extraction_schema()))),
         }
     }
 }

@@ -36,7 +36,7 @@ impl Tool for ReadBlob {
         serde_json::json!({
             "type": "object",
             "properties": {
-                "blob": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "blob": {"type": "string", "maxLength": 64, "pattern": "^[0-9a-f]{64}$"},
                 "offset": {"type": "integer", "minimum": 0, "maximum": 100_000_000},
                 "length": {"type": "integer", "minimum": 1, "maximum": PAGE_CHARS}
             },
