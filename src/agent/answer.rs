@@ -378,10 +378,14 @@ const NOT_A_PLAIN_COUNT: &[&str] = &[
 pub fn dir_count_answer(task: &str, steps: &[Step]) -> Option<String> {
     let w = words(task);
     let has = |x: &str| w.iter().any(|v| v == x);
-    if !asks_count(task)
-        || !(has("files") || has("file"))
-        || NOT_A_PLAIN_COUNT.iter().any(|x| has(x))
-    {
+    // Files must be what is counted: "how many (.md / Markdown) files", not "how many tables
+    // are defined in the .sql files".
+    let file_word = |x: &String| x == "files" || x == "file";
+    let counts_files = w
+        .windows(2)
+        .enumerate()
+        .any(|(i, p)| p[0] == "how" && p[1] == "many" && w[i + 2..].iter().take(3).any(file_word));
+    if !counts_files || NOT_A_PLAIN_COUNT.iter().any(|x| has(x)) {
         return None;
     }
     let (files, dirs) = super::tools::choices::paths_in_task(task);
@@ -1187,6 +1191,14 @@ mod tests {
         );
         assert_eq!(
             dir_count_answer("How many files are in data/?", &steps),
+            None
+        );
+        // Files are not what is counted.
+        assert_eq!(
+            dir_count_answer(
+                "How many headings do the Markdown files in docs/ have?",
+                &steps
+            ),
             None
         );
     }
