@@ -371,6 +371,10 @@ pub enum ProgramError {
     /// No line computed a value.
     #[error("the program computes no value")]
     NoResult,
+    /// The program uses no number the question or the facts state (only constants): it
+    /// computes something the task did not give.
+    #[error("the program uses none of the numbers the question and the facts give")]
+    NothingGiven,
     /// A number appears that neither the question nor the facts state.
     #[error("line {line}: the number {number} is in neither the question nor the facts")]
     UnknownNumber {
@@ -393,11 +397,19 @@ pub struct Worked {
 /// Whether `x` is one of `allowed` (or a hundredth or hundredfold of one: "17.5%" is written
 /// `0.175`) or a constant.
 fn known(x: f64, allowed: &[f64]) -> bool {
-    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
-    CONSTANTS.iter().any(|c| close(*c, x))
-        || allowed
-            .iter()
-            .any(|a| close(*a, x) || close(*a / 100.0, x) || close(*a * 100.0, x))
+    CONSTANTS.iter().any(|c| close(*c, x)) || stated(x, allowed)
+}
+
+/// Whether `a` and `b` are the same number (up to rounding).
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Whether `x` is one of `allowed`, or a hundredth or hundredfold of one.
+fn stated(x: f64, allowed: &[f64]) -> bool {
+    allowed
+        .iter()
+        .any(|a| close(*a, x) || close(*a / 100.0, x) || close(*a * 100.0, x))
 }
 
 /// The number literals of an expression (not digits inside names like `x2`).
@@ -451,6 +463,8 @@ pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
     let mut last_bound: Option<String> = None;
     let mut printed: Option<Number> = None;
     let mut fenced = false;
+    // Whether a number the question or the facts give was used.
+    let mut given = false;
     for (i, raw) in program.lines().take(MAX_LINES).enumerate() {
         // The body of an `if`/`for`/`def` is indented: only top-level statements are run.
         if raw.starts_with([' ', '\t']) {
@@ -507,7 +521,11 @@ pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
             let Ok(v) = evaluate_with(&e, &vars) else {
                 continue;
             };
-            if let Some(bad) = literals(&e)
+            let lits = literals(&e);
+            given |= lits
+                .iter()
+                .any(|n| n.parse::<f64>().is_ok_and(|x| stated(x, allowed)));
+            if let Some(bad) = lits
                 .into_iter()
                 .find(|n| !n.parse::<f64>().is_ok_and(|x| known(x, allowed)))
             {
@@ -529,6 +547,9 @@ pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
             }
             break;
         }
+    }
+    if !given {
+        return Err(ProgramError::NothingGiven);
     }
     let value = vars
         .get("answer")
@@ -647,10 +668,16 @@ mod tests {
         assert_eq!(ok("answer = 2.4 * 1000 / 48", &[2.4, 48.0]), "50");
         assert_eq!(ok("answer = 3960 * 0.175", &[17.5, 3960.0]), "693");
         assert_eq!(
-            run("x = 3\nprint('hi')", &[]).map(|w| w.value),
-            Ok(Number::Int(3))
+            run("x = 13\nprint('hi')", &[13.0]).map(|w| w.value),
+            Ok(Number::Int(13))
         );
-        assert_eq!(run("# nothing\n", &[]), Err(ProgramError::NoResult));
+        assert_eq!(run("# nothing\n", &[]), Err(ProgramError::NothingGiven));
+        // Constants alone compute nothing the task gave ("3 regions of 10 servers" when no
+        // file was read).
+        assert_eq!(
+            run("regions = 3\nanswer = regions * 10", &[]),
+            Err(ProgramError::NothingGiven)
+        );
     }
 
     #[test]
@@ -665,7 +692,7 @@ mod tests {
             "12"
         );
         assert_eq!(ok("price: float = 40 * (1 - 0.15)", &[40.0, 15.0]), "34");
-        assert_eq!(ok("print(\"total:\", 3 * 4)", &[]), "12");
+        assert_eq!(ok("print(\"total:\", 3 * 4)", &[3.0]), "12");
         // Control flow and comparisons are skipped, not misread.
         assert_eq!(
             ok("x = 8000 / 24\nif x == 3:\n    x = 0", &[8000.0, 24.0]),
