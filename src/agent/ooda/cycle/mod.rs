@@ -605,7 +605,12 @@ impl<'a, 'e> Driver<'a, 'e> {
             .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
             && self.ooda.config.answer == AnswerMode::Observations
             && self.steps.iter().any(crate::agent::answer::usable);
-        let written = if answer_only {
+        // A word problem that names nothing in the workspace is worked out by a program before
+        // anything else (`agent::program`), as ReAct does: no tool can add to it.
+        let word_problem = self.steps.is_empty()
+            && self.ooda.config.answer == AnswerMode::Observations
+            && crate::agent::program::self_contained(&self.s.task);
+        let written = if answer_only || word_problem {
             match self
                 .ooda
                 .phases
@@ -627,7 +632,11 @@ impl<'a, 'e> Driver<'a, 'e> {
             self.prewritten = Some(o.answer.clone());
             Proposal {
                 candidates: vec![Candidate {
-                    thought: "only the final answer is left: answered from the observations".into(),
+                    thought: if word_problem {
+                        "a word problem: worked out by a program from the task's numbers".into()
+                    } else {
+                        "only the final answer is left: answered from the observations".into()
+                    },
                     ..Candidate::answer(&o.answer)
                 }],
                 raw: String::new(),
