@@ -727,6 +727,7 @@ pub fn write_answer(
         .or_else(|| count_answer(task, steps))
         .or_else(|| dir_count_answer(task, steps))
         .or_else(|| super::tally::csv_cell_answer(task, steps))
+        .or_else(|| super::tally::extreme_answer(task, steps))
         .or_else(|| key_value_answer(task, steps));
     if let Some(answer) = computed {
         return Ok(Some(AnswerOutput {

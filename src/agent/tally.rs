@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::answer::usable;
-use super::types::{Action, Step};
+use super::types::{Action, ObservationKind, Step};
 use super::words::{asks_count, keywords, quoted_phrases, stem, words};
 
 /// Words that ask for a total.
@@ -500,10 +500,137 @@ pub fn ratio_answer(task: &str, steps: &[Step]) -> Option<String> {
     ))
 }
 
+/// Words asking for the record with the largest figure, and those asking for the smallest.
+const LARGEST: &[&str] = &[
+    "largest", "highest", "most", "biggest", "maximum", "max", "greatest",
+];
+const SMALLEST: &[&str] = &["smallest", "lowest", "least", "fewest", "minimum", "min"];
+
+/// The scalar fields of some lines of one file: a one-object JSON text's top-level fields, or
+/// its `key = value` / `key: value` lines (quotes dropped), in order.
+fn fields_of(body: &[&str]) -> Vec<(String, String)> {
+    let joined = body.join("\n");
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(&joined) {
+        return map
+            .into_iter()
+            .filter_map(|(k, v)| match v {
+                serde_json::Value::String(s) => Some((k, s)),
+                serde_json::Value::Number(n) => Some((k, n.to_string())),
+                _ => None,
+            })
+            .collect();
+    }
+    if body.len() > 1 {
+        // One JSON object per line (search hits of several lines of a file).
+        let per_line: Vec<(String, String)> = body.iter().flat_map(|l| fields_of(&[l])).collect();
+        if !per_line.is_empty() {
+            return per_line;
+        }
+    }
+    body.iter()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(['=', ':'])?;
+            let k = k.trim().trim_matches('"');
+            (!k.is_empty() && !k.contains(' ') && !k.contains('{'))
+                .then(|| (k.to_string(), v.trim().trim_matches('"').to_string()))
+        })
+        .collect()
+}
+
+/// The fields of each file the steps read whole (`read_file`) or matched lines of
+/// (`search_text`), by path, in reading order.
+fn records(steps: &[Step]) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let mut add = |path: &str, f: Vec<(String, String)>| {
+        if f.is_empty() {
+            return;
+        }
+        match out.iter_mut().find(|(p, _)| p == path) {
+            Some((_, have)) => {
+                for kv in f {
+                    if !have.iter().any(|(k, _)| *k == kv.0) {
+                        have.push(kv);
+                    }
+                }
+            }
+            None => out.push((path.to_string(), f)),
+        }
+    };
+    for s in steps
+        .iter()
+        .filter(|s| s.observation.kind == ObservationKind::Output)
+    {
+        let Some(Action::ToolCall { name, .. }) = &s.action else {
+            continue;
+        };
+        let text = s.observation.full.as_deref().unwrap_or(&s.observation.text);
+        if name == "read_file" {
+            let body: Vec<&str> = text.lines().filter_map(content).collect();
+            add(&source(s), fields_of(&body));
+        } else if name == "search_text" {
+            let mut by_file: Vec<(&str, Vec<&str>)> = Vec::new();
+            for (path, line) in text.lines().filter_map(search_hit) {
+                match by_file.iter_mut().find(|(p, _)| *p == path) {
+                    Some((_, lines)) => lines.push(line),
+                    None => by_file.push((path, vec![line])),
+                }
+            }
+            for (path, lines) in by_file {
+                add(path, fields_of(&lines));
+            }
+        }
+    }
+    out
+}
+
+/// The answer to "which team in reports/ has the largest total, and what is it?": of the files
+/// read that hold the figure the task names (`total`, `port`), the one with the largest (or
+/// smallest) value, named by its first text field and its path. Shown three such files, the
+/// 0.5B model answered with the first file's line; picking a maximum is code's work.
+pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    let has = |list: &[&str]| w.iter().any(|v| list.contains(&v.as_str()));
+    let largest = has(LARGEST);
+    if largest == has(SMALLEST) {
+        return None;
+    }
+    let records = records(steps);
+    // The figure: a field the task names whose value is a number in two or more files.
+    let key = w.iter().find_map(|word| {
+        let holding = records
+            .iter()
+            .filter(|(_, f)| {
+                f.iter()
+                    .any(|(k, v)| k.eq_ignore_ascii_case(word) && number(v).is_some())
+            })
+            .count();
+        (holding >= 2).then(|| word.clone())
+    })?;
+    let mut best: Option<(f64, &str, &String, &Vec<(String, String)>)> = None;
+    for (path, f) in &records {
+        let Some((_, v)) = f.iter().find(|(k, _)| k.eq_ignore_ascii_case(&key)) else {
+            continue;
+        };
+        let Some((x, _)) = number(v) else { continue };
+        let better = best.is_none_or(|b| if largest { x > b.0 } else { x < b.0 });
+        if better {
+            best = Some((x, v.as_str(), path, f));
+        }
+    }
+    let (_, value, path, f) = best?;
+    let name = f
+        .iter()
+        .find(|(k, v)| !k.eq_ignore_ascii_case(&key) && number(v).is_none() && !v.is_empty());
+    Some(match name {
+        Some((k, n)) => format!("{n} ({k} = {n}; {key} = {value} in {path})"),
+        None => format!("{path} ({key} = {value})"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::{Observation, ObservationKind, StepTimings};
+    use crate::agent::types::{Observation, StepTimings};
     use crate::lm::Usage;
     use serde_json::json;
 
@@ -699,5 +826,75 @@ mod tests {
             comparisons("What is the h200's memory bandwidth?", &[h200.clone(), ada]).is_empty()
         );
         assert!(comparisons(task, &[h200]).is_empty());
+    }
+
+    #[test]
+    fn the_record_with_the_largest_figure_is_read_by_code() {
+        let read = |i: usize, path: &str, text: &str| Step {
+            index: i,
+            thought: String::new(),
+            action: Some(Action::tool("read_file", serde_json::json!({"path": path}))),
+            raw: String::new(),
+            observation: Observation::new(ObservationKind::Output, text.to_string()),
+            fingerprint: None,
+            timings: Default::default(),
+            usage: Default::default(),
+        };
+        let steps = vec![
+            read(
+                1,
+                "reports/alpha.json",
+                "reports/alpha.json (1 lines):\n1: {\"team\": \"alpha\", \"total\": 18250}",
+            ),
+            read(
+                2,
+                "reports/beta.json",
+                "reports/beta.json (1 lines):\n1: {\"team\": \"beta\", \"total\": 21975}",
+            ),
+            read(
+                3,
+                "reports/gamma.json",
+                "reports/gamma.json (1 lines):\n1: {\"team\": \"gamma\", \"total\": 19410}",
+            ),
+        ];
+        let a = extreme_answer(
+            "Which team in reports/ has the largest total, and what is it?",
+            &steps,
+        )
+        .expect("an answer");
+        assert!(a.starts_with("beta") && a.contains("21975"), "{a}");
+        let a = extreme_answer("Which team has the lowest total?", &steps).expect("an answer");
+        assert!(a.starts_with("alpha"), "{a}");
+        let ini = vec![
+            read(
+                1,
+                "a/svc.toml",
+                "a/svc.toml (2 lines):\n1: name = \"a\"\n2: port = 8080",
+            ),
+            read(
+                2,
+                "b/svc.toml",
+                "b/svc.toml (2 lines):\n1: name = \"b\"\n2: port = 9090",
+            ),
+        ];
+        let a = extreme_answer("Which service uses the highest port?", &ini).expect("an answer");
+        assert!(a.contains("b/svc.toml") && a.contains("9090"), "{a}");
+        // The same figures from one search's hits.
+        let hits = vec![Step {
+            action: Some(Action::tool("search_text", serde_json::json!({"query": "total"}))),
+            observation: Observation::new(
+                ObservationKind::Output,
+                "reports/alpha.json:1: {\"team\": \"alpha\", \"total\": 18250}\nreports/beta.json:1: {\"team\": \"beta\", \"total\": 21975}\n(2 matches)".to_string(),
+            ),
+            ..steps[0].clone()
+        }];
+        let a = extreme_answer("Which team has the largest total?", &hits).expect("an answer");
+        assert!(a.starts_with("beta"), "{a}");
+        // No superlative, or a figure only one file holds: none.
+        assert_eq!(extreme_answer("What is the total of alpha?", &steps), None);
+        assert_eq!(
+            extreme_answer("Which team has the largest budget?", &steps),
+            None
+        );
     }
 }
