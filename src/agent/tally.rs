@@ -500,6 +500,9 @@ pub fn ratio_answer(task: &str, steps: &[Step]) -> Option<String> {
     ))
 }
 
+/// A record's `(key, value)` fields.
+type Fields = Vec<(String, String)>;
+
 /// Words asking for the record with the largest figure, and those asking for the smallest.
 const LARGEST: &[&str] = &[
     "largest", "highest", "most", "biggest", "maximum", "max", "greatest",
@@ -606,7 +609,7 @@ pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
             .count();
         (holding >= 2).then(|| word.clone())
     })?;
-    let mut best: Option<(f64, &str, &String, &Vec<(String, String)>)> = None;
+    let mut best: Option<(f64, &str, &String, &Fields)> = None;
     for (path, f) in &records {
         let Some((_, v)) = f.iter().find(|(k, _)| k.eq_ignore_ascii_case(&key)) else {
             continue;
