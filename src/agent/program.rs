@@ -152,7 +152,16 @@ pub fn wants_program(task: &str, steps: &[Step]) -> bool {
     let sized = steps
         .iter()
         .any(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "size_model"));
-    asks_figure && (given || worked) && !counts_workspace && !sized
+    asks_figure && (given || worked) && !counts_workspace && !sized && !states_expression(task)
+}
+
+/// Whether `task` writes out the arithmetic itself ("What is 6 * 7?", "4821 - 1397 * 12 / 8"):
+/// that is the calculator's work, exactly, with nothing for a program to work out.
+pub fn states_expression(task: &str) -> bool {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"\d\s*[+*/×÷^]\s*\(?\d|\d\s+-\s+\(?\d").ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(task))
 }
 
 /// Words of a question that points into the workspace.
@@ -727,6 +736,13 @@ mod tests {
             &no_steps
         ));
         assert!(!wants_program("What port does db.toml set?", &no_steps));
+        // Written-out arithmetic is the calculator's; a date's dashes and a rate's slash are not.
+        assert!(!wants_program("What is 6 * 7?", &no_steps));
+        assert!(!wants_program("What is 4821 - 1397 * 12 / 8?", &no_steps));
+        assert!(wants_program(
+            "A 2.4 GB file is copied at 48 MB/s from 2026-03-02 on. How many seconds does it take?",
+            &no_steps
+        ));
         assert!(!wants_program(
             "How many files are in data/, in total?",
             &no_steps

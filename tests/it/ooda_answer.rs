@@ -171,7 +171,9 @@ async fn at_the_loop_limit_a_session_that_observed_something_answers_from_it() {
 #[tokio::test]
 async fn once_only_the_final_answer_is_left_the_answer_step_writes_it_without_a_decide_call() {
     let c = case(&[]);
-    let task = "A crate holds 12 boxes of 4 bottles, plus 3 loose bottles. How many bottles?";
+    // Written-out arithmetic is the calculator's (a word problem would be worked out before any
+    // Decide call: see the next test).
+    let task = "What is 12 * 4 + 3?";
     // One scripted turn: a second Decide call would find the script empty.
     let mut d = ScriptedDecider::new([ScriptedDecision::Propose(vec![Candidate::tool(
         "calculator",
@@ -215,4 +217,18 @@ async fn a_missing_file_stays_a_not_found_fact_for_the_answer_step() {
         "{:?}",
         d.answer_inputs
     );
+}
+
+#[tokio::test]
+async fn a_word_problem_is_worked_out_before_any_decide_call() {
+    let c = case(&[]);
+    let task = "A crate holds 12 boxes of 4 bottles, plus 3 loose bottles. How many bottles?";
+    // No Decide turn is scripted: a Decide call would find the script empty.
+    let mut d = ScriptedDecider::new([]).with_answers(["51".to_string()]);
+    let out = run(&c, task, &mut d, OodaConfig::default()).await;
+    assert_eq!(out.state, OodaState::Completed, "{out:?}");
+    assert_eq!(out.answer.as_deref(), Some("51"));
+    assert!(d.seen.is_empty(), "no Decide call");
+    assert_eq!(d.answer_inputs.len(), 1, "the answer step ran once, on no steps");
+    assert!(d.answer_inputs[0].is_empty());
 }

@@ -293,8 +293,12 @@ impl Orienter for ModelPhases<'_> {
         let Some(last) = input.last_action else {
             return Ok(ex);
         };
+        // An output the rules keep whole as a fact (`orient::rule_claims`, up to `VALUE_MAX`
+        // characters) holds nothing an extraction could add: the model reads only what the
+        // rules would cut. (On the dev split this halved Orient's prefill with the same passes.)
         if matches!(last.status, OutcomeStatus::Failed | OutcomeStatus::TimedOut)
             || last.output.trim().is_empty()
+            || last.output.trim().chars().count() <= crate::agent::ooda::world::VALUE_MAX
         {
             return Ok(ex);
         }
