@@ -229,6 +229,10 @@ async fn a_word_problem_is_worked_out_before_any_decide_call() {
     assert_eq!(out.state, OodaState::Completed, "{out:?}");
     assert_eq!(out.answer.as_deref(), Some("51"));
     assert!(d.seen.is_empty(), "no Decide call");
-    assert_eq!(d.answer_inputs.len(), 1, "the answer step ran once, on no steps");
+    assert_eq!(
+        d.answer_inputs.len(),
+        1,
+        "the answer step ran once, on no steps"
+    );
     assert!(d.answer_inputs[0].is_empty());
 }
