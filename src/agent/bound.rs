@@ -138,6 +138,12 @@ mod tests {
     }
 
     #[test]
+    fn the_orient_extraction_is_bounded() {
+        let s = crate::agent::ooda::orient::extraction_schema();
+        assert!(max_output_bytes(&s).is_some(), "{s}");
+    }
+
+    #[test]
     fn strict_sets_the_separators_the_prompts_show() {
         let s = strict(json!({"type": "object"}));
         assert_eq!(s["x-guidance"]["whitespace_flexible"], json!(false));

@@ -173,7 +173,12 @@ impl<'m> ModelPhases<'m> {
         GenRequest {
             messages,
             sampling: SamplingParams::default(),
-            max_tokens: self.options.orient_tokens,
+            // Raised to the longest extraction the schema admits: a cut extraction was the
+            // rest of OODA's parse failures on the test split.
+            max_tokens: bound::token_limit(
+                &bound::strict(extraction_schema()),
+                self.options.orient_tokens,
+            ),
             stop: Vec::new(),
             constraint: Some(Constraint::JsonSchema(bound::strict(extraction_schema()))),
         }

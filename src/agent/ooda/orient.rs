@@ -296,7 +296,9 @@ pub fn extraction_schema() -> Value {
                     "properties": {
                         "key": {"type": "string", "maxLength": 60},
                         "value": {"type": "string", "maxLength": 120},
-                        "confidence": {"type": "number", "minimum": 0, "maximum": 1}
+                        // A choice, not a free number: a number's digits are unbounded, and a
+                        // bounded output is one the token limit can hold (`agent::bound`).
+                        "confidence": {"enum": [0.1, 0.3, 0.5, 0.7, 0.9, 1.0]}
                     },
                     "required": ["key", "value", "confidence"],
                     "additionalProperties": false
