@@ -752,12 +752,7 @@ pub fn write_answer(
         stop: vec!["\n".into()],
         constraint: None,
     };
-    let out = model
-        .generate(&req, &mut |_| {}, cancel)
-        .map_err(PlannerError::from)?;
-    if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
-        return Err(PlannerError::Cancelled);
-    }
+    let out = generate(model, &req, cancel)?;
     usage.add(&out.usage);
     Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
         answer: match in_asked_unit(task, &answer, steps) {
@@ -766,6 +761,21 @@ pub fn write_answer(
         },
         usage,
     }))
+}
+
+/// One request of the answer step; a cancelled one is [`PlannerError::Cancelled`].
+fn generate(
+    model: &mut dyn LanguageModel,
+    req: &GenRequest,
+    cancel: &CancelToken,
+) -> Result<crate::lm::GenOutput, PlannerError> {
+    let out = model
+        .generate(req, &mut |_| {}, cancel)
+        .map_err(PlannerError::from)?;
+    if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
+        return Err(PlannerError::Cancelled);
+    }
+    Ok(out)
 }
 
 /// The answer worked out by a program the model writes (see [`super::program`]), with the
@@ -786,12 +796,7 @@ fn worked_answer(
         stop: Vec::new(),
         constraint: None,
     };
-    let out = model
-        .generate(&req, &mut |_| {}, cancel)
-        .map_err(PlannerError::from)?;
-    if out.finish == FinishReason::Cancelled || cancel.is_cancelled() {
-        return Err(PlannerError::Cancelled);
-    }
+    let out = generate(model, &req, cancel)?;
     let answer = match program::run(&out.text, &program::allowed_numbers(task, &facts)) {
         Ok(worked) => {
             tracing::debug!(program = %out.text, steps = ?worked.steps, "worked answer");
