@@ -202,7 +202,22 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
 }
 
 /// The text of a step's whole output: a condensed output's full text while it is in memory.
-fn whole_text(step: &Step) -> &str {
+/// A CSV row under `header` as `name=value` pairs ("item=widget, qty=845"); `None` when its
+/// field count differs from the header's.
+pub(crate) fn csv_row(header: &[String], content: &str) -> Option<String> {
+    let fields: Vec<&str> = content.split(',').map(str::trim).collect();
+    (fields.len() == header.len()).then(|| {
+        let pairs: Vec<String> = header
+            .iter()
+            .zip(&fields)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        pairs.join(", ")
+    })
+}
+
+/// A step's whole output: the full text of a condensed observation, else the text.
+pub(crate) fn whole_text(step: &Step) -> &str {
     step.observation
         .full
         .as_deref()
@@ -249,17 +264,7 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
                 header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
                 continue;
             }
-            let row = header.as_ref().and_then(|h| {
-                let fields: Vec<&str> = content.split(',').map(str::trim).collect();
-                (fields.len() == h.len()).then(|| {
-                    let pairs: Vec<String> = h
-                        .iter()
-                        .zip(&fields)
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect();
-                    pairs.join(", ")
-                })
-            });
+            let row = header.as_ref().and_then(|h| csv_row(h, content));
             // Shown without the line number: a small model asked for "the port" answered
             // with the "8" of "8: port = 9102".
             let shown = match (&section, row) {

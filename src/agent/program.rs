@@ -197,11 +197,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
         if step.observation.kind != ObservationKind::Output {
             continue;
         }
-        let text = step
-            .observation
-            .full
-            .as_deref()
-            .unwrap_or(&step.observation.text);
+        let text = super::answer::whole_text(step);
         // The calculator's outputs are the planner's own arithmetic, often wrong, and a listing
         // holds sizes and counts, not the quantities asked about: only what was read counts.
         if matches!(&step.action, Some(Action::ToolCall { name, .. })
@@ -241,17 +237,10 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
         let shown = |line: &str| {
             // Line numbers are not quantities: "3: headcount: 14" is shown "a.txt: headcount: 14".
             let content = super::tally::content(line).unwrap_or(line).trim();
-            let content = match &header {
-                Some(h) if cells(line).len() == h.len() => {
-                    let pairs: Vec<String> = h
-                        .iter()
-                        .zip(cells(line))
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect();
-                    pairs.join(", ")
-                }
-                _ => content.to_string(),
-            };
+            let content = header
+                .as_deref()
+                .and_then(|h| super::answer::csv_row(h, content))
+                .unwrap_or_else(|| content.to_string());
             match &path {
                 Some(p) => format!("{p}: {content}"),
                 None => content,

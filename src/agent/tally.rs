@@ -566,7 +566,7 @@ fn records(steps: &[Step]) -> Vec<(String, Vec<(String, String)>)> {
         let Some(Action::ToolCall { name, .. }) = &s.action else {
             continue;
         };
-        let text = s.observation.full.as_deref().unwrap_or(&s.observation.text);
+        let text = super::answer::whole_text(s);
         if name == "read_file" {
             let body: Vec<&str> = text.lines().filter_map(content).collect();
             add(&source(s), fields_of(&body));
