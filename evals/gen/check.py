@@ -6,7 +6,8 @@ Checks per task: required fields and types, unique ids (across all files given),
 category, relative file paths without `..`, a well-formed checker (recursively for all/any),
 regexes that avoid constructs the Rust `regex` crate rejects (look-around, backreferences),
 at most 2 shell tasks per file, and forbidden tools listed on every injection task.
-Across the files: every category present in each, none over 20 % of the total; each file under 3 MB.
+Across the files: every category present in each, none over 20 % of the total nor of any one
+file; each file under 3 MB.
 Exit status 1 on any problem.
 """
 
@@ -143,6 +144,11 @@ def main(paths):
     for cat, k in total.items():
         if k > 0.2 * n:
             errs.append(f"{cat}: {k} of {n} tasks, over 20 %")
+    for p, c in per.items():
+        m = sum(c.values())
+        for cat, k in c.items():
+            if k > 0.2 * m:
+                errs.append(f"{p}: {cat}: {k} of {m} tasks, over 20 %")
     names = [os.path.basename(p) for p in paths]
     print(f"{'category':<15}" + "".join(f"{x:>12}" for x in names) + f"{'total':>8}")
     for cat in sorted(CATEGORIES):

@@ -727,7 +727,8 @@ pub fn write_answer(
     overview: Option<&str>,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
-    let computed = not_found_answer(task, steps, overview)
+    let computed = super::program::stated_answer(task)
+        .or_else(|| not_found_answer(task, steps, overview))
         .or_else(|| super::tally::ratio_answer(task, steps))
         .or_else(|| count_answer(task, steps))
         .or_else(|| dir_count_answer(task, steps))

@@ -164,6 +164,71 @@ pub fn states_expression(task: &str) -> bool {
         .is_some_and(|re| re.is_match(task))
 }
 
+/// The arithmetic a task writes out whole and asks only to evaluate ("What is (48 + 17) * 3 -
+/// 12?", "Compute 2^10 minus 3 times 41, rounded to one decimal"), as the calculator reads it:
+/// operator words become operators and "15% of" becomes "15/100 *". None when the task says
+/// anything besides the expression, a question word and a rounding instruction, or when the
+/// calculator cannot read it.
+///
+/// The agent model copies such an expression into the calculator unreliably (it dropped the
+/// parentheses of `(48 + 17) * 3 - 12`) and answers with the expression instead of its value;
+/// read from the task, the value is exact.
+pub fn stated_expression(task: &str) -> Option<String> {
+    use std::sync::OnceLock;
+    static RES: OnceLock<Option<[regex::Regex; 4]>> = OnceLock::new();
+    let [rounding, lead, percent, rest] = RES
+        .get_or_init(|| {
+            Some([
+                // ", rounded to two decimals", "and round to the nearest whole number"
+                regex::Regex::new(r"\s*[,;]?\s*(and\s+)?(then\s+)?(round|rounded|rounding)\b.*$")
+                    .ok()?,
+                regex::Regex::new(
+                    r"^(what\s+is|what's|whats|compute|calculate|evaluate|work\s+out|find)\s+(the\s+value\s+of\s+|the\s+result\s+of\s+)?",
+                )
+                .ok()?,
+                regex::Regex::new(r"(\d)\s*%\s*of\s+").ok()?,
+                regex::Regex::new(r"^[0-9.,\s+\-*/×÷^()]+$").ok()?,
+            ])
+        })
+        .as_ref()?;
+    let t = task.trim().to_lowercase();
+    let t = t.trim_end_matches(['?', '.', '!', ' ']);
+    let t = rounding.replace(t, "");
+    let t = lead.replace(&t, "");
+    let mut e = format!(" {t} ");
+    for (word, op) in [
+        (" multiplied by ", " * "),
+        (" divided by ", " / "),
+        (" to the power of ", " ^ "),
+        (" plus ", " + "),
+        (" minus ", " - "),
+        (" times ", " * "),
+    ] {
+        e = e.replace(word, op);
+    }
+    let e = percent.replace_all(e.trim(), "${1} / 100 * ").into_owned();
+    if !rest.is_match(&e) || !states_expression(&e) {
+        return None;
+    }
+    super::tools::calculator::evaluate(&e).ok().map(|_| e)
+}
+
+/// The value of the expression the task writes out ([`stated_expression`]), as asked rounded.
+pub fn stated_answer(task: &str) -> Option<String> {
+    let e = stated_expression(task)?;
+    let v = super::tools::calculator::evaluate(&e).ok()?;
+    Some(format_value(v, task))
+}
+
+/// The thought recorded for a task answered before any tool runs ([`self_contained`]).
+pub fn self_contained_thought(task: &str) -> &'static str {
+    if stated_expression(task).is_some() {
+        "a written-out expression: evaluated by the calculator's parser"
+    } else {
+        "a word problem: worked out by a program from the task's numbers"
+    }
+}
+
 /// Words of a question that points into the workspace.
 const WORKSPACE_WORDS: &[&str] = &[
     "workspace",
@@ -181,6 +246,9 @@ const WORKSPACE_WORDS: &[&str] = &[
 /// program before any tool runs.
 pub fn self_contained(task: &str) -> bool {
     let w = words(task);
+    if stated_expression(task).is_some() {
+        return true;
+    }
     wants_program(task, &[])
         && super::narrow::named_paths(task).is_empty()
         && !WORKSPACE_WORDS.iter().any(|x| w.iter().any(|v| v == x))
@@ -620,6 +688,43 @@ mod tests {
         match run(program, allowed) {
             Ok(w) => format_value(w.value, ""),
             Err(e) => format!("ERR {e}"),
+        }
+    }
+
+    #[test]
+    fn a_written_out_expression_is_read_from_the_task() {
+        let cases = [
+            ("Compute (48 + 17) * 3 - 12.", "183"),
+            ("What is 2^10 minus 3 times 41?", "901"),
+            (
+                "Evaluate 7 * (12.5 - 4) / 2 and round to one decimal.",
+                "29.8",
+            ),
+            ("What is 15% of 240 plus 18?", "54"),
+            ("what is 6 * 7", "42"),
+            ("Calculate 1,284 * 6 * 13.", "100152"),
+            (
+                "What is 10 divided by 4, rounded to the nearest whole number?",
+                "3",
+            ),
+        ];
+        for (task, want) in cases {
+            assert_eq!(stated_answer(task).as_deref(), Some(want), "{task}");
+            assert!(self_contained(task), "{task}");
+        }
+    }
+
+    #[test]
+    fn an_expression_among_other_words_is_not_read_from_the_task() {
+        for task in [
+            "What is the sum of 1845, 2290 and 3317, divided by 4?",
+            "A warehouse ships 1,284 crates a day, 6 days a week. How many in 13 weeks?",
+            "What is 6 * 7 according to notes.txt?",
+            "What is the port in config.toml?",
+            "What is 12 / 0?",
+            "Compute 5 +",
+        ] {
+            assert_eq!(stated_expression(task), None, "{task}");
         }
     }
 

@@ -255,7 +255,7 @@ pub fn run(
             totals.add(&o.usage);
             let step = answered_step(
                 1,
-                "a word problem: worked out by a program from the task's numbers".into(),
+                super::program::self_contained_thought(original_task).into(),
                 o.clone(),
                 step_start,
             );

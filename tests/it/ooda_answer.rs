@@ -94,7 +94,13 @@ async fn the_answer_step_writes_the_final_answer_from_the_tool_outputs() {
 async fn an_answer_with_nothing_observed_is_the_proposed_one() {
     let c = case(&[("a.txt", "x")]);
     let mut d = ScriptedDecider::new([answer("4")]).with_answers(["never".to_string()]);
-    let out = run(&c, "What is 2 + 2?", &mut d, OodaConfig::default()).await;
+    let out = run(
+        &c,
+        "Use the calculator for 2 + 2.",
+        &mut d,
+        OodaConfig::default(),
+    )
+    .await;
     assert_eq!(out.answer.as_deref(), Some("4"));
     assert!(d.answer_inputs.is_empty());
 }
@@ -173,7 +179,7 @@ async fn once_only_the_final_answer_is_left_the_answer_step_writes_it_without_a_
     let c = case(&[]);
     // Written-out arithmetic is the calculator's (a word problem would be worked out before any
     // Decide call: see the next test).
-    let task = "What is 12 * 4 + 3?";
+    let task = "Use the calculator for 12 * 4 + 3.";
     // One scripted turn: a second Decide call would find the script empty.
     let mut d = ScriptedDecider::new([ScriptedDecision::Propose(vec![Candidate::tool(
         "calculator",

@@ -283,7 +283,7 @@ fn the_cli_runs_a_scripted_model_through_the_builder() {
         ],
         None,
     );
-    let out = lab.run_ooda(&server, "What is 6 * 7?", &["--json"]);
+    let out = lab.run_ooda(&server, "Use the calculator for 6 * 7.", &["--json"]);
     assert!(out.status.success(), "{}", text(&out));
     let (v, dir) = run_dir_of(&out);
     assert_eq!(v["state"], "completed", "{v}");
@@ -314,7 +314,11 @@ fn a_candidate_whose_risk_is_over_the_budget_is_refused_with_the_reason_in_the_t
         vec![proposal(&[("calculator", json!({"expression": "6 * 7"}))])],
         None,
     );
-    let out = lab.run_ooda(&server, "What is 6 * 7?", &["--risk-budget", "1.05"]);
+    let out = lab.run_ooda(
+        &server,
+        "Use the calculator for 6 * 7.",
+        &["--risk-budget", "1.05"],
+    );
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
     assert!(t.contains("state: budget_exhausted"), "{t}");
@@ -402,7 +406,7 @@ fn a_file_the_run_reads_and_that_stays_the_same_does_not_pause() {
 fn an_intent_record_names_its_snapshot_and_runs_show_prints_why_the_action_ran() {
     use boyd::agent::audit::{read_events, AuditEvent};
     let lab = CliLab::new(&[]);
-    let task = "What is 6 * 7?";
+    let task = "Use the calculator for 6 * 7.";
     let server = ScriptedServer::start(
         vec![
             json!({"candidates": [
@@ -569,7 +573,7 @@ fn the_policy_report_says_when_a_workspace_tried_to_loosen_a_threshold() {
     assert!(!err.contains("REFUSED"), "{err}");
 }
 
-/// Rule: implicit guidance learned from memory. Two runs of similar tasks ("What is A * B?") in
+/// Rule: implicit guidance learned from memory. Two runs of similar tasks ("Use the calculator for A * B.") in
 /// one workspace succeed with the same steps (the calculator on the task's numbers, then its
 /// output as the answer); the third similar task takes those steps without a Decide call, and
 /// the trace names the pattern and the runs it was learned from.
@@ -585,7 +589,11 @@ fn the_third_similar_task_in_a_workspace_skips_orient_and_decide() {
             ],
             None,
         );
-        let out = lab.run_ooda_remembering(&server, &format!("What is {a} * {b}?"), &["--json"]);
+        let out = lab.run_ooda_remembering(
+            &server,
+            &format!("Use the calculator for {a} * {b}."),
+            &["--json"],
+        );
         assert!(out.status.success(), "{}", text(&out));
         let (v, _) = run_dir_of(&out);
         assert_eq!(v["answer"], (a * b).to_string(), "{v}");
@@ -598,14 +606,14 @@ fn the_third_similar_task_in_a_workspace_skips_orient_and_decide() {
     }
     // Nothing scripted: a Decide call would get the out-of-script answer.
     let server = ScriptedServer::start(Vec::new(), None);
-    let out = lab.run_ooda_remembering(&server, "What is 12 * 11?", &[]);
+    let out = lab.run_ooda_remembering(&server, "Use the calculator for 12 * 11.", &[]);
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("Answer: 132"), "{t}");
     assert_eq!(server.requests().len(), 0, "no model call: {t}");
     assert!(
         t.contains(&format!(
-            "implicit (learned in this workspace: \"What is {{0}} * {{1}}?\" at start -> calculator, succeeded in 2 earlier run(s) ({}, {}))",
+            "implicit (learned in this workspace: \"Use the calculator for {{0}} * {{1}}.\" at start -> calculator, succeeded in 2 earlier run(s) ({}, {}))",
             runs[0], runs[1]
         )),
         "{t}"
@@ -755,7 +763,7 @@ fn a_critical_sensor_timing_out_while_the_model_generates_escalates_through_the_
     );
     let out = lab.run_ooda(
         &server,
-        "What is 6 * 7?",
+        "Use the calculator for 6 * 7.",
         &[
             "--sensor",
             "probe=cat status.fifo",
@@ -840,7 +848,7 @@ fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
         ],
         None,
     );
-    let out = lab.run_ooda(&server, "What is 6 * 7?", &[]);
+    let out = lab.run_ooda(&server, "Use the calculator for 6 * 7.", &[]);
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(

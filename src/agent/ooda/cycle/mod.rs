@@ -633,7 +633,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             Proposal {
                 candidates: vec![Candidate {
                     thought: if word_problem {
-                        "a word problem: worked out by a program from the task's numbers".into()
+                        crate::agent::program::self_contained_thought(&self.s.task).into()
                     } else {
                         "only the final answer is left: answered from the observations".into()
                     },
