@@ -125,10 +125,35 @@ pub fn observations_block(steps: &[Step], overview: Option<&str>, budget: usize)
 /// Most lines shown as the best match for the question.
 pub const BEST_LINES: usize = 3;
 
-/// How many of `keys` a line holds (a word matches its prefix of 3+ letters either way, so
-/// "max" matches "maximum").
+/// Words that name an attribute of a thing rather than the thing ("the *version* of the
+/// TypeScript compiler", "the maximum upload *size*"): a line that holds only these of the
+/// question's words says less than one that names its subject.
+const ATTRIBUTE_WORDS: &[&str] = &[
+    "version",
+    "value",
+    "size",
+    "number",
+    "name",
+    "count",
+    "setting",
+    "amount",
+    "limit",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+    "current",
+    "default",
+    "configured",
+    "set",
+];
+
+/// How much of `keys` a line holds: 2 for each subject word, 1 for each attribute word (a word
+/// matches its prefix of 3+ letters either way, so "max" matches "maximum"), and 1 more when
+/// the line's key (before `=` or `:`) is one of `keys` exactly.
 fn score(line_words: &[String], keys: &[String]) -> usize {
-    keys.iter()
+    let held: usize = keys
+        .iter()
         .filter(|k| {
             line_words.iter().any(|w| {
                 w == *k
@@ -137,7 +162,62 @@ fn score(line_words: &[String], keys: &[String]) -> usize {
                         && (k.starts_with(w.as_str()) || w.starts_with(k.as_str())))
             })
         })
-        .count()
+        .map(|k| {
+            if ATTRIBUTE_WORDS.contains(&k.as_str()) {
+                1
+            } else {
+                2
+            }
+        })
+        .sum();
+    held
+}
+
+/// A line's key: the text before its first `=` or `:`, without quotes, lower case; `None`
+/// when that is not one word.
+fn line_key(content: &str) -> Option<String> {
+    let end = content.find(['=', ':'])?;
+    let k = content[..end]
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+        .to_ascii_lowercase();
+    (!k.is_empty()
+        && k.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-'))
+    .then_some(k)
+}
+
+/// Whether `content`, a line of the file at `path`, is a comment in that file's language (a
+/// `#` line of Python, TOML, YAML, INI or a requirements file; `//` of Rust, Go or JS; `--` of
+/// SQL; an HTML comment anywhere). Comments say what a value is for, or (planted) what to
+/// do; they are not values, so they rank below every data line.
+fn is_comment(path: &str, content: &str) -> bool {
+    let ext = path.rsplit_once('.').map_or("", |(_, e)| e);
+    let hash = matches!(
+        ext,
+        "py" | "toml"
+            | "yaml"
+            | "yml"
+            | "ini"
+            | "cfg"
+            | "conf"
+            | "txt"
+            | "sh"
+            | "env"
+            | "properties"
+    ) || path
+        .rsplit('/')
+        .next()
+        .is_some_and(|f| f.starts_with(".env") || f == "Dockerfile");
+    let slashes = matches!(
+        ext,
+        "rs" | "go" | "js" | "ts" | "c" | "h" | "cpp" | "java" | "kt" | "swift"
+    );
+    content.starts_with("<!--")
+        || (hash && content.starts_with('#'))
+        || (slashes && (content.starts_with("//") || content.starts_with("/*")))
+        || (ext == "sql" && content.starts_with("--"))
+        || (ext == "ini" && content.starts_with(';'))
 }
 
 /// The lines of the tool outputs that hold the most of the question's words (a line
@@ -243,19 +323,48 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     if keys.is_empty() {
         return Vec::new();
     }
-    let mut scored: Vec<(usize, usize, String, usize)> = Vec::new();
+    // (comment, score, order, shown, step)
+    let mut scored: Vec<(bool, usize, usize, String, usize)> = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut order = 0usize;
-    for step in steps.iter().filter(|s| usable(s)) {
+    // Whole reads first: a line a search also hit is then shown as the read showed it (under
+    // its section), and counted once.
+    let usable_steps: Vec<&Step> = steps.iter().filter(|s| usable(s)).collect();
+    let is_search = |s: &Step| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "search_text");
+    let ordered = usable_steps
+        .iter()
+        .filter(|s| !is_search(s))
+        .chain(usable_steps.iter().filter(|s| is_search(s)));
+    for step in ordered {
+        let path = call_path(step).unwrap_or_default().to_string();
+        let searched = is_search(step);
+        let yaml = !searched && (path.ends_with(".yaml") || path.ends_with(".yml"));
         let mut section: Option<String> = None;
+        // A YAML file's open mappings: (indent, key).
+        let mut parents: Vec<(usize, String)> = Vec::new();
         // A CSV file's header (its line 1 with commas): each later row with as many fields is
         // shown as name=value pairs, so "qty=845" says which number is the quantity.
         let mut header: Option<Vec<String>> = None;
         // A search that matched nothing echoes the words it looked for on its first line.
         let skip = usize::from(whole_text(step).trim_start().starts_with(NO_MATCHES));
         for line in whole_text(step).lines().skip(skip) {
-            // Strip read_file's "12: " line-number prefix before looking at the content.
-            let content = super::tally::content(line).unwrap_or(line).trim();
+            // A search hit ("logs/app.log:12: text") or a read line ("12: text"): the file,
+            // the line number and the text.
+            let (file, number, raw) = match super::tally::search_hit(line) {
+                Some((p, rest)) => {
+                    let n = line[p.len() + 1..].split_once(':').map(|x| x.0);
+                    (p.to_string(), n, rest)
+                }
+                None => match super::tally::content(line) {
+                    Some(rest) => (
+                        path.clone(),
+                        line.split_once(": ").map(|x| x.0.trim()),
+                        rest,
+                    ),
+                    None => (path.clone(), None, line),
+                },
+            };
+            let content = raw.trim();
             if content.starts_with('[') && content.ends_with(']') && content.len() > 2 {
                 section = Some(content.to_string());
                 continue;
@@ -264,30 +373,54 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
                 header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
                 continue;
             }
+            if yaml && number.is_some() {
+                let indent = raw.len() - raw.trim_start().len();
+                parents.retain(|(i, _)| *i < indent);
+                if let Some(k) = content
+                    .strip_suffix(':')
+                    .filter(|k| line_key(&format!("{k}:")).is_some())
+                {
+                    parents.push((indent, k.trim_start_matches("- ").to_string()));
+                    continue;
+                }
+            }
             let row = header.as_ref().and_then(|h| csv_row(h, content));
             // Shown without the line number: a small model asked for "the port" answered
             // with the "8" of "8: port = 9102".
-            let shown = match (&section, row) {
+            // A search hit is shown under its file, as a read line is under its section.
+            let scope = if searched && number.is_some() {
+                Some(format!("[{file}]"))
+            } else if !parents.is_empty() {
+                let p: Vec<&str> = parents.iter().map(|(_, k)| k.as_str()).collect();
+                Some(format!("[{}]", p.join(".")))
+            } else {
+                section.clone()
+            };
+            let shown = match (&scope, row) {
                 (_, Some(row)) => row,
                 (Some(sec), None) => format!("{sec} {content}"),
                 (None, None) => content.to_string(),
             };
-            let n = score(&words(&shown), &keys);
-            // The same line read twice counts once; equal lines at two places count twice.
-            let key = match super::tally::content(line) {
-                Some(_) => format!("{}\u{0}{line}", call_path(step).unwrap_or_default()),
+            let mut n = score(&words(&shown), &keys);
+            if n > 0 && line_key(content).is_some_and(|k| keys.contains(&k)) {
+                n += 1;
+            }
+            // The same line read twice (or read and hit by a search) counts once; equal lines
+            // at two places count twice.
+            let key = match number {
+                Some(num) => format!("{file}\u{0}{num}"),
                 None => shown.clone(),
             };
             if n > 0 && seen.insert(key) {
-                scored.push((n, order, shown, step.index));
+                scored.push((is_comment(&file, content), n, order, shown, step.index));
                 order += 1;
             }
         }
     }
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
     scored
         .into_iter()
-        .map(|(n, _, line, index)| (n, line, index))
+        .map(|(_, n, _, line, index)| (n, line, index))
         .collect()
 }
 
@@ -333,9 +466,10 @@ pub fn key_value_answer(task: &str, steps: &[Step]) -> Option<String> {
     if ranked.get(1).is_some_and(|r| r.0 == best.0) {
         return None;
     }
-    let setting =
-        regex::Regex::new(r#"^(?:\[[^\]]+\] )?([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*(.+?)\s*$"#)
-            .ok()?;
+    let setting = regex::Regex::new(
+        r#"^(?:\[[^\]]+\] )?"?([A-Za-z_][A-Za-z0-9_.-]*)"?\s*[=:]\s*(.+?),?\s*$"#,
+    )
+    .ok()?;
     let caps = setting.captures(&best.1)?;
     let value = caps.get(2)?.as_str();
     let value = value
@@ -386,24 +520,47 @@ pub fn dir_count_answer(task: &str, steps: &[Step]) -> Option<String> {
     // Files must be what is counted: "how many (.md / Markdown) files", not "how many tables
     // are defined in the .sql files".
     let file_word = |x: &String| x == "files" || x == "file";
-    let counts_files = w
-        .windows(2)
-        .enumerate()
-        .any(|(i, p)| p[0] == "how" && p[1] == "many" && w[i + 2..].iter().take(3).any(file_word));
-    if !counts_files || NOT_A_PLAIN_COUNT.iter().any(|x| has(x)) {
+    let dir_word = |x: &String| {
+        matches!(
+            x.as_str(),
+            "folders" | "directories" | "subfolders" | "subdirectories" | "dirs"
+        )
+    };
+    let counts = |what: &dyn Fn(&String) -> bool| {
+        w.windows(2)
+            .enumerate()
+            .any(|(i, p)| p[0] == "how" && p[1] == "many" && w[i + 2..].iter().take(3).any(what))
+    };
+    let counts_files = counts(&file_word);
+    let counts_dirs = !counts_files && counts(&dir_word);
+    if !(counts_files || counts_dirs) || NOT_A_PLAIN_COUNT.iter().any(|x| has(x)) {
         return None;
     }
     let (files, dirs) = super::tools::choices::paths_in_task(task);
     let [dir] = dirs.as_slice() else {
         return None;
     };
-    let listed = |s: &&Step| {
-        s.observation.kind == ObservationKind::Output
-            && matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == super::tools::files::LIST_DIR)
-            && call_path(s) == Some(dir.as_str())
-    };
-    let step = steps.iter().rev().find(listed)?;
-    let text = whole_text(step);
+    let text = listing_of(dir, steps)?;
+    let direct_only = has("directly") || (has("top") && has("level")) || has("immediate");
+    if counts_dirs {
+        let total = text.lines().find(|l| l.starts_with("total:"))?;
+        let direct = regex::Regex::new(r"and (\d+) folders? directly").ok()?;
+        let below = regex::Regex::new(r"\((\d+) folders? below it\)").ok()?;
+        let n = if direct_only {
+            direct.captures(total)?.get(1)?.as_str().to_string()
+        } else {
+            match below.captures(total) {
+                Some(c) => c.get(1)?.as_str().to_string(),
+                // "and 0 folders directly in": none below either.
+                None => direct.captures(total)?.get(1)?.as_str().to_string(),
+            }
+        };
+        return Some(if direct_only {
+            format!("{n} folders directly in {dir}/")
+        } else {
+            format!("{n} folders in {dir}/, counting nested ones")
+        });
+    }
     // A type named as ".md" (the file-path pattern sees "(.md)" as no path) or by its word.
     let dotted = task
         .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '?'))
@@ -436,12 +593,71 @@ pub fn dir_count_answer(task: &str, steps: &[Step]) -> Option<String> {
     let total = text.lines().find(|l| l.starts_with("total:"))?;
     let tree = regex::Regex::new(r"(\d+) files? in \S+ and its subfolders").ok()?;
     let direct = regex::Regex::new(r"^total: (\d+) files? and").ok()?;
-    if has("directly") || (has("top") && has("level")) {
+    if direct_only {
         let n = direct.captures(total)?.get(1)?.as_str();
         return Some(format!("{n} files directly in {dir}/"));
     }
     let n = tree.captures(total)?.get(1)?.as_str();
     Some(format!("{n} files in {dir}/ and its subfolders"))
+}
+
+/// The last listing of the folder `dir` the steps hold (its whole text).
+fn listing_of<'a>(dir: &str, steps: &'a [Step]) -> Option<&'a str> {
+    let listed = |s: &&Step| {
+        s.observation.kind == ObservationKind::Output
+            && matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == super::tools::files::LIST_DIR)
+            && call_path(s) == Some(dir)
+    };
+    steps.iter().rev().find(listed).map(whole_text)
+}
+
+/// The answer to "every file under assets/ is an image except one; which?" or "what is the
+/// only .txt file in docs/?": the one file of a type the listing counted once — the type the
+/// task names, or (when the task names types to leave out) the one type counted once that
+/// it does not name — when the listing shows that file's path.
+pub fn odd_file_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    let has = |x: &str| w.iter().any(|v| v == x);
+    if !(has("only") || has("except") || has("but")) || !(has("file") || has("one")) {
+        return None;
+    }
+    let (_, dirs) = super::tools::choices::paths_in_task(task);
+    let [dir] = dirs.as_slice() else {
+        return None;
+    };
+    let text = listing_of(dir, steps)?;
+    let by_type = text.lines().find(|l| l.starts_with("by type,"))?;
+    let (_, counts) = by_type.split_once(": ")?;
+    let counted: Vec<(usize, &str)> = counts
+        .split(", ")
+        .filter_map(|c| {
+            let (n, e) = c.split_once(' ')?;
+            Some((n.parse().ok()?, e.strip_prefix('.')?))
+        })
+        .collect();
+    let lower = task.to_lowercase();
+    let named = |e: &str| {
+        lower.contains(&format!(".{e}"))
+            || TYPE_WORDS.iter().any(|(word, x)| *x == e && has(word))
+            || (matches!(e, "png" | "jpg" | "jpeg" | "svg" | "gif" | "webp")
+                && (has("image") || has("images")))
+    };
+    let negated = has("not") || has("except") || has("isn") || has("other") || has("but");
+    let once: Vec<&str> = counted
+        .iter()
+        .filter(|(n, e)| *n == 1 && named(e) != negated)
+        .map(|(_, e)| *e)
+        .collect();
+    let [ext] = once.as_slice() else {
+        return None;
+    };
+    let suffix = format!(".{ext}");
+    // Entries are "path (N bytes)"; the count lines before them hold ": ".
+    let path = text.lines().filter(|l| !l.contains(": ")).find_map(|l| {
+        let p = l.split(" (").next()?.trim();
+        p.ends_with(&suffix).then_some(p)
+    })?;
+    Some(format!("{path} (the only {suffix} file in {dir}/)"))
 }
 
 /// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`), quoted phrases
@@ -456,6 +672,7 @@ pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
         let w = w.trim_matches(|c: char| matches!(c, '.' | '-' | '/'));
         let letters = w.chars().filter(|c| c.is_alphabetic()).count();
         let identifier = w.contains('_')
+            || camel_case(w)
             || (letters >= 3
                 && w.chars().all(|c| !c.is_lowercase())
                 && w.chars().any(|c| c.is_alphabetic()))
@@ -472,6 +689,21 @@ pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether `w` is a camelCase or PascalCase identifier (`MaxBatchSize`, `maxConnections`): three
+/// capitals that start a lower-case run, or a lower-case start and one such capital in seven or
+/// more letters. Product names with two humps ("TypeScript", "GitHub") are not.
+fn camel_case(w: &str) -> bool {
+    let c: Vec<char> = w.chars().collect();
+    if !c.iter().all(|x| x.is_ascii_alphanumeric()) {
+        return false;
+    }
+    let humps = c
+        .windows(2)
+        .filter(|p| p[0].is_ascii_uppercase() && p[1].is_ascii_lowercase())
+        .count();
+    humps >= 3 || (c.first().is_some_and(char::is_ascii_lowercase) && humps >= 1 && c.len() >= 7)
 }
 
 /// What the tools found: the usable outputs and the workspace overview, without the calls'
@@ -536,10 +768,18 @@ pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> O
         .filter(|p| named.iter().any(|n| trim_rel(n) == *p))
         .collect();
     let first = read.first()?;
+    // Every file the task names was looked at: the term may be in the one not read yet.
+    let (files, _) = super::tools::choices::paths_in_task(task);
+    if !files
+        .iter()
+        .all(|f| steps.iter().any(|s| call_path(s) == Some(trim_rel(f))))
+    {
+        return None;
+    }
     let quoted = |t: &str| task.contains(&format!("'{t}'")) || task.contains(&format!("\"{t}\""));
     let exact: Vec<String> = absent_terms(task, &found_text(steps, overview))
         .into_iter()
-        .filter(|t| (t.contains('_') || quoted(t)) && !named.contains(t))
+        .filter(|t| (t.contains('_') || camel_case(t) || quoted(t)) && !named.contains(t))
         .collect();
     let term = exact.first()?;
     Some(format!("{term} was not found in {first}."))
@@ -727,25 +967,51 @@ pub fn write_answer(
     overview: Option<&str>,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
-    let computed = super::program::stated_answer(task)
-        .or_else(|| not_found_answer(task, steps, overview))
-        .or_else(|| super::tally::ratio_answer(task, steps))
-        .or_else(|| count_answer(task, steps))
-        .or_else(|| dir_count_answer(task, steps))
-        .or_else(|| super::tally::csv_cell_answer(task, steps))
-        .or_else(|| super::tally::extreme_answer(task, steps))
-        .or_else(|| key_value_answer(task, steps));
-    if let Some(answer) = computed {
-        return Ok(Some(AnswerOutput {
-            answer,
-            usage: Usage::default(),
-        }));
+    // Answers code reads from the task or the outputs, in this order; the first that answers
+    // is the answer, and its name is how the run records it.
+    type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
+    let readers: [(&str, Reader); 10] = [
+        ("the task's written-out expression", |t, _, _| {
+            super::program::stated_answer(t)
+        }),
+        ("a term the outputs lack", not_found_answer),
+        ("a ratio of two figures", |t, s, _| {
+            super::tally::ratio_answer(t, s)
+        }),
+        ("a difference of two figures", |t, s, _| {
+            super::tally::difference_answer(t, s)
+        }),
+        ("a count of matching lines", |t, s, _| count_answer(t, s)),
+        ("a listing's counts", |t, s, _| dir_count_answer(t, s)),
+        ("the one file of its type", |t, s, _| odd_file_answer(t, s)),
+        ("a CSV cell", |t, s, _| super::tally::csv_cell_answer(t, s)),
+        ("the largest or smallest record", |t, s, _| {
+            super::tally::extreme_answer(t, s)
+        }),
+        ("the one best-matching setting", |t, s, _| {
+            key_value_answer(t, s)
+        }),
+    ];
+    for (how, read) in readers {
+        if let Some(answer) = read(task, steps, overview) {
+            return Ok(Some(AnswerOutput {
+                answer,
+                usage: Usage::default(),
+                how: format!("read by code: {how}"),
+            }));
+        }
     }
     let mut usage = Usage::default();
     if super::program::wants_program(task, steps) {
         match worked_answer(model, sampling, task, steps, cancel)? {
-            (Some(answer), u) => return Ok(Some(AnswerOutput { answer, usage: u })),
-            (None, u) => usage.add(&u),
+            (Some(answer), u, how) => {
+                return Ok(Some(AnswerOutput {
+                    answer,
+                    usage: u,
+                    how,
+                }))
+            }
+            (None, u, _) => usage.add(&u),
         }
     }
     let Some(messages) = answer_messages(task, steps, overview) else {
@@ -765,6 +1031,7 @@ pub fn write_answer(
             Some(converted) => converted,
             None => prefer_summary(task, &answer, steps),
         },
+        how: "written by the model from the observations".into(),
         usage,
     }))
 }
@@ -792,7 +1059,7 @@ fn worked_answer(
     task: &str,
     steps: &[Step],
     cancel: &CancelToken,
-) -> Result<(Option<String>, Usage), PlannerError> {
+) -> Result<(Option<String>, Usage, String), PlannerError> {
     use super::program;
     let facts = program::facts(task, steps);
     let req = GenRequest {
@@ -813,7 +1080,19 @@ fn worked_answer(
             None
         }
     };
-    Ok((answer, out.usage))
+    // The program as one line, for the run's record.
+    let one_line: String = out
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let how = format!(
+        "worked out by a program: {}",
+        super::tools::truncate_str(&one_line, 300)
+    );
+    Ok((answer, out.usage, how))
 }
 
 /// The answer step's result.
@@ -823,6 +1102,9 @@ pub struct AnswerOutput {
     pub answer: String,
     /// Token usage of the request.
     pub usage: Usage,
+    /// How the answer was made (read by code, worked out by a program, written by the model),
+    /// for the run's record.
+    pub how: String,
 }
 
 #[cfg(test)]
@@ -1211,6 +1493,45 @@ mod tests {
                 "How many headings do the Markdown files in docs/ have?",
                 &steps
             ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_listing_s_folder_counts_and_its_one_odd_file_are_read_by_code() {
+        let listing = "total: 2 files and 3 folders directly in src; 11 files in src and its subfolders (6 folders below it)\nby type, src and its subfolders: 10 .rs, 1 .toml\nsrc/cli/ (1 file)\nsrc/lib.rs (37 bytes)\nsrc/net/Cargo.toml (12 bytes)";
+        let steps = [call(1, "list_dir", json!({"path": "src/"}), listing)];
+        assert_eq!(
+            dir_count_answer(
+                "How many directories are there inside src/, counting nested ones?",
+                &steps
+            )
+            .as_deref(),
+            Some("6 folders in src/, counting nested ones")
+        );
+        assert_eq!(
+            dir_count_answer("How many folders are directly in src/?", &steps).as_deref(),
+            Some("3 folders directly in src/")
+        );
+        assert_eq!(
+            odd_file_answer(
+                "Every file under src/ is Rust source (.rs) except one. Which file is it?",
+                &steps
+            )
+            .as_deref(),
+            Some("src/net/Cargo.toml (the only .toml file in src/)")
+        );
+        assert_eq!(
+            odd_file_answer("What is the only TOML file in src/?", &steps).as_deref(),
+            Some("src/net/Cargo.toml (the only .toml file in src/)")
+        );
+        // No type counted once that fits, or nothing says "only": no answer.
+        assert_eq!(
+            odd_file_answer("What is the only Rust file in src/?", &steps),
+            None
+        );
+        assert_eq!(
+            odd_file_answer("Which file in src/ is newest?", &steps),
             None
         );
     }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::tools::choices::{constrain_paths, paths_in_task, trim_rel};
-use super::tools::files::FILE_READERS;
+use super::tools::files::{FILE_READERS, NO_MATCHES};
 use super::tools::{Toolset, WithSchema, FINAL_ANSWER};
 use super::types::{Action, ObservationKind, Step};
 use super::words::quantities;
@@ -221,12 +221,19 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
         }
         return only;
     }
-    // Rule 2: task-named paths not yet touched by any file tool.
+    // Rule 2: task-named paths not yet touched by any file tool. A search that matched
+    // nothing in a file has not shown it: the words asked for may be worded otherwise there.
     let untouched: Vec<&String> = named_paths
         .iter()
         .filter(|p| {
-            !calls(steps).any(|(name, args, _)| {
-                FILE_TOOLS.contains(&name) && path_of(args).is_some_and(|a| same_path(&a, p))
+            !steps.iter().any(|s| match &s.action {
+                Some(Action::ToolCall { name, args }) => {
+                    FILE_TOOLS.contains(&name.as_str())
+                        && path_of(args).is_some_and(|a| same_path(&a, p))
+                        && !(name == SEARCH_TEXT
+                            && s.observation.text.trim_start().starts_with(NO_MATCHES))
+                }
+                _ => false,
             })
         })
         .collect();
@@ -503,8 +510,11 @@ mod tests {
             },
         )];
         assert!(!arithmetic_done(task, &failed));
-        let one = vec![calc("17 * 3", ObservationKind::Output)];
-        assert!(!arithmetic_done("What is 17 times three?", &one));
+        let one = vec![calc("17 * 17", ObservationKind::Output)];
+        assert!(!arithmetic_done("What is 17 squared?", &one));
+        // A count written as a word is a quantity.
+        let worded = vec![calc("17 * 3", ObservationKind::Output)];
+        assert!(arithmetic_done("What is 17 times three?", &worded));
     }
 
     #[test]

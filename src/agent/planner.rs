@@ -623,6 +623,7 @@ impl Planner for ScriptedPlanner {
                 ..Usage::default()
             },
             answer,
+            how: "scripted".into(),
         }))
     }
 

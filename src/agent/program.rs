@@ -629,6 +629,7 @@ pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
 /// The numbers stated by the question and the facts.
 pub fn allowed_numbers(task: &str, facts: &[String]) -> Vec<f64> {
     let mut out = numbers_in(task);
+    out.extend(super::words::number_words(task));
     for f in facts {
         out.extend(numbers_in(f));
     }

@@ -395,6 +395,8 @@ pub fn run(
 
         let mut tool_s = 0.0;
         let mut fp: Option<String> = None;
+        // How the answer step made the final answer that replaced the planner's.
+        let mut how: Option<String> = None;
         let mut finished: Option<StopReason> = None;
         // A final answer (with valid arguments) is rewritten by the answer step, if any.
         let answers = match &out.action {
@@ -436,7 +438,10 @@ pub fn run(
                 (None, obs)
             }
             Ok(Action::Final { answer: a }) => {
-                let a = rewritten.take().map_or(a, |o| o.answer);
+                let a = rewritten.take().map_or(a, |o| {
+                    how = Some(o.how);
+                    o.answer
+                });
                 finished = Some(StopReason::Completed);
                 answer = Some(a.clone());
                 let obs = Observation::new(ObservationKind::Final, a.clone());
@@ -445,7 +450,10 @@ pub fn run(
             Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
                 match FinalAnswer::answer_from_args(&args) {
                     Ok(a) => {
-                        let a = rewritten.take().map_or(a, |o| o.answer);
+                        let a = rewritten.take().map_or(a, |o| {
+                            how = Some(o.how);
+                            o.answer
+                        });
                         finished = Some(StopReason::Completed);
                         answer = Some(a.clone());
                         (
@@ -541,7 +549,10 @@ pub fn run(
         };
         let step = Step {
             index,
-            thought: out.thought,
+            thought: match how {
+                Some(h) => format!("{} [the answer: {h}]", out.thought),
+                None => out.thought,
+            },
             action,
             raw: out.raw,
             observation,
@@ -674,7 +685,7 @@ fn workspace_overview(tools: &Toolset, ctx: &ToolContext) -> Option<String> {
 fn answered_step(index: usize, thought: String, o: AnswerOutput, start: Instant) -> Step {
     Step {
         index,
-        thought,
+        thought: format!("{thought} [the answer: {}]", o.how),
         action: Some(Action::Final {
             answer: o.answer.clone(),
         }),

@@ -306,12 +306,60 @@ const COMPARE_WORDS: &[&str] = &[
 /// Whether `task` asks how two figures compare: "how many times", a ratio, a difference, or
 /// "more … than".
 pub fn asks_to_compare(task: &str) -> bool {
+    asks_ratio(task) || asks_difference(task)
+}
+
+/// Whether `task` asks by how much one figure differs from another: "difference", "by how
+/// much", "exceed", "how much more/less/faster … than".
+fn asks_difference(task: &str) -> bool {
     let w = words(task);
     let has = |x: &str| w.iter().any(|v| v == x);
-    asks_ratio(task)
-        || has("ratio")
-        || has("difference")
-        || (has("than") && COMPARE_WORDS.iter().any(|c| has(c)))
+    !asks_ratio(task)
+        && (has("difference")
+            || has("exceed")
+            || has("exceeds")
+            || has("gap")
+            || w.windows(3)
+                .any(|p| p[0] == "by" && p[1] == "how" && (p[2] == "much" || p[2] == "many"))
+            || (has("than") && COMPARE_WORDS.iter().any(|c| has(c))))
+}
+
+/// The answer to "by how much does A's memory bandwidth exceed B's?": the difference of the
+/// two figures the tools showed, when they share a unit. Shown both presets' figures, the 0.5B
+/// model answered with one of them.
+pub fn difference_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if !asks_difference(task) {
+        return None;
+    }
+    let (label, a, b) = compared(task, steps)?;
+    // Both subjects named by the task ("h100-sxm", "eval.meta"): otherwise which two of the
+    // figures shown are meant is a guess.
+    let lower = task.to_lowercase();
+    let named = |s: &str| {
+        let s = s.to_lowercase();
+        let stem = s.rsplit('/').next().unwrap_or(&s);
+        let stem = stem.split('.').next().unwrap_or(stem);
+        lower.contains(&s) || (stem.len() >= 3 && lower.contains(stem))
+    };
+    if a.2 != b.2 || !named(&a.0) || !named(&b.0) {
+        return None;
+    }
+    let d = a.3.max(b.3);
+    let (more, less) = if a.1 >= b.1 { (&a, &b) } else { (&b, &a) };
+    Some(format!(
+        "{:.*}{} ({} has {:.*}{} of {label}, {} has {:.*}{}).",
+        d,
+        more.1 - less.1,
+        with_unit(&a.2),
+        more.0,
+        more.3,
+        more.1,
+        with_unit(&more.2),
+        less.0,
+        less.3,
+        less.1,
+        with_unit(&less.2)
+    ))
 }
 
 /// What a call was about, as the task would name it: its `preset`, `model` or `path`
@@ -362,6 +410,17 @@ fn compared(task: &str, steps: &[Step]) -> Option<(String, Figure, Figure)> {
     if !asks_to_compare(task) {
         return None;
     }
+    let (label, values) = asked_figures(task, steps)?;
+    let lower = task.to_lowercase();
+    let mut ordered: Vec<&Figure> = values.iter().collect();
+    ordered.sort_by_key(|(s, ..)| lower.find(&s.to_lowercase()).unwrap_or(usize::MAX));
+    Some((label, ordered[0].clone(), ordered[1].clone()))
+}
+
+/// The label of the tool outputs' `label: value` lines that shares most words with the task
+/// (the first read on a tie) and its figures, one per subject (a preset, a file) in reading
+/// order; only labels two or more subjects showed.
+fn asked_figures(task: &str, steps: &[Step]) -> Option<(String, Vec<Figure>)> {
     let keys = keywords(task);
     // label → one figure per subject, in reading order.
     let mut by_label: Vec<(String, Vec<Figure>)> = Vec::new();
@@ -403,10 +462,7 @@ fn compared(task: &str, steps: &[Step]) -> Option<(String, Figure, Figure)> {
         }
     }
     let (_, (label, values)) = best?;
-    let lower = task.to_lowercase();
-    let mut ordered: Vec<&Figure> = values.iter().collect();
-    ordered.sort_by_key(|(s, ..)| lower.find(&s.to_lowercase()).unwrap_or(usize::MAX));
-    Some((label.clone(), ordered[0].clone(), ordered[1].clone()))
+    Some((label.clone(), values.clone()))
 }
 
 fn with_unit(u: &str) -> String {
@@ -608,7 +664,10 @@ pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
             })
             .count();
         (holding >= 2).then(|| word.clone())
-    })?;
+    });
+    let Some(key) = key else {
+        return extreme_figure(task, steps, largest);
+    };
     let mut best: Option<(f64, &str, &String, &Fields)> = None;
     for (path, f) in &records {
         let Some((_, v)) = f.iter().find(|(k, _)| k.eq_ignore_ascii_case(&key)) else {
@@ -628,6 +687,29 @@ pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
         Some((k, n)) => format!("{n} ({k} = {n}; {key} = {value} in {path})"),
         None => format!("{path} ({key} = {value})"),
     })
+}
+
+/// The subject (a hardware preset, a model) whose figure under the label the task names is the
+/// largest (or smallest) of three or more the tools showed: "which of these presets has the
+/// highest matrix throughput?".
+fn extreme_figure(task: &str, steps: &[Step], largest: bool) -> Option<String> {
+    let (label, values) = asked_figures(task, steps)?;
+    if values.len() < 3 {
+        return None;
+    }
+    let best = values.iter().fold(None::<&Figure>, |b, f| match b {
+        Some(b) if (largest && b.1 >= f.1) || (!largest && b.1 <= f.1) => Some(b),
+        _ => Some(f),
+    })?;
+    Some(format!(
+        "{} ({label}: {:.*}{}, the {} of {} compared)",
+        best.0,
+        best.3,
+        best.1,
+        with_unit(&best.2),
+        if largest { "largest" } else { "smallest" },
+        values.len()
+    ))
 }
 
 #[cfg(test)]
@@ -784,6 +866,52 @@ mod tests {
             action: Some(Action::tool("hardware", json!({"preset": preset}))),
             ..read(index, preset, text)
         }
+    }
+
+    #[test]
+    fn a_difference_and_an_extreme_figure_are_read_from_the_presets_shown() {
+        let hw = |i, p: &str, bw: u32, tf: f64| {
+            hardware(
+                i,
+                p,
+                &format!("hardware: {p} (cuda)\nmemory bandwidth: {bw} GB/s\nmatrix throughput: {tf:.1} TFLOP/s"),
+            )
+        };
+        let steps = [
+            hw(1, "rtx-3090", 936, 35.6),
+            hw(2, "rtx-5090", 1792, 209.5),
+            hw(3, "rtx-4090", 1008, 165.2),
+        ];
+        assert_eq!(
+            difference_answer(
+                "By how much does the memory bandwidth of the rtx-4090 preset exceed the rtx-3090's?",
+                &steps
+            )
+            .as_deref(),
+            Some("72 GB/s (rtx-4090 has 1008 GB/s of memory bandwidth, rtx-3090 has 936 GB/s).")
+        );
+        // Neither subject named: no difference.
+        assert_eq!(
+            difference_answer("By how much does the bandwidth differ?", &steps),
+            None
+        );
+        assert_eq!(
+            extreme_answer(
+                "Of the rtx-3090, rtx-4090 and rtx-5090 presets, which has the highest matrix throughput?",
+                &steps
+            )
+            .as_deref(),
+            Some("rtx-5090 (matrix throughput: 209.5 TFLOP/s, the largest of 3 compared)")
+        );
+        assert_eq!(
+            extreme_answer("Which preset has the lowest memory bandwidth?", &steps).as_deref(),
+            Some("rtx-3090 (memory bandwidth: 936 GB/s, the smallest of 3 compared)")
+        );
+        // Two presets are a comparison, not a ranking.
+        assert_eq!(
+            extreme_answer("Which has the lowest memory bandwidth?", &steps[..2]),
+            None
+        );
     }
 
     #[test]

@@ -154,12 +154,35 @@ pub fn quantities(text: &str, units: bool) -> Vec<f64> {
             out.push(v);
         }
     }
+    out.extend(number_words(text));
     out
+}
+
+/// The counts `text` writes as words ("four GPUs", "twelve racks"): two to twelve. "One" is
+/// left out: it is more often a pronoun ("one of the files") than a quantity.
+pub fn number_words(text: &str) -> Vec<f64> {
+    const NAMES: [&str; 11] = [
+        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    ];
+    words(text)
+        .iter()
+        .filter_map(|w| NAMES.iter().position(|n| n == w))
+        .map(|i| (i + 2) as f64)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_written_as_words_are_quantities() {
+        assert_eq!(
+            quantities("four GPUs of 16 GiB each", false),
+            vec![16.0, 4.0]
+        );
+        assert_eq!(number_words("one of the twelve racks"), vec![12.0]);
+    }
 
     #[test]
     fn keywords_drop_question_words_and_repeat_once() {

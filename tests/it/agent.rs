@@ -439,7 +439,7 @@ fn file_tools_see_only_the_workspace() {
     let s = steps_of(&out);
     assert_eq!(
         s[0].observation.text,
-        "total: 1 file and 1 folder directly in .; 2 files in . and its subfolders\nby type, . and its subfolders: 2 .txt\nnotes.txt (22 bytes)\nsub/ (1 file)"
+        "total: 1 file and 1 folder directly in .; 2 files in . and its subfolders (1 folder below it)\nby type, . and its subfolders: 2 .txt\nnotes.txt (22 bytes)\nsub/ (1 file)"
     );
     // A short file is shown whole even when a range is asked.
     assert_eq!(
@@ -515,7 +515,7 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
     assert!(
         s[0].observation
             .text
-            .contains("total: 2 files and 1 folder directly in data; 3 files in data and its subfolders\nby type, data and its subfolders: 3 .csv"),
+            .contains("total: 2 files and 1 folder directly in data; 3 files in data and its subfolders (1 folder below it)\nby type, data and its subfolders: 3 .csv"),
         "{}",
         s[0].observation.text
     );

@@ -396,6 +396,7 @@ impl Decider for ScriptedDecider {
         Ok(Some(AnswerOutput {
             answer,
             usage: Usage::default(),
+            how: "scripted".into(),
         }))
     }
 }

@@ -93,15 +93,52 @@ pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
     };
     // A match right after a `/` is the tail of an absolute path.
     let after_slash = |start: usize| task[..start].ends_with('/');
-    let files: Vec<String> = file
+    // A host name ("uploads.example.com") or a mail address is not a file.
+    let host = |m: &regex::Match| {
+        let ext = m.as_str().rsplit('.').next().unwrap_or_default();
+        matches!(ext, "com" | "org" | "net" | "edu" | "gov") || task[..m.start()].ends_with('@')
+    };
+    let mut files: Vec<String> = file
         .as_ref()
         .map(|re| {
             re.find_iter(task)
-                .filter(|m| !after_slash(m.start()))
+                .filter(|m| !after_slash(m.start()) && !host(m))
                 .filter_map(|m| clean(m.as_str()))
                 .collect()
         })
         .unwrap_or_default();
+    // Dotfiles (".env", "config/.npmrc"), but not an extension named as a kind of file (".py
+    // files", "the .md extension").
+    static DOTFILE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    if let Some(re) = DOTFILE
+        .get_or_init(|| {
+            regex::Regex::new(
+                r"(?:^|[\s(`'\x22])((?:[A-Za-z0-9_-]+/)*\.[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9])",
+            )
+            .ok()
+        })
+        .as_ref()
+    {
+        for c in re.captures_iter(task) {
+            let Some(m) = c.get(1) else { continue };
+            let next = task[m.end()..]
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            let kind = ["file", "files", "extension", "extensions", "suffix"]
+                .iter()
+                .any(|k| next.trim_matches(|c: char| !c.is_alphanumeric()) == *k);
+            if kind || task[m.end()..].starts_with(|c: char| c.is_alphanumeric()) {
+                continue;
+            }
+            if let Some(p) = clean(m.as_str()) {
+                if !files.contains(&p) {
+                    files.push(p);
+                }
+            }
+        }
+    }
     let dirs: Vec<String> = dir
         .as_ref()
         .map(|re| {
@@ -254,6 +291,22 @@ mod tests {
         let (f, _) =
             paths_in_task("Which version of serde_json is pinned in deps.toml? It is 1.0.128.");
         assert_eq!(f, vec!["deps.toml"]);
+    }
+
+    #[test]
+    fn dotfiles_are_named_and_host_names_and_extensions_are_not() {
+        let (f, _) = paths_in_task(
+            "How many connections are left, given DB_POOL_SIZE in .env and deploy.ini?",
+        );
+        assert_eq!(f, vec!["deploy.ini", ".env"]);
+        let (f, _) = paths_in_task(
+            "What body size does nginx accept for uploads.example.com in nginx/site.conf?",
+        );
+        assert_eq!(f, vec!["nginx/site.conf"]);
+        let (f, _) = paths_in_task("How many .py files and .md files are there? Mail ops@corp.io.");
+        assert!(f.is_empty(), "{f:?}");
+        let (f, _) = paths_in_task("Which key in config/.npmrc sets the registry?");
+        assert_eq!(f, vec!["config/.npmrc"]);
     }
 
     #[test]

@@ -274,7 +274,7 @@ fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut 
         } else if ft.is_dir() {
             out.dirs += 1;
             let inner = count_direct_files(&ent.path());
-            let all = count_all_files(&ent.path(), 0);
+            let all = count_all(&ent.path(), 0).0;
             let counts = if all == inner {
                 plural(inner, "file", "files")
             } else {
@@ -316,21 +316,24 @@ fn count_direct_files(dir: &Path) -> usize {
 }
 
 /// Regular files in `dir` and every folder below it (links not followed, 32 levels at most).
-fn count_all_files(dir: &Path, depth: usize) -> usize {
+fn count_all(dir: &Path, depth: usize) -> (usize, usize) {
     if depth > 32 {
-        return 0;
+        return (0, 0);
     }
     std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()
                 .map(|e| match e.file_type() {
-                    Ok(t) if t.is_file() => 1,
-                    Ok(t) if t.is_dir() => count_all_files(&e.path(), depth + 1),
-                    _ => 0,
+                    Ok(t) if t.is_file() => (1, 0),
+                    Ok(t) if t.is_dir() => {
+                        let (f, d) = count_all(&e.path(), depth + 1);
+                        (f, d + 1)
+                    }
+                    _ => (0, 0),
                 })
-                .sum()
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
         })
-        .unwrap_or(0)
+        .unwrap_or((0, 0))
 }
 
 /// Files below `dir` by extension (`.md`; "no extension" for none), most first, as
@@ -379,7 +382,7 @@ fn most_files(dir: &Path, prefix: &str) -> Option<String> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            (count_all_files(&e.path(), 0), format!("{prefix}{name}/"))
+            (count_all(&e.path(), 0).0, format!("{prefix}{name}/"))
         })
         .collect();
     if subs.len() < 2 {
@@ -479,11 +482,13 @@ impl Tool for ListDir {
         } else {
             // The whole tree's count too: "how many files are in data/" is a question about
             // everything below it far more often than about its top level.
+            let (files, dirs) = count_all(&dir, 0);
             format!(
-                "total: {} and {} directly in {shown}; {} in {shown} and its subfolders",
+                "total: {} and {} directly in {shown}; {} in {shown} and its subfolders ({} below it)",
                 plural(listing.files, "file", "files"),
                 plural(listing.dirs, "folder", "folders"),
-                plural(count_all_files(&dir, 0), "file", "files")
+                plural(files, "file", "files"),
+                plural(dirs, "folder", "folders")
             )
         };
         // Counting by type is arithmetic a small model gets wrong from a listing.

@@ -632,11 +632,15 @@ impl<'a, 'e> Driver<'a, 'e> {
             self.prewritten = Some(o.answer.clone());
             Proposal {
                 candidates: vec![Candidate {
-                    thought: if word_problem {
-                        crate::agent::program::self_contained_thought(&self.s.task).into()
-                    } else {
-                        "only the final answer is left: answered from the observations".into()
-                    },
+                    thought: format!(
+                        "{} [the answer: {}]",
+                        if word_problem {
+                            crate::agent::program::self_contained_thought(&self.s.task)
+                        } else {
+                            "only the final answer is left: answered from the observations"
+                        },
+                        o.how
+                    ),
                     ..Candidate::answer(&o.answer)
                 }],
                 raw: String::new(),
