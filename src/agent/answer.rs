@@ -471,7 +471,8 @@ pub fn key_value_answer(task: &str, steps: &[Step]) -> Option<String> {
     )
     .ok()?;
     let caps = setting.captures(&best.1)?;
-    let value = caps.get(2)?.as_str();
+    // "requests==2.32.3": the second `=` belongs to the operator, not the value.
+    let value = caps.get(2)?.as_str().trim_start_matches('=').trim_start();
     let value = value
         .strip_prefix('"')
         .and_then(|v| v.strip_suffix('"'))

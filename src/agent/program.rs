@@ -239,6 +239,8 @@ const WORKSPACE_WORDS: &[&str] = &[
     "according",
     "listed",
     "recorded",
+    "preset",
+    "presets",
 ];
 
 /// Whether `task` is a word problem that states all it needs: it wants a worked figure and

@@ -129,7 +129,15 @@ pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
             let kind = ["file", "files", "extension", "extensions", "suffix"]
                 .iter()
                 .any(|k| next.trim_matches(|c: char| !c.is_alphanumeric()) == *k);
-            if kind || task[m.end()..].starts_with(|c: char| c.is_alphanumeric()) {
+            // ".png" in "(.png, .jpg or .svg)" is a type, not a file named ".png".
+            let ext = m.as_str().rsplit('/').next().unwrap_or_default();
+            let common_type = matches!(
+                ext.trim_start_matches('.'),
+                "png" | "jpg" | "jpeg" | "gif" | "svg" | "webp" | "md" | "txt" | "py" | "rs" | "go"
+                    | "js" | "ts" | "json" | "yaml" | "yml" | "toml" | "csv" | "log" | "sql"
+                    | "html" | "css" | "sh" | "ini" | "xml" | "pdf" | "c" | "h" | "cpp" | "java"
+            );
+            if kind || common_type || task[m.end()..].starts_with(|c: char| c.is_alphanumeric()) {
                 continue;
             }
             if let Some(p) = clean(m.as_str()) {
@@ -304,6 +312,8 @@ mod tests {
         );
         assert_eq!(f, vec!["nginx/site.conf"]);
         let (f, _) = paths_in_task("How many .py files and .md files are there? Mail ops@corp.io.");
+        assert!(f.is_empty(), "{f:?}");
+        let (f, _) = paths_in_task("Every file is an image (.png, .jpg or .svg) except one.");
         assert!(f.is_empty(), "{f:?}");
         let (f, _) = paths_in_task("Which key in config/.npmrc sets the registry?");
         assert_eq!(f, vec!["config/.npmrc"]);

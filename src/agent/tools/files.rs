@@ -676,6 +676,74 @@ fn scan(matcher: &Matcher, files: &[PathBuf], root: &Path, ctx: &ToolContext) ->
 /// Most lines a fallback search shows.
 const TASK_WORD_LINES: usize = 8;
 
+/// Least lines of a file whose rare lines a search that found nothing shows.
+const RARE_MIN_LINES: usize = 200;
+
+/// A line's shape occurring at most this often in its file makes it rare.
+const RARE_MAX_COUNT: usize = 3;
+
+/// Most rare lines shown per search.
+const RARE_LINES: usize = 10;
+
+/// A log line's shape: without its leading timestamp, every token holding a digit as `#`, and
+/// every `key=value`'s value dropped. "… INFO http: GET /x status=200 dur_ms=12" and the same
+/// line with other numbers have one shape.
+fn line_shape(line: &str) -> String {
+    line.split_whitespace()
+        .map(|t| match t.split_once('=') {
+            Some((k, _)) => format!("{k}="),
+            None if t.chars().any(|c| c.is_ascii_digit()) => "#".to_string(),
+            None => t.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The lines of long files (logs) whose shape ([`line_shape`]) occurs at most
+/// [`RARE_MAX_COUNT`] times there, as `file:line: text`. A question worded unlike the log ("a
+/// program touched memory it was not allowed to" for a segfault) matches no word, but what it
+/// asks about is an event, and events are the lines a log rarely repeats.
+fn rare_lines(files: &[PathBuf], root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files.iter().take(MAX_FILES_SCANNED) {
+        let Ok(meta) = std::fs::symlink_metadata(f) else {
+            continue;
+        };
+        if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(f) else {
+            continue;
+        };
+        if bytes.iter().take(8192).any(|b| *b == 0) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let lines: Vec<&str> = text.lines().collect();
+        if lines.len() < RARE_MIN_LINES {
+            continue;
+        }
+        let shapes: Vec<String> = lines.iter().map(|l| line_shape(l)).collect();
+        let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for sh in &shapes {
+            *counts.entry(sh.as_str()).or_default() += 1;
+        }
+        for (i, line) in lines.iter().enumerate() {
+            if counts.get(shapes[i].as_str()).is_some_and(|n| *n <= RARE_MAX_COUNT)
+                && !line.trim().is_empty()
+            {
+                out.push(format!(
+                    "{}:{}: {}",
+                    rel_display(root, f),
+                    i + 1,
+                    super::truncate_str(line.trim_end(), 300)
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Most of the task's words a fallback search uses.
 const TASK_WORDS_MAX: usize = 12;
 
@@ -689,7 +757,13 @@ fn task_word_lines(
     regex: bool,
 ) -> Option<Vec<String>> {
     let task = ctx.task.as_deref().filter(|_| !regex)?;
-    let words: Vec<String> = Matcher::words_in(task)
+    // The task's words without its paths ("var/log/syslog" says where, not what).
+    let task: String = task
+        .split_whitespace()
+        .filter(|t| !t.contains('/') && !t.trim_end_matches(['.', ',', '?']).contains('.'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<String> = Matcher::words_in(&task)
         .into_iter()
         .filter(|w| w.chars().count() >= 3 && !w.contains('.'))
         .take(TASK_WORDS_MAX)
@@ -809,6 +883,17 @@ impl Tool for SearchText {
                     lines.join("\n")
                 ));
             }
+            let rare = rare_lines(&files, ws.root());
+            if !rare.is_empty() && rare.len() <= 4 * RARE_LINES {
+                out.push_str(&format!(
+                    "\nThe rare lines of the long files searched (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):\n{}",
+                    rare.iter()
+                        .take(RARE_LINES)
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ));
+            }
             return Ok(out);
         }
         // Stable: rarest words first, then file order.
@@ -914,9 +999,48 @@ mod tests {
         assert!(out.starts_with(NO_MATCHES), "{out}");
         let fallback: Vec<&str> = out.lines().skip(2).collect();
         assert!(fallback[0].contains("backup-7731"), "{out}");
-        // Without a task (or for a regex), the search says only that nothing matched.
+        // Without a task (or for a regex), no task words: only the log's rare lines follow.
         ctx.task = None;
         let out = SearchText.call(args, &ctx).expect("test value");
-        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(!out.contains("task's words"), "{out}");
+        assert!(
+            out.lines().last().is_some_and(|l| l.contains("backup-7731")),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_search_worded_unlike_the_log_shows_its_rare_lines() {
+        let t = tempfile::tempdir().expect("test value");
+        let mut log = String::new();
+        for i in 0..300 {
+            let path = ["/a", "/b", "/c"][i % 3];
+            log.push_str(&format!(
+                "2026-03-02T08:{:02}:{:02}Z INFO http: GET {path} status=200 dur_ms={i}\n",
+                i / 60,
+                i % 60
+            ));
+            if i == 150 {
+                log.push_str("2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4\n");
+            }
+        }
+        std::fs::write(t.path().join("sys.log"), log).expect("test value");
+        let ctx = ToolContext {
+            workspace: Some(crate::agent::tools::Sandbox::new(t.path()).expect("test value")),
+            blob_dir: t.path().join("blobs"),
+            cancel: crate::lm::CancelToken::new(),
+            task: None,
+        };
+        let out = SearchText
+            .call(
+                serde_json::json!({"query": "illegal memory access", "path": "sys.log"}),
+                &ctx,
+            )
+            .expect("test value");
+        assert!(out.starts_with(NO_MATCHES), "{out}");
+        let rare: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("The rare lines")).skip(1).collect();
+        assert_eq!(rare, vec!["sys.log:152: 2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4"]);
+        // Routine lines of one shape are never rare.
+        assert_eq!(line_shape("T1 INFO http: GET /a status=200"), line_shape("T2 INFO http: GET /a status=404"));
     }
 }
