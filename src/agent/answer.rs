@@ -695,7 +695,7 @@ pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
 /// Whether `w` is a camelCase or PascalCase identifier (`MaxBatchSize`, `maxConnections`): three
 /// capitals that start a lower-case run, or a lower-case start and one such capital in seven or
 /// more letters. Product names with two humps ("TypeScript", "GitHub") are not.
-fn camel_case(w: &str) -> bool {
+pub(crate) fn camel_case(w: &str) -> bool {
     let c: Vec<char> = w.chars().collect();
     if !c.iter().all(|x| x.is_ascii_alphanumeric()) {
         return false;

@@ -26,6 +26,10 @@
 //! 7. **A total over a folder searches all of it.** When the task asks for a total and names
 //!    a folder ("each file in regions/ … in total"), `search_text`'s path is that folder: the
 //!    model searched the one file it had read, and a sum needs every file's line.
+//! 8. **A named identifier is searched for everywhere.** When the task names no path but an
+//!    identifier (`DEFAULT_REGION`, `MaxBatchSize`), `search_text`'s path is the whole
+//!    workspace until a search has found something: the model searched file after file
+//!    for a constant one search of `.` finds.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
@@ -237,6 +241,19 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
+    // Rule 8: an identifier the task names, searched for over the whole workspace first.
+    let find_everywhere = named_paths.is_empty()
+        && task
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| {
+                (w.contains('_') && w.chars().any(char::is_alphabetic))
+                    || super::answer::camel_case(w)
+            })
+        && !steps.iter().any(|s| {
+            matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == SEARCH_TEXT)
+                && s.observation.kind == ObservationKind::Output
+                && !s.observation.text.trim_start().starts_with(NO_MATCHES)
+        });
     // Rule 7: the folders of a task that asks for a total over them.
     let total_folders: Vec<String> = if super::tally::asks_for_total(task) {
         paths_in_task(task).1
@@ -314,6 +331,9 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             if key == "path" {
                 if FILE_TOOLS.contains(&tool.name()) && !untouched.is_empty() {
                     keep.retain(|v| untouched.iter().any(|p| same_path(v, p)));
+                }
+                if tool.name() == SEARCH_TEXT && find_everywhere && keep.iter().any(|v| v == ".") {
+                    keep.retain(|v| v == ".");
                 }
                 // Rule 7: a total over a folder searches the whole folder.
                 if tool.name() == SEARCH_TEXT && !total_folders.is_empty() {
@@ -578,6 +598,30 @@ mod tests {
         let task = "Which region in regions/ has the most servers?";
         let n = narrow(&tools, task, &named_paths(task), &steps);
         assert!(enum_of(&n, "search_text", "path").contains(&"regions/east.ini".to_string()));
+    }
+
+    #[test]
+    fn an_identifier_without_a_path_is_searched_for_everywhere_until_found() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(dir.path().join("src")).expect("mkdir");
+        std::fs::write(dir.path().join("src/app.py"), "x = 1").expect("write");
+        std::fs::write(dir.path().join("src/defaults.py"), "DEFAULT_REGION = 'eu'").expect("write");
+        let task = "Some file in this workspace defines DEFAULT_REGION. What is its value?";
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let n = narrow(&tools, task, &[], &[]);
+        assert_eq!(enum_of(&n, "search_text", "path"), vec!["."]);
+        // Found: every path is open again.
+        let steps = vec![done(
+            1,
+            "search_text",
+            json!({"query": "DEFAULT_REGION", "path": "."}),
+            ObservationKind::Output,
+        )];
+        let n = narrow(&tools, task, &[], &steps);
+        assert!(enum_of(&n, "search_text", "path").len() > 1);
+        // No identifier: no narrowing.
+        let n = narrow(&tools, "Which file sets the region?", &[], &[]);
+        assert!(enum_of(&n, "search_text", "path").len() > 1);
     }
 
     #[test]

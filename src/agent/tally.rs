@@ -649,9 +649,16 @@ fn records(steps: &[Step]) -> Vec<(String, Vec<(String, String)>)> {
 pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
     let w = words(task);
     let has = |list: &[&str]| w.iter().any(|v| list.contains(&v.as_str()));
-    let largest = has(LARGEST);
-    if largest == has(SMALLEST) {
+    // "Which has more bandwidth: A or B?" picks the larger of two as "the most" does of many.
+    let which = w.first().is_some_and(|x| x == "which");
+    let more = which && has(&["more", "higher", "faster", "larger", "bigger", "greater"]);
+    let less = which && has(&["less", "lower", "slower", "smaller", "fewer"]);
+    let largest = has(LARGEST) || more;
+    if largest == (has(SMALLEST) || less) {
         return None;
+    }
+    if more || less {
+        return extreme_figure(task, steps, largest, 2);
     }
     let records = records(steps);
     // The figure: a field the task names whose value is a number in two or more files.
@@ -666,7 +673,7 @@ pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
         (holding >= 2).then(|| word.clone())
     });
     let Some(key) = key else {
-        return extreme_figure(task, steps, largest);
+        return extreme_figure(task, steps, largest, 3);
     };
     let mut best: Option<(f64, &str, &String, &Fields)> = None;
     for (path, f) in &records {
@@ -692,9 +699,9 @@ pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
 /// The subject (a hardware preset, a model) whose figure under the label the task names is the
 /// largest (or smallest) of three or more the tools showed: "which of these presets has the
 /// highest matrix throughput?".
-fn extreme_figure(task: &str, steps: &[Step], largest: bool) -> Option<String> {
+fn extreme_figure(task: &str, steps: &[Step], largest: bool, least: usize) -> Option<String> {
     let (label, values) = asked_figures(task, steps)?;
-    if values.len() < 3 {
+    if values.len() < least {
         return None;
     }
     let best = values.iter().fold(None::<&Figure>, |b, f| match b {
@@ -907,10 +914,18 @@ mod tests {
             extreme_answer("Which preset has the lowest memory bandwidth?", &steps).as_deref(),
             Some("rtx-3090 (memory bandwidth: 936 GB/s, the smallest of 3 compared)")
         );
-        // Two presets are a comparison, not a ranking.
+        // Two presets are a comparison, not a ranking, unless the task asks which has more.
         assert_eq!(
             extreme_answer("Which has the lowest memory bandwidth?", &steps[..2]),
             None
+        );
+        assert_eq!(
+            extreme_answer(
+                "Which preset has more memory bandwidth: rtx-3090 or rtx-5090?",
+                &steps[..2]
+            )
+            .as_deref(),
+            Some("rtx-5090 (memory bandwidth: 1792 GB/s, the largest of 2 compared)")
         );
     }
 

@@ -228,6 +228,26 @@ impl Tool for ReadFile {
         {
             out.push_str(&format!("{}: {}\n", i + 1, line));
         }
+        // A part of a long log: its events elsewhere follow (a small model reads its first
+        // lines and answers from them).
+        if start > 1 || end < total {
+            let rare: Vec<(usize, &str)> = rare_in(&text)
+                .into_iter()
+                .filter(|(n, _)| *n < start || *n > end)
+                .collect();
+            if !rare.is_empty() && rare.len() <= 4 * RARE_LINES {
+                out.push_str(&format!(
+                    "Rare lines elsewhere in {} (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):\n",
+                    a.path
+                ));
+                for (n, line) in rare.iter().take(RARE_LINES) {
+                    out.push_str(&format!(
+                        "{n}: {}\n",
+                        super::truncate_str(line.trim_end(), 300)
+                    ));
+                }
+            }
+        }
         Ok(out)
     }
 }
@@ -719,29 +739,41 @@ fn rare_lines(files: &[PathBuf], root: &Path) -> Vec<String> {
             continue;
         }
         let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().collect();
-        if lines.len() < RARE_MIN_LINES {
-            continue;
-        }
-        let shapes: Vec<String> = lines.iter().map(|l| line_shape(l)).collect();
-        let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for sh in &shapes {
-            *counts.entry(sh.as_str()).or_default() += 1;
-        }
-        for (i, line) in lines.iter().enumerate() {
-            if counts.get(shapes[i].as_str()).is_some_and(|n| *n <= RARE_MAX_COUNT)
-                && !line.trim().is_empty()
-            {
-                out.push(format!(
-                    "{}:{}: {}",
-                    rel_display(root, f),
-                    i + 1,
-                    super::truncate_str(line.trim_end(), 300)
-                ));
-            }
+        for (i, line) in rare_in(&text) {
+            out.push(format!(
+                "{}:{}: {}",
+                rel_display(root, f),
+                i,
+                super::truncate_str(line.trim_end(), 300)
+            ));
         }
     }
     out
+}
+
+/// The rare lines of `text` (see [`rare_lines`]) with their 1-based numbers; none for a text
+/// shorter than [`RARE_MIN_LINES`].
+fn rare_in(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() < RARE_MIN_LINES {
+        return Vec::new();
+    }
+    let shapes: Vec<String> = lines.iter().map(|l| line_shape(l)).collect();
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for sh in &shapes {
+        *counts.entry(sh.as_str()).or_default() += 1;
+    }
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            counts
+                .get(shapes[*i].as_str())
+                .is_some_and(|n| *n <= RARE_MAX_COUNT)
+                && !l.trim().is_empty()
+        })
+        .map(|(i, l)| (i + 1, *l))
+        .collect()
 }
 
 /// Most of the task's words a fallback search uses.
@@ -1004,7 +1036,9 @@ mod tests {
         let out = SearchText.call(args, &ctx).expect("test value");
         assert!(!out.contains("task's words"), "{out}");
         assert!(
-            out.lines().last().is_some_and(|l| l.contains("backup-7731")),
+            out.lines()
+                .last()
+                .is_some_and(|l| l.contains("backup-7731")),
             "{out}"
         );
     }
@@ -1021,7 +1055,9 @@ mod tests {
                 i % 60
             ));
             if i == 150 {
-                log.push_str("2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4\n");
+                log.push_str(
+                    "2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4\n",
+                );
             }
         }
         std::fs::write(t.path().join("sys.log"), log).expect("test value");
@@ -1038,9 +1074,29 @@ mod tests {
             )
             .expect("test value");
         assert!(out.starts_with(NO_MATCHES), "{out}");
-        let rare: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("The rare lines")).skip(1).collect();
+        let rare: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("The rare lines"))
+            .skip(1)
+            .collect();
         assert_eq!(rare, vec!["sys.log:152: 2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4"]);
+        // A read of the log's first lines shows the event too.
+        let read = ReadFile
+            .call(
+                serde_json::json!({"path": "sys.log", "start_line": 1, "end_line": 5}),
+                &ctx,
+            )
+            .expect("test value");
+        assert!(
+            read.ends_with(
+                "152: 2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4\n"
+            ),
+            "{read}"
+        );
         // Routine lines of one shape are never rare.
-        assert_eq!(line_shape("T1 INFO http: GET /a status=200"), line_shape("T2 INFO http: GET /a status=404"));
+        assert_eq!(
+            line_shape("T1 INFO http: GET /a status=200"),
+            line_shape("T2 INFO http: GET /a status=404")
+        );
     }
 }
