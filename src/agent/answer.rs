@@ -365,6 +365,14 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
                 },
             };
             let content = raw.trim();
+            // read_file's header ("config/service.toml (2 lines):", "app.log lines 1-40 of
+            // 900:") names the file, not what it holds.
+            if number.is_none()
+                && line.ends_with(':')
+                && (line.ends_with(" lines):") || line.contains(" lines "))
+            {
+                continue;
+            }
             if content.starts_with('[') && content.ends_with(']') && content.len() > 2 {
                 section = Some(content.to_string());
                 continue;
@@ -417,11 +425,107 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
             }
         }
     }
+    // Second hop: a line of another file that holds a value the best lines (or a file the task
+    // names by its id, "build 4471" for ci/build-4471.txt) hold — the runner a build log names,
+    // in the inventory's rows — breaks a tie in its favour.
+    let links = link_tokens(task, steps, &scored);
+    if !links.is_empty() {
+        for (_, n, _, shown, index) in scored.iter_mut() {
+            let from = steps.iter().find(|s| s.index == *index).and_then(call_path);
+            let lower = shown.to_lowercase();
+            if links
+                .iter()
+                .any(|(file, t)| Some(file.as_str()) != from && holds_token(&lower, t))
+            {
+                *n += 1;
+            }
+        }
+    }
     scored.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
     scored
         .into_iter()
         .map(|(_, n, _, line, index)| (n, line, index))
         .collect()
+}
+
+/// Whether `lower` holds `token` with no letter or digit right before or after it.
+fn holds_token(lower: &str, token: &str) -> bool {
+    lower.match_indices(token).any(|(i, _)| {
+        let before = lower[..i].chars().next_back();
+        let after = lower[i + token.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// Identifier-like values (`gpu-runner-07`, `pnguyen`, `bx-121`) to follow to another file,
+/// each with the file it came from: the values of the best lines, and every identifier of a
+/// file whose name holds an id the task gives (`4471`). None the task itself holds.
+fn link_tokens(
+    task: &str,
+    steps: &[Step],
+    scored: &[(bool, usize, usize, String, usize)],
+) -> Vec<(String, String)> {
+    let task_lower = task.to_lowercase();
+    let ids: Vec<&str> = task
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3 && w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    let ident = |t: &str| {
+        t.len() >= 4
+            && t.chars().any(char::is_alphabetic)
+            && t.chars()
+                .any(|c| c.is_ascii_digit() || c == '-' || c == '_')
+            && t.matches(':').count() < 2
+            && !task_lower.contains(t)
+    };
+    // A value of a best line may be a plain word ("owner = pnguyen"); an id-named file's
+    // words are mostly prose, so only its identifiers count.
+    let value =
+        |t: &str| t.len() >= 4 && t.chars().any(char::is_alphabetic) && !task_lower.contains(t);
+    let tokens_of = |text: &str, keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+        text.split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            .map(|t| t.trim_matches(['.', '-', '_']).to_lowercase())
+            .filter(|t| keep(t))
+            .collect()
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |file: &str, t: String| {
+        if !out.iter().any(|(f, x)| f == file && *x == t) {
+            out.push((file.to_string(), t));
+        }
+    };
+    for step in steps.iter().filter(|s| usable(s)) {
+        let Some(path) = call_path(step) else {
+            continue;
+        };
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if ids.iter().any(|id| name.contains(id)) {
+            for line in whole_text(step).lines().skip(1).take(50) {
+                let content = super::tally::content(line).unwrap_or(line);
+                for t in tokens_of(content, &ident) {
+                    add(path, t);
+                }
+            }
+        }
+    }
+    let best = scored.iter().map(|x| x.1).max().unwrap_or(0);
+    for (comment, _, _, shown, index) in scored.iter().filter(|x| x.1 == best).take(BEST_LINES) {
+        if *comment {
+            continue;
+        }
+        let Some(path) = steps.iter().find(|s| s.index == *index).and_then(call_path) else {
+            continue;
+        };
+        // The values: after a key's `=` or `:`.
+        for part in shown.split(", ") {
+            if let Some((_, v)) = part.split_once(['=', ':']) {
+                for t in tokens_of(v, &value) {
+                    add(path, t);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Words that ask for a figure worked out from the values read, not one value as written.
@@ -1535,6 +1639,51 @@ mod tests {
             odd_file_answer("Which file in src/ is newest?", &steps),
             None
         );
+    }
+
+    #[test]
+    fn a_value_found_in_one_file_ranks_the_line_that_holds_it_in_another() {
+        let build = call(
+            1,
+            "read_file",
+            json!({"path": "ci/build-4471.txt"}),
+            "ci/build-4471.txt (3 lines):\n1: build 4471 branch=main\n2: assigned to runner gpu-runner-07 (pool: cuda)\n3: result: FAILED",
+        );
+        let inventory = call(
+            2,
+            "read_file",
+            json!({"path": "inventory/runners.csv"}),
+            "inventory/runners.csv (4 lines):\n1: runner,pool,host,gpu\n2: gpu-runner-03,cuda,bx-114,rtx-4090\n3: gpu-runner-07,cuda,bx-121,rtx-3090\n4: cpu-runner-07,cpu,bx-088,none",
+        );
+        let task = "CI build 4471 failed. Which host machine did it run on, and what GPU does that host have? The runner inventory is inventory/runners.csv.";
+        let best = best_lines(task, &[build.clone(), inventory.clone()], 3);
+        assert_eq!(
+            best,
+            vec!["runner=gpu-runner-07, pool=cuda, host=bx-121, gpu=rtx-3090"]
+        );
+        // The owner a config names, looked up in a people list.
+        let config = call(
+            1,
+            "read_file",
+            json!({"path": "config/service.toml"}),
+            "config/service.toml (2 lines):\n1: name = \"ledger\"\n2: owner = \"pnguyen\"",
+        );
+        let people = call(
+            2,
+            "read_file",
+            json!({"path": "team/people.csv"}),
+            "team/people.csv (3 lines):\n1: login,email\n2: akimura,aiko@example.org\n3: pnguyen,phuong@example.org",
+        );
+        let best = best_lines(
+            "A file in config/ names the owner of the service. What is the owner's email in team/people.csv?",
+            &[config, people],
+            3,
+        );
+        assert!(
+            best.contains(&"login=pnguyen, email=phuong@example.org".to_string()),
+            "{best:?}"
+        );
+        assert!(!best.iter().any(|l| l.contains("akimura")), "{best:?}");
     }
 
     #[test]
