@@ -3,7 +3,7 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Seven
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Eight
 //! rules, each over enum-typed arguments only:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU

@@ -637,6 +637,17 @@ struct Scan {
 }
 
 /// Search `files` (paths under `root`) line by line with `matcher`.
+/// The bytes of `f` when a search reads it: a regular file (not a link) of at most
+/// [`MAX_SEARCH_FILE`] bytes with no NUL in its first 8 KiB (not binary).
+fn searchable(f: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(f).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
+        return None;
+    }
+    let bytes = std::fs::read(f).ok()?;
+    (!bytes.iter().take(8192).any(|b| *b == 0)).then_some(bytes)
+}
+
 fn scan(matcher: &Matcher, files: &[PathBuf], root: &Path, ctx: &ToolContext) -> Scan {
     let mut full: Vec<String> = Vec::new();
     let mut partial: Vec<(u64, String)> = Vec::new();
@@ -647,18 +658,9 @@ fn scan(matcher: &Matcher, files: &[PathBuf], root: &Path, ctx: &ToolContext) ->
         if ctx.cancel.is_cancelled() {
             break;
         }
-        let Ok(meta) = std::fs::symlink_metadata(f) else {
+        let Some(bytes) = searchable(f) else {
             continue;
         };
-        if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(f) else {
-            continue;
-        };
-        if bytes.iter().take(8192).any(|b| *b == 0) {
-            continue;
-        }
         scanned += 1;
         let text = String::from_utf8_lossy(&bytes);
         for (i, line) in text.lines().enumerate() {
@@ -726,18 +728,9 @@ fn line_shape(line: &str) -> String {
 fn rare_lines(files: &[PathBuf], root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for f in files.iter().take(MAX_FILES_SCANNED) {
-        let Ok(meta) = std::fs::symlink_metadata(f) else {
+        let Some(bytes) = searchable(f) else {
             continue;
         };
-        if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(f) else {
-            continue;
-        };
-        if bytes.iter().take(8192).any(|b| *b == 0) {
-            continue;
-        }
         let text = String::from_utf8_lossy(&bytes);
         for (i, line) in rare_in(&text) {
             out.push(format!(
