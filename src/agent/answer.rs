@@ -152,8 +152,7 @@ const ATTRIBUTE_WORDS: &[&str] = &[
 /// matches its prefix of 3+ letters either way, so "max" matches "maximum"), and 1 more when
 /// the line's key (before `=` or `:`) is one of `keys` exactly.
 fn score(line_words: &[String], keys: &[String]) -> usize {
-    let held: usize = keys
-        .iter()
+    keys.iter()
         .filter(|k| {
             line_words.iter().any(|w| {
                 w == *k
@@ -169,8 +168,7 @@ fn score(line_words: &[String], keys: &[String]) -> usize {
                 2
             }
         })
-        .sum();
-    held
+        .sum()
 }
 
 /// A line's key: the text before its first `=` or `:`, without quotes, lower case; `None`
@@ -323,8 +321,7 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     if keys.is_empty() {
         return Vec::new();
     }
-    // (comment, score, order, shown, step)
-    let mut scored: Vec<(bool, usize, usize, String, usize)> = Vec::new();
+    let mut scored: Vec<Scored> = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut order = 0usize;
     // Whole reads first: a line a search also hit is then shown as the read showed it (under
@@ -420,7 +417,14 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
                 None => shown.clone(),
             };
             if n > 0 && seen.insert(key) {
-                scored.push((is_comment(&file, content), n, order, shown, step.index));
+                scored.push(Scored {
+                    comment: is_comment(&file, content),
+                    score: n,
+                    order,
+                    shown,
+                    step: step.index,
+                    path: call_path(step).map(str::to_string),
+                });
                 order += 1;
             }
         }
@@ -430,22 +434,39 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     // in the inventory's rows — breaks a tie in its favour.
     let links = link_tokens(task, steps, &scored);
     if !links.is_empty() {
-        for (_, n, _, shown, index) in scored.iter_mut() {
-            let from = steps.iter().find(|s| s.index == *index).and_then(call_path);
-            let lower = shown.to_lowercase();
-            if links
-                .iter()
-                .any(|(file, t)| Some(file.as_str()) != from && holds_token(&lower, t))
-            {
-                *n += 1;
+        for line in scored.iter_mut() {
+            let lower = line.shown.to_lowercase();
+            if links.iter().any(|(file, t)| {
+                line.path.as_deref() != Some(file.as_str()) && holds_token(&lower, t)
+            }) {
+                line.score += 1;
             }
         }
     }
-    scored.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    scored.sort_by(|a, b| {
+        a.comment
+            .cmp(&b.comment)
+            .then(b.score.cmp(&a.score))
+            .then(a.order.cmp(&b.order))
+    });
     scored
         .into_iter()
-        .map(|(_, n, _, line, index)| (n, line, index))
+        .map(|l| (l.score, l.shown, l.step))
         .collect()
+}
+
+/// A line of the tool outputs as `ranked_lines` scores it.
+struct Scored {
+    /// A comment in its file's language (ranked after every data line).
+    comment: bool,
+    score: usize,
+    /// Reading order, for ties.
+    order: usize,
+    /// The line as the answer request is shown it.
+    shown: String,
+    /// The step whose output holds it, and that step's path argument.
+    step: usize,
+    path: Option<String>,
 }
 
 /// Whether `lower` holds `token` with no letter or digit right before or after it.
@@ -460,11 +481,7 @@ fn holds_token(lower: &str, token: &str) -> bool {
 /// Identifier-like values (`gpu-runner-07`, `pnguyen`, `bx-121`) to follow to another file,
 /// each with the file it came from: the values of the best lines, and every identifier of a
 /// file whose name holds an id the task gives (`4471`). None the task itself holds.
-fn link_tokens(
-    task: &str,
-    steps: &[Step],
-    scored: &[(bool, usize, usize, String, usize)],
-) -> Vec<(String, String)> {
+fn link_tokens(task: &str, steps: &[Step], scored: &[Scored]) -> Vec<(String, String)> {
     let task_lower = task.to_lowercase();
     let ids: Vec<&str> = task
         .split(|c: char| !c.is_alphanumeric())
@@ -508,16 +525,13 @@ fn link_tokens(
             }
         }
     }
-    let best = scored.iter().map(|x| x.1).max().unwrap_or(0);
-    for (comment, _, _, shown, index) in scored.iter().filter(|x| x.1 == best).take(BEST_LINES) {
-        if *comment {
-            continue;
-        }
-        let Some(path) = steps.iter().find(|s| s.index == *index).and_then(call_path) else {
+    let best = scored.iter().map(|x| x.score).max().unwrap_or(0);
+    for line in scored.iter().filter(|x| x.score == best).take(BEST_LINES) {
+        let (false, Some(path)) = (line.comment, line.path.as_deref()) else {
             continue;
         };
         // The values: after a key's `=` or `:`.
-        for part in shown.split(", ") {
+        for part in line.shown.split(", ") {
             if let Some((_, v)) = part.split_once(['=', ':']) {
                 for t in tokens_of(v, &value) {
                     add(path, t);
