@@ -109,7 +109,7 @@ fn react_calculator_task_through_llama_server() {
     let mut planner = LmPlanner::new(&mut remote, LmPlannerConfig::default());
     let mut calculator_calls = 0;
     let outcome = react::run(
-        "What is 1234 * 5678?",
+        "Use the calculator for 1234 * 5678.",
         &mut planner,
         &tools,
         &limits,
