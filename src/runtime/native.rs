@@ -14,9 +14,8 @@
 
 use std::sync::Mutex;
 
-use rayon::prelude::*;
 
-use crate::kernels::cpu::{Acts, Kernels, KvType, QMatrix, QType};
+use crate::kernels::cpu::{pool, Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
     shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,
 };
@@ -167,6 +166,11 @@ pub const PROFILE_OPS: [&str; 10] = [
     "down matmul + residual",
     "output norm + logits",
 ];
+
+thread_local! {
+    /// Each thread's attention scores for the heads it runs in parallel.
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Per-operation wall time of the forward passes (when profiling is on): each `lap` charges the
 /// time since the previous one to an operation.
@@ -434,10 +438,9 @@ impl NativeModel {
             };
             let work_items = t * nh * (pos + t);
             if work_items * hd >= 1 << 16 {
-                s.att
-                    .par_chunks_mut(hd)
-                    .enumerate()
-                    .for_each_init(Vec::new, |sc, item| work(item, sc));
+                pool::for_each_chunk_mut(&mut s.att, hd, &|idx, out| {
+                    SCORES.with_borrow_mut(|sc| work((idx, out), sc))
+                });
             } else {
                 let mut sc = std::mem::take(&mut s.tmp);
                 s.att

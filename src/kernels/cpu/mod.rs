@@ -7,13 +7,14 @@
 //! `target-cpu=native` for the fast path; [`KernelChoice::Scalar`] forces the reference (for
 //! measuring what the SIMD code buys).
 //!
-//! Rows are split across the rayon pool in chunks large enough that the hand-off costs less
+//! Rows are split across the worker pool ([`pool`]) in chunks large enough that the hand-off costs less
 //! than the work; for a batch of tokens (prefill) each chunk of weight rows is read once and
 //! multiplied with every token while it sits in cache.
 
 pub mod blocks;
 pub mod kv;
 pub mod panel;
+pub mod pool;
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx2;
@@ -21,8 +22,6 @@ pub mod avx2;
 pub mod avx2_kv;
 
 use std::sync::OnceLock;
-
-use rayon::prelude::*;
 
 pub use blocks::{ActBlocks32, ActBlocksK, QK32, QK_K};
 pub use kv::{KvBuf, KvRows, KvType};
@@ -800,16 +799,15 @@ impl Kernels {
     }
 
     /// The SwiGLU gate: `g ← g · σ(g) · u` elementwise (`u` at least as long as `g`), split
-    /// over the rayon pool when long.
+    /// over the worker pool when long.
     pub fn silu_mul(&self, g: &mut [f32], u: &[f32]) {
         assert!(u.len() >= g.len(), "up must be as long as gate");
         const CHUNK: usize = 16 * 1024;
         if g.len() <= CHUNK {
             (self.silu_mul)(g, u);
         } else {
-            g.par_chunks_mut(CHUNK)
-                .zip(u.par_chunks(CHUNK))
-                .for_each(|(g, u)| (self.silu_mul)(g, u));
+            let f = self.silu_mul;
+            pool::for_each_chunk_mut(g, CHUNK, &|i, g| f(g, &u[i * CHUNK..]));
         }
     }
 
@@ -875,7 +873,7 @@ impl Kernels {
     }
 
     /// `out[tok][r] = Σ_c w[r][c] · x[tok][c]` for every token of `a` and every row of `w`;
-    /// `out` has `tokens × w.rows()` elements. Runs on the rayon pool.
+    /// `out` has `tokens × w.rows()` elements. Runs on the worker pool.
     pub fn matmul(&self, w: &QMatrix, a: &mut Acts, out: &mut [f32]) {
         assert_eq!(
             a.n, w.cols,
@@ -890,7 +888,7 @@ impl Kernels {
         });
         let a = &*a;
         let out_ptr = SyncPtr(out.as_mut_ptr());
-        let threads = rayon::current_num_threads().max(1);
+        let threads = pool::threads();
         let mut r_done = 0;
         if let Some(pk) = self.panel_kernel(w.ty, t, rows) {
             let view = a.panel_view(w.ty);
@@ -909,11 +907,7 @@ impl Kernels {
             let r0 = r_done + c * chunk;
             self.rows_dot(w, a, r0, (r0 + chunk).min(rows), out_ptr);
         };
-        if n_chunks == 1 {
-            work(0);
-        } else {
-            (0..n_chunks).into_par_iter().for_each(work);
-        }
+        pool::for_each(n_chunks, &work);
     }
 
     /// The panel kernel for a product of `t` tokens with a `rows`-row matrix of `ty`, when
@@ -946,8 +940,7 @@ impl Kernels {
             .min(groups.div_ceil(threads * 4))
             .max(1);
         let n_chunks = groups.div_ceil(per_chunk);
-        let work = |panels: &mut (Vec<Panel>, Vec<f32>), c: usize| {
-            let (panels, tmp) = panels;
+        let run = |(panels, tmp): &mut (Vec<Panel>, Vec<f32>), c: usize| {
             let g0 = c * per_chunk;
             let g1 = (g0 + per_chunk).min(groups);
             panels.resize_with(g1 - g0, Panel::default);
@@ -974,13 +967,10 @@ impl Kernels {
                 }
             }
         };
-        if n_chunks == 1 {
-            work(&mut Default::default(), 0);
-        } else {
-            (0..n_chunks)
-                .into_par_iter()
-                .for_each_init(Default::default, work);
-        }
+        let work = |c: usize| {
+            PANEL_SCRATCH.with_borrow_mut(|scratch| run(scratch, c));
+        };
+        pool::for_each(n_chunks, &work);
     }
 
     /// Rows `r0 .. r1` of the product for every token, one row at a time (four tokens at a
@@ -1030,6 +1020,11 @@ impl Kernels {
             }
         }
     }
+}
+
+thread_local! {
+    /// Each thread's packed panels and output slab for [`Kernels::matmul_panels`].
+    static PANEL_SCRATCH: std::cell::RefCell<(Vec<Panel>, Vec<f32>)> = Default::default();
 }
 
 /// A raw output pointer shared by the chunks of one product; each writes disjoint elements.
