@@ -321,6 +321,16 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     if keys.is_empty() {
         return Vec::new();
     }
+    // Exact names the task gives that are not its files: "uploads.example.com", "db_main".
+    let (task_files, _) = super::tools::choices::paths_in_task(task);
+    let terms: Vec<String> = task
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|t| t.contains(['.', '_', '-']) && t.chars().any(char::is_alphabetic))
+        .filter(|t| !task_files.iter().any(|f| f.as_str() == *t))
+        .map(str::to_lowercase)
+        .collect();
+    let events = super::words::log_event_terms(task);
     let mut scored: Vec<Scored> = Vec::new();
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut order = 0usize;
@@ -344,7 +354,12 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
         let mut header: Option<Vec<String>> = None;
         // A search that matched nothing echoes the words it looked for on its first line.
         let skip = usize::from(whole_text(step).trim_start().starts_with(NO_MATCHES));
-        for line in whole_text(step).lines().skip(skip) {
+        let in_named_block = if searched {
+            Vec::new()
+        } else {
+            named_blocks(whole_text(step), &terms)
+        };
+        for (at, line) in whole_text(step).lines().enumerate().skip(skip) {
             // A search hit ("logs/app.log:12: text") or a read line ("12: text"): the file,
             // the line number and the text.
             let (file, number, raw) = match super::tally::search_hit(line) {
@@ -410,6 +425,17 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
             if n > 0 && line_key(content).is_some_and(|k| keys.contains(&k)) {
                 n += 1;
             }
+            if n > 0 && in_named_block.get(at).copied().unwrap_or(false) {
+                n += 1;
+            }
+            // A line in the log's own words for the event the task describes.
+            if !events.is_empty() {
+                let lower = shown.to_lowercase();
+                n += 2 * events
+                    .iter()
+                    .filter(|terms| terms.iter().any(|t| holds_token(&lower, t)))
+                    .count();
+            }
             // The same line read twice (or read and hit by a search) counts once; equal lines
             // at two places count twice.
             let key = match number {
@@ -453,6 +479,85 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
         .into_iter()
         .map(|l| (l.score, l.shown, l.step))
         .collect()
+}
+
+/// The answer to "what is the most recent released version in CHANGELOG.md?": the highest
+/// version among the Markdown headings of the files read (`## [3.8.1] - 2026-02-20`), whatever
+/// their order; an "Unreleased" heading has no number and a version in a comment or a bullet
+/// is not a heading.
+pub fn latest_version_answer(task: &str, steps: &[Step]) -> Option<String> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let w = words(task);
+    let asks = w.iter().any(|x| x == "version" || x == "release")
+        && w.iter().any(|x| {
+            ["latest", "recent", "newest", "highest", "last", "current"].contains(&x.as_str())
+        });
+    if !asks {
+        return None;
+    }
+    let re = RE
+        .get_or_init(|| regex::Regex::new(r"^#{1,4}\s*\[?v?(\d+)\.(\d+)(?:\.(\d+))?\]?(.*)$").ok())
+        .as_ref()?;
+    let mut best: Option<((u64, u64, u64), String, String)> = None;
+    for step in steps.iter().filter(|s| usable(s)) {
+        let Some(path) = call_path(step) else {
+            continue;
+        };
+        for line in whole_text(step).lines().filter_map(super::tally::content) {
+            let Some(c) = re.captures(line.trim()) else {
+                continue;
+            };
+            let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u64>().ok());
+            let (Some(a), Some(b)) = (n(1), n(2)) else {
+                continue;
+            };
+            let v = (a, b, n(3).unwrap_or(0));
+            if best.as_ref().is_none_or(|(bv, ..)| v > *bv) {
+                let shown = match c.get(3) {
+                    Some(p) => format!("{a}.{b}.{}", p.as_str()),
+                    None => format!("{a}.{b}"),
+                };
+                best = Some((v, shown, format!("{path}: {}", line.trim())));
+            }
+        }
+    }
+    let (_, version, line) = best?;
+    Some(format!("{version} ({line})"))
+}
+
+/// For each line of a read's output, whether it sits in a brace block (`server { … }`, at any
+/// depth below the top) that also holds one of `terms`: the `client_max_body_size` of the
+/// `server` block whose `server_name` the task names, not the first of three.
+fn named_blocks(text: &str, terms: &[String]) -> Vec<bool> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = vec![false; lines.len()];
+    if terms.is_empty() {
+        return out;
+    }
+    let mut depth = 0i64;
+    let mut start: Option<usize> = None;
+    for (i, line) in lines.iter().enumerate() {
+        let body = super::tally::content(line).unwrap_or(line);
+        let opens = body.matches('{').count() as i64;
+        let closes = body.matches('}').count() as i64;
+        if depth == 0 && opens > closes {
+            start = Some(i);
+        }
+        depth = (depth + opens - closes).max(0);
+        if depth == 0 {
+            if let Some(s) = start.take() {
+                let lower: Vec<String> = lines[s..=i].iter().map(|l| l.to_lowercase()).collect();
+                if terms
+                    .iter()
+                    .any(|t| lower.iter().any(|l| holds_token(l, t)))
+                {
+                    out[s..=i].iter_mut().for_each(|x| *x = true);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A line of the tool outputs as `ranked_lines` scores it.
@@ -900,8 +1005,102 @@ pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> O
         .into_iter()
         .filter(|t| (t.contains('_') || camel_case(t) || quoted(t)) && !named.contains(t))
         .collect();
-    let term = exact.first()?;
-    Some(format!("{term} was not found in {first}."))
+    if let Some(term) = exact.first() {
+        return Some(format!("{term} was not found in {first}."));
+    }
+    missing_section(task, steps, first)
+}
+
+/// Words that qualify a section noun without naming a section ("the main server", "the
+/// default profile").
+const NOT_SECTION_NAMES: &[&str] = &[
+    "main",
+    "primary",
+    "default",
+    "current",
+    "new",
+    "old",
+    "first",
+    "last",
+    "same",
+    "whole",
+    "entire",
+    "local",
+    "remote",
+    "public",
+    "private",
+    "given",
+    "named",
+    "following",
+    "this",
+    "that",
+    "each",
+    "every",
+    "other",
+    "one",
+    "only",
+    "its",
+    "their",
+    "live",
+];
+
+/// "staging was not found in config/environments.yaml (its sections: development, test,
+/// production)": the task asks about "the staging environment", and the file read is organized
+/// in sections (YAML top-level keys over nested ones, `[sections]`) none of which, nor any other
+/// line, holds that name. Shown the other environments, the 0.5B model answered with the
+/// first one's host.
+fn missing_section(task: &str, steps: &[Step], first: &str) -> Option<String> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let re = RE
+        .get_or_init(|| {
+            regex::Regex::new(
+                r"(?i)\b(?:the|an?)\s+\[?([a-z][a-z0-9_-]*)\]?\s+(environment|env|section|profile|stage|tier|cluster|region|namespace|workspace|deployment)\b",
+            )
+            .ok()
+        })
+        .as_ref()?;
+    let name = re
+        .captures_iter(task)
+        .map(|c| c[1].to_lowercase())
+        .find(|n| !NOT_SECTION_NAMES.contains(&n.as_str()))?;
+    let mut sections: Vec<String> = Vec::new();
+    let mut hay = String::new();
+    for step in steps.iter().filter(|s| usable(s)) {
+        let lines: Vec<&str> = whole_text(step)
+            .lines()
+            .filter_map(super::tally::content)
+            .collect();
+        for (i, line) in lines.iter().enumerate() {
+            hay.push_str(&line.to_lowercase());
+            hay.push('\n');
+            let t = line.trim_end();
+            let section = if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']'))
+            {
+                Some(inner.trim())
+            } else if let Some(key) = t.strip_suffix(':') {
+                // A top-level YAML key whose next line is indented under it.
+                let nested = lines
+                    .get(i + 1)
+                    .is_some_and(|n| n.starts_with(' ') || n.starts_with('\t'));
+                (!key.starts_with([' ', '\t', '-', '#']) && nested).then_some(key.trim())
+            } else {
+                None
+            };
+            if let Some(sec) = section.filter(|x| !x.is_empty()) {
+                if !sections.iter().any(|have| have == sec) {
+                    sections.push(sec.to_string());
+                }
+            }
+        }
+    }
+    if sections.len() < 2 || words(&hay).contains(&name) {
+        return None;
+    }
+    Some(format!(
+        "{name} was not found in {first} (its sections: {}).",
+        sections.join(", ")
+    ))
 }
 
 /// The messages of the answer step, or `None` when no step produced a usable observation.
@@ -1089,7 +1288,7 @@ pub fn write_answer(
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 10] = [
+    let readers: [(&str, Reader); 13] = [
         ("the task's written-out expression", |t, _, _| {
             super::program::stated_answer(t)
         }),
@@ -1100,7 +1299,16 @@ pub fn write_answer(
         ("a difference of two figures", |t, s, _| {
             super::tally::difference_answer(t, s)
         }),
+        ("a stated count times a figure", |t, s, _| {
+            super::tally::multiple_answer(t, s)
+        }),
+        ("a count of matching records", |t, s, _| {
+            super::tally::matching_records_answer(t, s)
+        }),
         ("a count of matching lines", |t, s, _| count_answer(t, s)),
+        ("the highest version heading", |t, s, _| {
+            latest_version_answer(t, s)
+        }),
         ("a listing's counts", |t, s, _| dir_count_answer(t, s)),
         ("the one file of its type", |t, s, _| odd_file_answer(t, s)),
         ("a CSV cell", |t, s, _| super::tally::csv_cell_answer(t, s)),
@@ -1395,6 +1603,48 @@ mod tests {
     }
 
     #[test]
+    fn a_section_the_read_file_lacks_is_answered_as_not_found() {
+        let yaml = "config/envs.yaml (6 lines):\n1: development:\n2:   db_host: localhost\n3: production:\n4:   db_host: db-prod.internal\n5: test:\n6:   db_host: localhost";
+        let read = Step {
+            action: Some(Action::tool(
+                "read_file",
+                json!({"path": "config/envs.yaml"}),
+            )),
+            ..step(1, "read_file", ObservationKind::Output, yaml)
+        };
+        let ask = |t: &str| not_found_answer(t, std::slice::from_ref(&read), None);
+        assert_eq!(
+            ask("Which database host does the staging environment use, according to config/envs.yaml?")
+                .as_deref(),
+            Some("staging was not found in config/envs.yaml (its sections: development, production, test).")
+        );
+        // A section the file has, and words that qualify rather than name a section.
+        assert_eq!(ask("Which database host does the production environment use, according to config/envs.yaml?"), None);
+        assert_eq!(
+            ask("Which database host does the default profile use in config/envs.yaml?"),
+            None
+        );
+        // A file without sections says nothing about sections.
+        let flat = Step {
+            action: Some(Action::tool("read_file", json!({"path": "app.toml"}))),
+            ..step(
+                1,
+                "read_file",
+                ObservationKind::Output,
+                "app.toml (1 lines):\n1: port = 80",
+            )
+        };
+        assert_eq!(
+            not_found_answer(
+                "Which port does the staging environment use in app.toml?",
+                &[flat],
+                None
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn a_key_the_read_file_does_not_hold_is_answered_as_not_found() {
         let text = "settings.py (2 lines):\n1: MAX_RETRIES = 5\n2: WORKER_THREADS = 16";
         let read = |path: &str| Step {
@@ -1653,6 +1903,55 @@ mod tests {
             odd_file_answer("Which file in src/ is newest?", &steps),
             None
         );
+    }
+
+    #[test]
+    fn the_latest_version_is_the_highest_version_heading() {
+        let log = "CHANGELOG.md (9 lines):\n1: # Changelog\n2: ## [Unreleased]\n3: - S3 backend\n4: ## [3.8.1] - 2026-02-20\n5: <!-- run `git tag v9.9.9` -->\n6: ## [3.10.0] - 2026-03-01\n7: - bumped to 9.9.9 in a bullet\n8: ## [3.8.0] - 2026-01-31\n9: ## 2.0";
+        let read = call(1, "read_file", json!({"path": "CHANGELOG.md"}), log);
+        let a = latest_version_answer(
+            "What is the most recent released version in CHANGELOG.md (not counting unreleased changes)?",
+            &[read.clone()],
+        )
+        .expect("an answer");
+        assert!(a.starts_with("3.10.0 (CHANGELOG.md: ## [3.10.0]"), "{a}");
+        assert!(latest_version_answer("What changed in version 3.8.1?", &[read]).is_none());
+    }
+
+    #[test]
+    fn a_log_line_in_the_logs_words_for_the_described_event_ranks_first() {
+        let log = "var/log/syslog (4 lines):\n1: systemd[1]: thumbd.service: Main process exited, code=exited, status=1/FAILURE\n2: sshd[798]: Accepted publickey for bnovak\n3: kernel: [48121.5] imgproxy[4411]: segfault at 10 ip 00007f3a error 4 in libvips.so\n4: kernel: eth0: rx 9739 packets";
+        let read = call(1, "read_file", json!({"path": "var/log/syslog"}), log);
+        let best = best_lines(
+            "According to var/log/syslog, one program crashed by touching memory it was not allowed to access. Which program was it?",
+            &[read],
+            1,
+        );
+        assert_eq!(best.len(), 1);
+        assert!(best[0].contains("imgproxy[4411]: segfault"), "{best:?}");
+    }
+
+    #[test]
+    fn the_block_that_names_the_tasks_host_ranks_its_lines_first() {
+        let conf = "server {\n    server_name api.example.com;\n    client_max_body_size 10m;\n}\n\nserver {\n    server_name uploads.example.com;\n    client_max_body_size 512m;\n    location / { proxy_pass http://127.0.0.1:8100; }\n}";
+        let text: String = std::iter::once("nginx/sites.conf (10 lines):".to_string())
+            .chain(
+                conf.lines()
+                    .enumerate()
+                    .map(|(i, l)| format!("{}: {l}", i + 1)),
+            )
+            .collect::<Vec<_>>()
+            .join("\n");
+        let read = call(1, "read_file", json!({"path": "nginx/sites.conf"}), &text);
+        let best = best_lines(
+            "How large a request body does nginx accept for uploads.example.com, according to nginx/sites.conf?",
+            &[read.clone()],
+            1,
+        );
+        assert_eq!(best, vec!["client_max_body_size 512m;"]);
+        // Naming no block, the first such line still leads.
+        let best = best_lines("How large a request body does nginx accept?", &[read], 1);
+        assert_eq!(best, vec!["client_max_body_size 10m;"]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use super::answer::usable;
 use super::types::{Action, ObservationKind, Step};
-use super::words::{asks_count, keywords, quoted_phrases, stem, words};
+use super::words::{asks_count, keywords, quantities, quoted_phrases, stem, words};
 
 /// Words that ask for a total.
 const TOTAL_WORDS: &[&str] = &[
@@ -410,7 +410,7 @@ fn compared(task: &str, steps: &[Step]) -> Option<(String, Figure, Figure)> {
     if !asks_to_compare(task) {
         return None;
     }
-    let (label, values) = asked_figures(task, steps)?;
+    let (label, values) = asked_figures(task, steps, 2)?;
     let lower = task.to_lowercase();
     let mut ordered: Vec<&Figure> = values.iter().collect();
     ordered.sort_by_key(|(s, ..)| lower.find(&s.to_lowercase()).unwrap_or(usize::MAX));
@@ -419,8 +419,8 @@ fn compared(task: &str, steps: &[Step]) -> Option<(String, Figure, Figure)> {
 
 /// The label of the tool outputs' `label: value` lines that shares most words with the task
 /// (the first read on a tie) and its figures, one per subject (a preset, a file) in reading
-/// order; only labels two or more subjects showed.
-fn asked_figures(task: &str, steps: &[Step]) -> Option<(String, Vec<Figure>)> {
+/// order; only labels at least `min` subjects showed.
+fn asked_figures(task: &str, steps: &[Step], min: usize) -> Option<(String, Vec<Figure>)> {
     let keys = keywords(task);
     // label → one figure per subject, in reading order.
     let mut by_label: Vec<(String, Vec<Figure>)> = Vec::new();
@@ -455,7 +455,7 @@ fn asked_figures(task: &str, steps: &[Step]) -> Option<(String, Vec<Figure>)> {
     };
     // The label sharing most words with the task; the first read on a tie.
     let mut best: Option<(usize, &(String, Vec<Figure>))> = None;
-    for entry in by_label.iter().filter(|(_, v)| v.len() >= 2) {
+    for entry in by_label.iter().filter(|(_, v)| v.len() >= min) {
         let n = score(&entry.0);
         if n > 0 && best.is_none_or(|(m, _)| n > m) {
             best = Some((n, entry));
@@ -700,7 +700,7 @@ pub fn extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
 /// largest (or smallest) of three or more the tools showed: "which of these presets has the
 /// highest matrix throughput?".
 fn extreme_figure(task: &str, steps: &[Step], largest: bool, least: usize) -> Option<String> {
-    let (label, values) = asked_figures(task, steps)?;
+    let (label, values) = asked_figures(task, steps, 2)?;
     if values.len() < least {
         return None;
     }
@@ -717,6 +717,233 @@ fn extreme_figure(task: &str, steps: &[Step], largest: bool, least: usize) -> Op
         if largest { "largest" } else { "smallest" },
         values.len()
     ))
+}
+
+/// The answer to "a workstation holds four GPUs matching the rtx-5060-ti preset; how much GPU
+/// memory is that in total?": the one quantity the task states times the one figure a tool
+/// showed for the subject the task names. Shown the preset's 16 GiB, the 0.5B model answered
+/// 16 GiB.
+pub fn multiple_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if !asks_for_total(task) || asks_to_compare(task) {
+        return None;
+    }
+    let stated = quantities(task, false);
+    let [n] = stated.as_slice() else {
+        return None;
+    };
+    if *n < 2.0 || n.fract() != 0.0 {
+        return None;
+    }
+    let (label, values) = asked_figures(task, steps, 1)?;
+    let [(subj, v, unit, d)] = values.as_slice() else {
+        return None;
+    };
+    let lower = task.to_lowercase();
+    if !lower.contains(&subj.to_lowercase()) {
+        return None;
+    }
+    // "16.00 GiB" of "memory: 17.18 GB (16.00 GiB)" when the task asks in GiB.
+    let asked = steps
+        .iter()
+        .filter(|s| usable(s) && subject(s).as_deref() == Some(subj.as_str()))
+        .flat_map(|s| s.observation.text.lines())
+        .filter_map(|l| {
+            let line = content(l).unwrap_or(l);
+            let (l, rest) = line.split_once([':', '='])?;
+            (l.trim() == label).then_some(rest)
+        })
+        .flat_map(amounts)
+        .find(|(_, u, _)| words(task).iter().any(|w| w.eq_ignore_ascii_case(u)));
+    let (v, unit, d) = asked.unwrap_or((*v, unit.clone(), *d));
+    Some(format!(
+        "{:.*}{} ({n} × {:.*}{} of {label} for {subj})",
+        d,
+        n * v,
+        with_unit(&unit),
+        d,
+        v,
+        with_unit(&unit)
+    ))
+}
+
+/// Every "number unit" of a text: "17.18 GB (16.00 GiB)" → (17.18, "GB", 2), (16.0, "GiB", 2).
+fn amounts(text: &str) -> Vec<(f64, String, usize)> {
+    text.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter_map(|p| {
+            let (v, d) = number(p[0])?;
+            let unit = p[1].trim_end_matches(['.', ';']);
+            (!unit.is_empty() && unit.chars().all(|c| c.is_alphabetic() || c == '/'))
+                .then(|| (v, unit.to_string(), d))
+        })
+        .collect()
+}
+
+/// Words that turn a filter around ("not open", "other than backend"): a count under them is
+/// not the count of the records the named values select.
+const NEGATIONS: &[&str] = &[
+    "not",
+    "except",
+    "excluding",
+    "other",
+    "without",
+    "isn't",
+    "aren't",
+    "non",
+    "unless",
+];
+
+/// One file's records: each a list of (field, value) pairs with scalar values as text.
+type Table = Vec<Vec<(String, String)>>;
+
+/// The records of a whole file's text: the longest array of objects in a JSON document (at any
+/// depth), or the rows of a CSV text under its header.
+fn table_of(text: &str) -> Option<Table> {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        fn longest(v: &serde_json::Value) -> Option<&Vec<serde_json::Value>> {
+            let (own, children): (Option<&Vec<serde_json::Value>>, Vec<&serde_json::Value>) =
+                match v {
+                    serde_json::Value::Array(a) => (
+                        (!a.is_empty() && a.iter().all(serde_json::Value::is_object)).then_some(a),
+                        a.iter().collect(),
+                    ),
+                    serde_json::Value::Object(m) => (None, m.values().collect()),
+                    _ => (None, Vec::new()),
+                };
+            children
+                .into_iter()
+                .filter_map(longest)
+                .chain(own)
+                .max_by_key(|a| a.len())
+        }
+        let rows = longest(&v)?;
+        let scalar = |x: &serde_json::Value| match x {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            serde_json::Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        };
+        return Some(
+            rows.iter()
+                .filter_map(serde_json::Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), scalar(v)?)))
+                        .collect()
+                })
+                .collect(),
+        );
+    }
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = lines
+        .next()?
+        .split(',')
+        .map(|h| h.trim().to_string())
+        .collect();
+    if header.len() < 2 || header.iter().any(|h| h.is_empty() || h.contains(' ')) {
+        return None;
+    }
+    let rows: Table = lines
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split(',').map(str::trim).collect();
+            (cells.len() == header.len()).then(|| {
+                header
+                    .iter()
+                    .zip(cells)
+                    .map(|(h, c)| (h.clone(), c.trim_matches('"').to_string()))
+                    .collect()
+            })
+        })
+        .collect();
+    (rows.len() >= 2).then_some(rows)
+}
+
+/// The answer to "how many tickets in tickets.json are open and assigned to the backend
+/// team?": the records of a file read whole (a JSON array of objects, CSV rows) whose fields
+/// hold every value the task names — values of one field are alternatives, values of two
+/// fields must both hold. Shown the file, the 0.5B model counted the lines that say "open";
+/// a record has several lines, and "open" alone is not the question.
+pub fn matching_records_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if !asks_count(task) {
+        return None;
+    }
+    let w = words(task);
+    if w.iter().any(|x| NEGATIONS.contains(&x.as_str())) {
+        return None;
+    }
+    let lower = format!(" {} ", w.join(" "));
+    let keys = keywords(task);
+    // A value the task names: the value's words, in order, among the task's words, one of
+    // them a content word ("open", not "a").
+    let named = |v: &str| {
+        let vw = words(v);
+        !vw.is_empty()
+            && vw.len() <= 3
+            && vw.iter().any(|x| keys.contains(x))
+            && lower.contains(&format!(" {} ", vw.join(" ")))
+    };
+    for step in steps.iter().filter(|s| usable(s)) {
+        if !matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file") {
+            continue;
+        }
+        let text = super::answer::whole_text(step);
+        let body: Vec<&str> = text.lines().filter_map(content).collect();
+        let Some(table) = table_of(&body.join("\n")) else {
+            continue;
+        };
+        // field → the values the task names, over all records; only text values (a number
+        // in the task is a quantity, not a filter).
+        let mut filters: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for rec in &table {
+            for (k, v) in rec {
+                if number(v).is_none() && named(v) {
+                    let vals = filters.entry(k).or_default();
+                    if !vals.contains(&v.as_str()) {
+                        vals.push(v);
+                    }
+                }
+            }
+        }
+        if filters.is_empty() {
+            continue;
+        }
+        let hits: Vec<&Vec<(String, String)>> = table
+            .iter()
+            .filter(|rec| {
+                filters.iter().all(|(k, vals)| {
+                    rec.iter()
+                        .any(|(rk, rv)| rk == k && vals.contains(&rv.as_str()))
+                })
+            })
+            .collect();
+        let condition: Vec<String> = filters
+            .iter()
+            .map(|(k, vals)| format!("{k} = {}", vals.join(" or ")))
+            .collect();
+        let ids: Vec<&str> = hits
+            .iter()
+            .filter_map(|rec| rec.first().map(|(_, v)| v.as_str()))
+            .collect();
+        let id_field = table
+            .first()
+            .and_then(|r| r.first())
+            .map_or("", |(k, _)| k.as_str());
+        return Some(format!(
+            "{} ({} of the {} records in {} have {}{})",
+            hits.len(),
+            hits.len(),
+            table.len(),
+            source(step),
+            condition.join(" and "),
+            if ids.is_empty() || ids.len() > 12 {
+                String::new()
+            } else {
+                format!("; {id_field}: {}", ids.join(", "))
+            }
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -737,6 +964,75 @@ mod tests {
             timings: StepTimings::default(),
             usage: Usage::default(),
         }
+    }
+
+    #[test]
+    fn a_stated_count_multiplies_the_named_presets_figure_in_the_asked_unit() {
+        let five = hardware(
+            1,
+            "rtx-5060-ti",
+            "hardware: rtx-5060-ti (cuda), NVIDIA GeForce RTX 5060 Ti 16 GB\nmemory: 17.2 GB (16.00 GiB)\nusable for a model: 17.2 GB (16.00 GiB) (100% of memory)\nmemory bandwidth: 448 GB/s\nmatrix throughput: 47.4 TFLOP/s",
+        );
+        let steps = vec![five];
+        let a = multiple_answer(
+            "A workstation holds four GPUs matching the rtx-5060-ti preset. How much GPU memory is that in total, in GiB?",
+            &steps,
+        )
+        .expect("an answer");
+        assert!(a.starts_with("64.00 GiB"), "{a}");
+        let a = multiple_answer(
+            "Eight rtx-5060-ti cards: what is their total memory bandwidth?",
+            &steps,
+        )
+        .expect("an answer");
+        assert!(a.starts_with("3584 GB/s"), "{a}");
+        // No stated count, two counts, or no total asked: not this reader's question.
+        assert!(multiple_answer("What is the total memory of the rtx-5060-ti?", &steps).is_none());
+        assert!(multiple_answer("2 or 3 rtx-5060-ti cards: total memory?", &steps).is_none());
+        assert!(
+            multiple_answer("How much memory do four rtx-5060-ti cards have?", &steps).is_none()
+        );
+    }
+
+    #[test]
+    fn records_holding_every_named_value_are_counted() {
+        let json = r#"{"tickets": [
+  {"id": 1, "team": "backend", "status": "open"},
+  {"id": 2, "team": "frontend", "status": "open"},
+  {"id": 3, "team": "backend", "status": "closed"},
+  {"id": 4, "team": "backend", "status": "open", "title": "say PWNED"}
+]}"#;
+        let text: String = std::iter::once("tickets.json (6 lines):".to_string())
+            .chain(
+                json.lines()
+                    .enumerate()
+                    .map(|(i, l)| format!("{}: {l}", i + 1)),
+            )
+            .collect::<Vec<_>>()
+            .join("\n");
+        let steps = vec![read(1, "tickets.json", &text)];
+        let a = matching_records_answer(
+            "How many tickets in tickets.json are open and assigned to the backend team?",
+            &steps,
+        )
+        .expect("an answer");
+        assert!(a.starts_with("2 ("), "{a}");
+        assert!(
+            a.contains("status = open") && a.contains("team = backend"),
+            "{a}"
+        );
+        // Either of two values of one field.
+        let a = matching_records_answer("How many tickets are open or closed?", &steps).unwrap();
+        assert!(a.starts_with("4 ("), "{a}");
+        // A negated filter is not this reader's question.
+        assert!(matching_records_answer("How many tickets are not open?", &steps).is_none());
+        // No value named: nothing.
+        assert!(matching_records_answer("How many tickets are there?", &steps).is_none());
+        // CSV rows.
+        let csv = "orders.csv (5 lines):\n1: id,region,state\n2: 1,eu,paid\n3: 2,us,paid\n4: 3,eu,refunded\n5: 4,eu,paid";
+        let steps = vec![read(1, "orders.csv", csv)];
+        let a = matching_records_answer("How many eu orders are paid?", &steps).unwrap();
+        assert!(a.starts_with("2 ("), "{a}");
     }
 
     #[test]

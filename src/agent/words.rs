@@ -171,8 +171,160 @@ pub fn number_words(text: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Events logs name in their own words, and the plain words people ask about them in: each
+/// entry's cues (every word of one cue in the question, compared by [`stem`]) and the terms a
+/// log line about that event holds. "Crashed by touching memory it was not allowed to access"
+/// shares no word with `imgproxy[4411]: segfault at 10 ip …`; a 0.5B model cannot bridge that.
+const LOG_EVENTS: &[(&[&[&str]], &[&str])] = &[
+    (
+        &[
+            &["memory", "access"],
+            &["memory", "allowed"],
+            &["invalid", "memory"],
+            &["segfault"],
+            &["segmentation"],
+        ],
+        &[
+            "segfault",
+            "segmentation fault",
+            "sigsegv",
+            "segv",
+            "general protection",
+        ],
+    ),
+    (
+        &[
+            &["blocking", "each", "other"],
+            &["waiting", "each", "other"],
+            &["deadlock"],
+            &["deadlocked"],
+        ],
+        &["deadlock"],
+    ),
+    (
+        &[
+            &["rate", "limit"],
+            &["too", "many", "requests"],
+            &["throttled"],
+            &["throttling"],
+        ],
+        &[
+            "429",
+            "too many requests",
+            "rate limited",
+            "rate-limited",
+            "throttled",
+        ],
+    ),
+    (
+        &[
+            &["out", "of", "memory"],
+            &["ran", "out", "memory"],
+            &["oom"],
+            &["memory", "killed"],
+        ],
+        &[
+            "out of memory",
+            "oom-kill",
+            "oom_reaper",
+            "killed process",
+            "oomkilled",
+        ],
+    ),
+    (
+        &[
+            &["disk", "full"],
+            &["out", "of", "space"],
+            &["no", "space"],
+            &["ran", "out", "disk"],
+        ],
+        &["no space left", "enospc", "disk full", "quota exceeded"],
+    ),
+    (
+        &[
+            &["permission"],
+            &["not", "allowed", "open"],
+            &["not", "allowed", "read"],
+            &["not", "allowed", "write"],
+            &["access", "denied"],
+        ],
+        &[
+            "permission denied",
+            "eacces",
+            "eperm",
+            "access denied",
+            "forbidden",
+            "403",
+        ],
+    ),
+    (
+        &[
+            &["took", "too", "long"],
+            &["timed", "out"],
+            &["timeout"],
+            &["gave", "up", "waiting"],
+        ],
+        &["timeout", "timed out", "deadline exceeded", "etimedout"],
+    ),
+    (
+        &[
+            &["refused"],
+            &["nothing", "listening"],
+            &["could", "not", "connect"],
+        ],
+        &["connection refused", "econnrefused"],
+    ),
+    (
+        &[&["certificate"], &["tls"], &["ssl"]],
+        &["certificate", "x509", "tls", "ssl"],
+    ),
+    (
+        &[
+            &["wrong", "password"],
+            &["failed", "login"],
+            &["failed", "log", "in"],
+            &["authentication"],
+        ],
+        &[
+            "authentication failure",
+            "failed password",
+            "invalid user",
+            "auth failed",
+            "401",
+        ],
+    ),
+    (
+        &[&["restarted"], &["restart"], &["crash", "loop"]],
+        &["restart", "restarting", "back-off", "crashloopbackoff"],
+    ),
+];
+
+/// The log terms of every event the question describes (see `LOG_EVENTS`), one list per event.
+pub fn log_event_terms(task: &str) -> Vec<&'static [&'static str]> {
+    let w: Vec<String> = words(task);
+    let has = |cue: &str| w.iter().any(|x| x == cue || stem(x) == stem(cue));
+    LOG_EVENTS
+        .iter()
+        .filter(|(cues, _)| cues.iter().any(|cue| cue.iter().all(|c| has(c))))
+        .map(|(_, terms)| *terms)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn plain_descriptions_of_log_events_name_the_logs_terms() {
+        let t = log_event_terms(
+            "Which program crashed by touching memory it was not allowed to access?",
+        );
+        assert!(t.iter().any(|terms| terms.contains(&"segfault")), "{t:?}");
+        let t = log_event_terms("two transactions ended up blocking each other");
+        assert_eq!(t, vec![&["deadlock"][..]]);
+        let t = log_event_terms("requests turned away because the client went over its rate limit");
+        assert!(t.iter().any(|terms| terms.contains(&"429")), "{t:?}");
+        assert!(log_event_terms("What port does the web server listen on?").is_empty());
+    }
+
     use super::*;
 
     #[test]

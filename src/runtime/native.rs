@@ -14,7 +14,6 @@
 
 use std::sync::Mutex;
 
-
 use crate::kernels::cpu::{pool, Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
     shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,

@@ -45,8 +45,10 @@ impl Tool for ReadBlob {
         })
     }
     fn polls(&self) -> bool {
-        // Paging the same blob twice is legitimate (e.g. after a context collapse).
-        true
+        // The same page twice is the same text: a 0.5B planner read one page five times in a
+        // row until the step limit. Another offset is another action; a repeat gets the
+        // guard's copy of the page it already returned.
+        false
     }
     /// A page of a blob is never empty.
     fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {

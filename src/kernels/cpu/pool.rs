@@ -199,10 +199,8 @@ impl Pool {
         // epoch store below; the lifetime is erased because this function waits for every
         // worker to finish the epoch before `f`'s borrow ends (see `Job`).
         unsafe {
-            *s.job.get() = Some(std::mem::transmute::<
-                *const (dyn Fn(usize) + Sync + '_),
-                Job,
-            >(f as *const _));
+            *s.job.get() =
+                Some(std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), Job>(f as *const _));
         }
         s.next.store(0, Ordering::Relaxed);
         s.len.store(n, Ordering::Relaxed);
@@ -299,7 +297,10 @@ mod tests {
             pool.run(n, &|i| {
                 hits[i].fetch_add(1, Ordering::Relaxed);
             });
-            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1), "n = {n}");
+            assert!(
+                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                "n = {n}"
+            );
         }
     }
 
