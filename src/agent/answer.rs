@@ -389,7 +389,11 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
                 section = Some(content.to_string());
                 continue;
             }
-            if line.starts_with("1: ") && content.contains(',') {
+            // A header is names, not a sentence: a log's first line may hold commas too.
+            let names = content
+                .split(',')
+                .all(|f| !f.trim().is_empty() && !f.trim().contains(char::is_whitespace));
+            if line.starts_with("1: ") && content.contains(',') && names {
                 header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
                 continue;
             }
@@ -524,6 +528,109 @@ pub fn latest_version_answer(task: &str, steps: &[Step]) -> Option<String> {
     }
     let (_, version, line) = best?;
     Some(format!("{version} ({line})"))
+}
+
+/// Nouns a question uses for the program a log line is about.
+const PROGRAM_NOUNS: &[&str] = &[
+    "program",
+    "process",
+    "service",
+    "daemon",
+    "application",
+    "app",
+    "binary",
+    "unit",
+];
+
+/// Programs that log on behalf of others: `systemd[1]: imgproxy.service: …` is about imgproxy.
+const LOGGING_PROGRAMS: &[&str] = &["systemd", "kernel", "init", "cron", "crond", "rsyslogd"];
+
+/// The program a syslog-style line is about: its systemd unit (`imgproxy.service:`), else the
+/// last `name[pid]:` that is not a program logging for another.
+fn log_program(line: &str) -> Option<String> {
+    use std::sync::OnceLock;
+    static RES: OnceLock<Option<[regex::Regex; 2]>> = OnceLock::new();
+    let [unit, pid] = RES
+        .get_or_init(|| {
+            Some([
+                regex::Regex::new(r"\b([A-Za-z][\w@-]*)\.(?:service|socket|timer|mount):").ok()?,
+                regex::Regex::new(r"\b([A-Za-z][\w.-]*)\[\d+\]:").ok()?,
+            ])
+        })
+        .as_ref()?;
+    if let Some(c) = unit.captures(line) {
+        return Some(c[1].to_string());
+    }
+    pid.captures_iter(line)
+        .map(|c| c[1].to_string())
+        .filter(|n| !LOGGING_PROGRAMS.contains(&n.to_lowercase().as_str()))
+        .last()
+}
+
+/// The answer to "which program crashed …" over a log: the program the best-matching lines
+/// are about, when they agree. Shown `imgproxy[4411]: segfault at 10 …` as the best line, the
+/// 0.5B model answered with the log's path.
+pub fn log_program_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    let asks = w
+        .windows(2)
+        .any(|p| (p[0] == "which" || p[0] == "what") && PROGRAM_NOUNS.contains(&p[1].as_str()));
+    if !asks {
+        return None;
+    }
+    let ranked = ranked_lines(task, steps);
+    let best = top(&ranked);
+    let first = best.first()?;
+    let names: Vec<String> = best
+        .iter()
+        .map(|x| log_program(&x.1))
+        .collect::<Option<_>>()?;
+    let name = names.first()?;
+    names
+        .iter()
+        .all(|n| n == name)
+        .then(|| format!("{name} (the log line: {})", first.1))
+        .map(|a| a.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
+}
+
+/// The answer to "which table were they contending for?": the one quoted name (`"…"`, `'…'`
+/// or `` `…` ``) of the best-matching line, when the task asks "which <noun>" and that line
+/// quotes exactly one identifier.
+pub fn quoted_name_answer(task: &str, steps: &[Step]) -> Option<String> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let w = words(task);
+    let asks = w
+        .windows(2)
+        .any(|p| p[0] == "which" && !PROGRAM_NOUNS.contains(&p[1].as_str()));
+    if !asks {
+        return None;
+    }
+    let re = RE
+        .get_or_init(|| regex::Regex::new(r#"["'`]([A-Za-z_][\w.-]{1,63})["'`]"#).ok())
+        .as_ref()?;
+    let ranked = ranked_lines(task, steps);
+    let best = top(&ranked);
+    let [line] = best else { return None };
+    // Exactly one quoted name, and not one the task gave (`"typescript": "5.5.4"` quotes the
+    // key the task asked about, not the answer).
+    let quoted: Vec<&str> = re
+        .captures_iter(&line.1)
+        .filter_map(|c| c.get(1))
+        .map(|m| m.as_str())
+        .collect();
+    let [name] = quoted.as_slice() else {
+        return None;
+    };
+    if w.contains(&name.to_lowercase()) {
+        return None;
+    }
+    Some(
+        format!("{name} (the log line: {})", line.1)
+            .chars()
+            .take(FINAL_ANSWER_MAX_CHARS)
+            .collect(),
+    )
 }
 
 /// For each line of a read's output, whether it sits in a brace block (`server { … }`, at any
@@ -1288,7 +1395,7 @@ pub fn write_answer(
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 13] = [
+    let readers: [(&str, Reader); 15] = [
         ("the task's written-out expression", |t, _, _| {
             super::program::stated_answer(t)
         }),
@@ -1306,6 +1413,12 @@ pub fn write_answer(
             super::tally::matching_records_answer(t, s)
         }),
         ("a count of matching lines", |t, s, _| count_answer(t, s)),
+        ("the program a log line is about", |t, s, _| {
+            log_program_answer(t, s)
+        }),
+        ("the one name the best line quotes", |t, s, _| {
+            quoted_name_answer(t, s)
+        }),
         ("the highest version heading", |t, s, _| {
             latest_version_answer(t, s)
         }),
@@ -1929,6 +2042,45 @@ mod tests {
         );
         assert_eq!(best.len(), 1);
         assert!(best[0].contains("imgproxy[4411]: segfault"), "{best:?}");
+    }
+
+    #[test]
+    fn the_program_or_quoted_name_of_the_best_log_line_answers_which() {
+        let log = "var/log/syslog (4 lines):\n1: host01 systemd[1]: thumbd.service: Main process exited, code=exited, status=1/FAILURE\n2: host01 sshd[798]: Accepted publickey for bnovak\n3: host01 kernel: [48121.5] imgproxy[4411]: segfault at 10 ip 00007f3a error 4 in libvips.so\n4: host01 systemd[1]: imgproxy.service: Main process exited, code=killed, status=11/SEGV";
+        let read = call(1, "read_file", json!({"path": "var/log/syslog"}), log);
+        let a = log_program_answer(
+            "According to var/log/syslog, one program crashed by touching memory it was not allowed to access. Which program was it?",
+            std::slice::from_ref(&read),
+        )
+        .expect("an answer");
+        assert!(a.starts_with("imgproxy (the log line: "), "{a}");
+        assert_eq!(
+            log_program("host01 sshd[798]: Accepted publickey").as_deref(),
+            Some("sshd")
+        );
+        assert_eq!(log_program("no program here"), None);
+        let db = "logs/db.log (3 lines):\n1: WARN db: lock wait timeout exceeded on relation \"orders\" txn=88121\n2: ERROR db: deadlock detected: txn 90412 <-> txn 90415 on relation \"stock_reservations\"; txn 90415 rolled back\n3: INFO db: vacuum done";
+        let read = call(1, "read_file", json!({"path": "logs/db.log"}), db);
+        let a = quoted_name_answer(
+            "In logs/db.log, two transactions once ended up blocking each other so that one of them had to be rolled back. Which table were they contending for?",
+            std::slice::from_ref(&read),
+        )
+        .expect("an answer");
+        assert!(a.starts_with("stock_reservations (the log line: "), "{a}");
+        // A quoted key the task names is not the answer.
+        let pkg = call(
+            1,
+            "read_file",
+            json!({"path": "web/package.json"}),
+            "web/package.json (1 lines):\n1:     \"typescript\": \"5.5.4\",",
+        );
+        assert_eq!(
+            quoted_name_answer(
+                "Which version of the TypeScript compiler does web/package.json ask for?",
+                &[pkg]
+            ),
+            None
+        );
     }
 
     #[test]
