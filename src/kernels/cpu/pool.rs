@@ -12,7 +12,9 @@
 //! from inside a loop) runs its loop on its own thread, so nothing waits on anything else.
 //!
 //! `BOYD_POOL=rayon` hands the loops to rayon instead (for measuring what the pool buys);
-//! `BOYD_SPIN_US` sets how long an idle worker spins before it parks (default 200 µs).
+//! `BOYD_SPIN_US` sets how long an idle worker spins before it parks (default 200 µs);
+//! `BOYD_PIN=1` pins worker `i` to the `i + 1`-th CPU the process may run on (Linux), leaving
+//! the first to the calling thread.
 
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -167,10 +169,19 @@ impl Pool {
             spin,
         }));
         let mut workers = Vec::with_capacity(n);
+        let pin = std::env::var("BOYD_PIN").is_ok_and(|v| v == "1");
+        let cpus = if pin { affinity::allowed() } else { Vec::new() };
         for i in 0..n {
+            let cpu = (cpus.len() > n).then(|| cpus[i + 1]);
             let spawned = std::thread::Builder::new()
                 .name(format!("boyd-worker-{i}"))
-                .spawn(move || worker(shared, i));
+                .spawn(move || {
+                    if let Some(c) = cpu {
+                        // Best effort: a worker that cannot be pinned runs unpinned.
+                        let _ = affinity::pin(c);
+                    }
+                    worker(shared, i)
+                });
             match spawned {
                 Ok(h) => workers.push(h.thread().clone()),
                 // Fewer workers than asked: the loops still run, on fewer threads.
@@ -284,6 +295,50 @@ fn worker(s: &'static Shared, i: usize) {
     }
 }
 
+/// CPU affinity of the calling thread (Linux; elsewhere nothing is pinned).
+mod affinity {
+    /// The CPUs this process may run on, in order; empty when unknown.
+    #[cfg(target_os = "linux")]
+    pub fn allowed() -> Vec<usize> {
+        // SAFETY: `set` is a plain bit mask owned here; `sched_getaffinity` writes at most
+        // `size_of::<cpu_set_t>()` bytes into it, and `CPU_ISSET` reads it in bounds.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0
+            {
+                return Vec::new();
+            }
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    /// Pin the calling thread to `cpu`; whether the OS agreed.
+    #[cfg(target_os = "linux")]
+    pub fn pin(cpu: usize) -> bool {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return false;
+        }
+        // SAFETY: as above; `cpu` is below `CPU_SETSIZE`, so `CPU_SET` writes in bounds.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn allowed() -> Vec<usize> {
+        Vec::new()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn pin(_cpu: usize) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +399,19 @@ mod tests {
             count.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(count.load(Ordering::Relaxed), 64);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_can_be_pinned_to_a_cpu_it_may_use() {
+        let cpus = affinity::allowed();
+        assert!(!cpus.is_empty(), "sched_getaffinity lists at least one CPU");
+        let last = *cpus.last().unwrap();
+        let pinned = std::thread::spawn(move || (affinity::pin(last), affinity::allowed()))
+            .join()
+            .unwrap();
+        assert_eq!(pinned, (true, vec![last]));
+        assert!(!affinity::pin(usize::MAX));
     }
 
     #[test]
