@@ -734,7 +734,17 @@ pub fn multiple_answer(task: &str, steps: &[Step]) -> Option<String> {
     if *n < 2.0 || n.fract() != 0.0 {
         return None;
     }
-    let (label, values) = asked_figures(task, steps, 1)?;
+    // Figures of the sizing tools only: "the two teams in team_a.txt and team_b.txt" counts
+    // files, whose figures the totals add.
+    let tool_steps: Vec<Step> = steps
+        .iter()
+        .filter(|s| {
+            matches!(&s.action, Some(Action::ToolCall { name, .. })
+                if name == "hardware" || name == "size_model")
+        })
+        .cloned()
+        .collect();
+    let (label, values) = asked_figures(task, &tool_steps, 1)?;
     let [(subj, v, unit, d)] = values.as_slice() else {
         return None;
     };
@@ -869,7 +879,15 @@ pub fn matching_records_answer(task: &str, steps: &[Step]) -> Option<String> {
         return None;
     }
     let w = words(task);
-    if w.iter().any(|x| NEGATIONS.contains(&x.as_str())) {
+    if w.iter().any(|x| NEGATIONS.contains(&x.as_str())) || !quoted_phrases(task).is_empty() {
+        return None;
+    }
+    // "How many units of …" asks for a quantity column's value, not for a number of records.
+    let counted = w
+        .windows(2)
+        .find(|p| p[0] == "how" && p[1] == "many")
+        .and_then(|_| w.iter().skip_while(|x| *x != "many").nth(1));
+    if counted.is_some_and(|c| COUNT_COLUMNS.contains(&c.as_str())) {
         return None;
     }
     let lower = format!(" {} ", w.join(" "));
@@ -905,7 +923,17 @@ pub fn matching_records_answer(task: &str, steps: &[Step]) -> Option<String> {
                 }
             }
         }
-        if filters.is_empty() {
+        // A numeric field the counted noun names ("how many seats": a `seats` column) holds
+        // the answer, not the number of records.
+        let names_numeric_field = counted.is_some_and(|c| {
+            table.iter().flatten().any(|(k, v)| {
+                number(v).is_some() && {
+                    let k = k.to_lowercase();
+                    k == *c || stem(&k) == stem(c)
+                }
+            })
+        });
+        if filters.is_empty() || names_numeric_field {
             continue;
         }
         let hits: Vec<&Vec<(String, String)>> = table
@@ -992,6 +1020,17 @@ mod tests {
         assert!(
             multiple_answer("How much memory do four rtx-5060-ti cards have?", &steps).is_none()
         );
+        // "The two teams" of two files is a sum over the files, not two times one of them.
+        let teams = vec![read(
+            2,
+            "team_b.txt",
+            "team_b.txt (2 lines):\n1: team: mobile\n2: headcount: 9",
+        )];
+        assert!(multiple_answer(
+            "What is the combined headcount of the two teams described in team_a.txt and team_b.txt?",
+            &teams
+        )
+        .is_none());
     }
 
     #[test]
@@ -1033,6 +1072,16 @@ mod tests {
         let steps = vec![read(1, "orders.csv", csv)];
         let a = matching_records_answer("How many eu orders are paid?", &steps).unwrap();
         assert!(a.starts_with("2 ("), "{a}");
+        // A quantity, not a number of records: a count column, a quoted item.
+        let stock = "inventory.csv (3 lines):\n1: name,qty\n2: hex bolt M8,845\n3: washer,120";
+        let steps = vec![read(1, "inventory.csv", stock)];
+        assert!(
+            matching_records_answer("How many units of washer are in inventory.csv?", &steps)
+                .is_none()
+        );
+        assert!(
+            matching_records_answer("How many qty of 'hex bolt M8' are there?", &steps).is_none()
+        );
     }
 
     #[test]

@@ -304,8 +304,7 @@ mod affinity {
         // `size_of::<cpu_set_t>()` bytes into it, and `CPU_ISSET` reads it in bounds.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0
-            {
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
                 return Vec::new();
             }
             (0..libc::CPU_SETSIZE as usize)
