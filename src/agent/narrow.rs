@@ -3,7 +3,7 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Eight
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Nine
 //! rules, each over enum-typed arguments only:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
@@ -30,6 +30,11 @@
 //!    identifier (`DEFAULT_REGION`, `MaxBatchSize`), `search_text`'s path is the whole
 //!    workspace until a search has found something: the model searched file after file
 //!    for a constant one search of `.` finds.
+//!
+//! 9. **A question about files of a type lists the workspace first.** When the task names no
+//!    path and asks which or how many files have an extension (".sql", "the .yaml files"),
+//!    only a recursive listing of the workspace is offered until one has succeeded: the
+//!    model read file after file looking for the one `.sql` file a listing shows.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
@@ -209,6 +214,30 @@ pub fn narrow_step(
     useful.then_some(n)
 }
 
+/// Whether `task` asks which or how many files have an extension: it mentions files and an
+/// extension (".sql" as a word of its own, or the word "extension").
+fn asks_about_file_type(task: &str) -> bool {
+    let lower = task.to_lowercase();
+    let files = lower.contains("file");
+    let ext = lower.contains("extension")
+        || lower.split_whitespace().any(|w| {
+            let w = w.trim_end_matches([',', '?', ')', ';']);
+            w.strip_prefix('.').is_some_and(|e| {
+                (1..=5).contains(&e.len()) && e.chars().all(|c| c.is_ascii_alphanumeric())
+            })
+        });
+    files && ext
+}
+
+/// Whether a recursive listing (of any folder) has succeeded.
+fn listed_recursively(steps: &[Step]) -> bool {
+    steps.iter().any(|s| {
+        s.observation.kind == ObservationKind::Output
+            && matches!(&s.action, Some(Action::ToolCall { name, args })
+                if name == "list_dir" && args.get("recursive").and_then(Value::as_bool) == Some(true))
+    })
+}
+
 /// The files and folders `task` names (rule 2's paths).
 pub fn named_paths(task: &str) -> Vec<String> {
     let (files, dirs) = paths_in_task(task);
@@ -224,6 +253,18 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             only.add(t.clone());
         }
         return only;
+    }
+    // Rule 9: files of a type, no path named: one recursive listing of the workspace first.
+    if named_paths.is_empty() && asks_about_file_type(task) && !listed_recursively(steps) {
+        if let Some(t) = allowed.get("list_dir") {
+            let mut schema = t.args_schema();
+            schema["properties"]["path"] = serde_json::json!({"enum": ["."]});
+            schema["properties"]["recursive"] = serde_json::json!({"enum": [true]});
+            schema["required"] = serde_json::json!(["path", "recursive"]);
+            let mut only = Toolset::new();
+            only.add(Arc::new(WithSchema::new(t.clone(), schema)));
+            return only;
+        }
     }
     // Rule 2: task-named paths not yet touched by any file tool. A search that matched
     // nothing in a file has not shown it: the words asked for may be worded otherwise there.
@@ -535,6 +576,31 @@ mod tests {
         // A count written as a word is a quantity.
         let worded = vec![calc("17 * 3", ObservationKind::Output)];
         assert!(arithmetic_done("What is 17 times three?", &worded));
+    }
+
+    #[test]
+    fn a_question_about_a_file_type_lists_the_workspace_recursively_first() {
+        let tools = Toolset::builtin(None);
+        let task = "Which file in this project has the .sql extension? Give its path.";
+        let n = narrow(&tools, task, &[], &[]);
+        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
+        assert_eq!(names, vec!["list_dir"]);
+        let schema = n.get("list_dir").unwrap().args_schema();
+        assert_eq!(schema["properties"]["recursive"]["enum"], json!([true]));
+        assert_eq!(schema["properties"]["path"]["enum"], json!(["."]));
+        // Once listed, the other tools come back.
+        let listed = vec![done(
+            1,
+            "list_dir",
+            json!({"path": ".", "recursive": true}),
+            ObservationKind::Output,
+        )];
+        assert!(narrow(&tools, task, &[], &listed).get("read_file").is_some());
+        // A task that names a folder, or no type, is not this rule's.
+        let k8s = "How many .yaml files are there under k8s/?";
+        assert!(narrow(&tools, k8s, &named_paths(k8s), &[]).get("read_file").is_some()
+            || narrow(&tools, k8s, &named_paths(k8s), &[]).get("search_text").is_some());
+        assert!(narrow(&tools, "What port does config.toml set?", &[], &[]).get("read_file").is_some());
     }
 
     #[test]
