@@ -1395,7 +1395,7 @@ pub fn write_answer(
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 15] = [
+    let readers: [(&str, Reader); 17] = [
         ("the task's written-out expression", |t, _, _| {
             super::program::stated_answer(t)
         }),
@@ -1405,6 +1405,9 @@ pub fn write_answer(
         }),
         ("a difference of two figures", |t, s, _| {
             super::tally::difference_answer(t, s)
+        }),
+        ("a mean of figures", |t, s, _| {
+            super::tally::mean_answer(t, s)
         }),
         ("a stated count times a figure", |t, s, _| {
             super::tally::multiple_answer(t, s)
@@ -1425,6 +1428,9 @@ pub fn write_answer(
         ("a listing's counts", |t, s, _| dir_count_answer(t, s)),
         ("the one file of its type", |t, s, _| odd_file_answer(t, s)),
         ("a CSV cell", |t, s, _| super::tally::csv_cell_answer(t, s)),
+        ("the largest or smallest of the records named", |t, s, _| {
+            super::tally::record_extreme_answer(t, s)
+        }),
         ("the largest or smallest record", |t, s, _| {
             super::tally::extreme_answer(t, s)
         }),

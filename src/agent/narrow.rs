@@ -595,12 +595,22 @@ mod tests {
             json!({"path": ".", "recursive": true}),
             ObservationKind::Output,
         )];
-        assert!(narrow(&tools, task, &[], &listed).get("read_file").is_some());
+        assert!(narrow(&tools, task, &[], &listed)
+            .get("read_file")
+            .is_some());
         // A task that names a folder, or no type, is not this rule's.
         let k8s = "How many .yaml files are there under k8s/?";
-        assert!(narrow(&tools, k8s, &named_paths(k8s), &[]).get("read_file").is_some()
-            || narrow(&tools, k8s, &named_paths(k8s), &[]).get("search_text").is_some());
-        assert!(narrow(&tools, "What port does config.toml set?", &[], &[]).get("read_file").is_some());
+        assert!(
+            narrow(&tools, k8s, &named_paths(k8s), &[])
+                .get("read_file")
+                .is_some()
+                || narrow(&tools, k8s, &named_paths(k8s), &[])
+                    .get("search_text")
+                    .is_some()
+        );
+        assert!(narrow(&tools, "What port does config.toml set?", &[], &[])
+            .get("read_file")
+            .is_some());
     }
 
     #[test]

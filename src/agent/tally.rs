@@ -381,7 +381,17 @@ fn subject(step: &Step) -> Option<String> {
 /// A labelled figure of a tool output line: "memory bandwidth: 4800 GB/s" → ("memory
 /// bandwidth", 4800, "GB/s", 0 decimals).
 fn figure(line: &str) -> Option<(String, f64, String, usize)> {
-    let (label, value) = line.split_once([':', '='])?;
+    // A two-column Markdown table row: "| p99 latency (ms) | 212 |".
+    let cells: Vec<&str> = line
+        .trim()
+        .strip_prefix('|')
+        .and_then(|r| r.strip_suffix('|'))
+        .map(|r| r.split('|').map(str::trim).collect())
+        .unwrap_or_default();
+    let (label, value) = match cells.as_slice() {
+        [label, value] => (*label, *value),
+        _ => line.split_once([':', '='])?,
+    };
     let label = label.trim();
     if label.is_empty() || label.split_whitespace().count() > 5 {
         return None;
@@ -790,6 +800,183 @@ fn amounts(text: &str) -> Vec<(f64, String, usize)> {
         .collect()
 }
 
+/// Whether the task asks for a mean ("mean", "average").
+fn asks_mean(task: &str) -> bool {
+    words(task).iter().any(|w| w == "mean" || w == "average")
+}
+
+/// Decimals a task asks its answer rounded to: "round to one decimal", "two decimal places",
+/// "to the nearest whole number".
+fn asked_decimals(task: &str) -> Option<usize> {
+    let w = words(task);
+    if w.windows(2).any(|p| p[0] == "whole" && p[1] == "number")
+        || w.windows(2).any(|p| p[0] == "nearest" && p[1] == "integer")
+    {
+        return Some(0);
+    }
+    let at = w.iter().position(|x| x == "decimal" || x == "decimals")?;
+    let n = w.get(at.checked_sub(1)?)?;
+    ["zero", "one", "two", "three", "four"]
+        .iter()
+        .position(|x| x == n)
+        .or_else(|| n.parse().ok())
+}
+
+/// The answer to "what is the mean p99 latency across the three runs?": the mean of the figure
+/// under the label the task names, over every file (or preset) that showed one. Shown three
+/// tables, the 0.5B model answered with the first one's p50.
+pub fn mean_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if !asks_mean(task) {
+        return None;
+    }
+    let (label, values) = asked_figures(task, steps, 2)?;
+    if values.iter().any(|v| v.2 != values[0].2) {
+        return None;
+    }
+    let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len() as f64;
+    let d =
+        asked_decimals(task).unwrap_or_else(|| values.iter().map(|v| v.3).max().unwrap_or(0) + 1);
+    let each: Vec<String> = values
+        .iter()
+        .map(|(s, v, _, dv)| format!("{s}: {v:.dv$}", dv = *dv))
+        .collect();
+    Some(format!(
+        "{mean:.d$}{} (mean {label} of {} values: {})",
+        with_unit(&values[0].2),
+        values.len(),
+        each.join(", ")
+    ))
+}
+
+/// Words asking for the record with the largest value of a field, besides [`LARGEST`].
+const LARGEST_ALSO: &[&str] = &["fullest", "busiest", "heaviest", "longest"];
+/// And the smallest.
+const SMALLEST_ALSO: &[&str] = &["emptiest", "lightest", "shortest"];
+
+/// The answer to "among the hosts in fleet/hosts.json that run ubuntu-22.04, which one has the
+/// fullest disk?": of the records of a file read whole (a JSON array of objects, CSV rows)
+/// that hold every text value the task names, the one with the largest (or smallest) value of
+/// the numeric field whose name shares most words with the task, named by its first text field
+/// — with the line of another output that holds that name (its address in `network/hosts`).
+pub fn record_extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    let has = |list: &[&str]| w.iter().any(|x| list.contains(&x.as_str()));
+    let largest = has(LARGEST) || has(LARGEST_ALSO);
+    if largest == (has(SMALLEST) || has(SMALLEST_ALSO)) || asks_count(task) {
+        return None;
+    }
+    let keys = keywords(task);
+    let lower = format!(" {} ", w.join(" "));
+    let named = |v: &str| {
+        let vw = words(v);
+        !vw.is_empty()
+            && vw.iter().any(|x| keys.contains(x))
+            && lower.contains(&format!(" {} ", vw.join(" ")))
+    };
+    for step in steps.iter().filter(|s| usable(s)) {
+        if !matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file") {
+            continue;
+        }
+        let body: Vec<&str> = super::answer::whole_text(step)
+            .lines()
+            .filter_map(content)
+            .collect();
+        let Some(table) = table_of(&body.join("\n")) else {
+            continue;
+        };
+        if table.len() < 2 {
+            continue;
+        }
+        // The numeric field the task names most words of ("disk" → disk_used_pct).
+        let field_score = |k: &str| {
+            words(&k.replace(['_', '-'], " "))
+                .iter()
+                .filter(|x| {
+                    keys.iter()
+                        .any(|t| t == *x || (stem(t).len() >= 4 && stem(t) == stem(x)))
+                })
+                .count()
+        };
+        let mut best_field: Option<(usize, &str)> = None;
+        for (k, v) in table.iter().flatten() {
+            let n = field_score(k);
+            if number(v).is_some() && n > 0 && best_field.is_none_or(|(m, _)| n > m) {
+                best_field = Some((n, k));
+            }
+        }
+        let Some((_, field)) = best_field else {
+            continue;
+        };
+        let mut filters: Vec<(&str, &str)> = Vec::new();
+        for (k, v) in table.iter().flatten() {
+            if number(v).is_none() && named(v) && !filters.contains(&(k.as_str(), v.as_str())) {
+                filters.push((k, v));
+            }
+        }
+        let holds = |rec: &Vec<(String, String)>| {
+            let fields: Vec<&str> = filters.iter().map(|(k, _)| *k).collect();
+            fields.iter().all(|f| {
+                rec.iter()
+                    .any(|(k, v)| k == f && filters.iter().any(|(fk, fv)| fk == f && fv == v))
+            })
+        };
+        let mut best: Option<(f64, &Vec<(String, String)>)> = None;
+        for rec in table.iter().filter(|r| holds(r)) {
+            let Some(x) = rec
+                .iter()
+                .find(|(k, _)| k == field)
+                .and_then(|(_, v)| number(v))
+            else {
+                continue;
+            };
+            if best.is_none_or(|(b, _)| if largest { x.0 > b } else { x.0 < b }) {
+                best = Some((x.0, rec));
+            }
+        }
+        let (_, rec) = best?;
+        let (name_key, name) = rec
+            .iter()
+            .find(|(k, v)| number(v).is_none() && !filters.iter().any(|(fk, _)| fk == k))?;
+        let value = rec
+            .iter()
+            .find(|(k, _)| k == field)
+            .map(|(_, v)| v.as_str())?;
+        let filter_text: Vec<String> = filters.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let mut out = format!(
+            "{name} ({name_key} = {name}; {field} = {value}, the {} of the records in {}{})",
+            if largest { "largest" } else { "smallest" },
+            source(step),
+            if filter_text.is_empty() {
+                String::new()
+            } else {
+                format!(" with {}", filter_text.join(" and "))
+            }
+        );
+        // Where another output names it: its address, its owner.
+        let lname = name.to_lowercase();
+        let other = steps
+            .iter()
+            .filter(|s| usable(s) && s.index != step.index)
+            .find_map(|s| {
+                s.observation.text.lines().find_map(|l| {
+                    let line = content(l).unwrap_or(l).trim();
+                    let lw = words(line);
+                    (lw.len() > words(name).len()
+                        && line
+                            .to_lowercase()
+                            .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+                            .any(|t| t == lname))
+                    .then(|| format!("{}: {line}", source(s)))
+                })
+            });
+        if let Some(o) = other {
+            out.push_str(&format!("; {o}"));
+        }
+        return Some(out);
+    }
+    None
+}
+
 /// Words that turn a filter around ("not open", "other than backend"): a count under them is
 /// not the count of the records the named values select.
 const NEGATIONS: &[&str] = &[
@@ -1031,6 +1218,69 @@ mod tests {
             &teams
         )
         .is_none());
+    }
+
+    #[test]
+    fn a_mean_over_markdown_tables_is_worked_out_and_rounded_as_asked() {
+        let run = |i: usize, p50: u32, p99: u32| {
+            read(
+                i,
+                &format!("bench/run-{i}.md"),
+                &format!("bench/run-{i}.md (6 lines):\n1: # Benchmark run {i}\n2: | metric | value |\n3: |---|---:|\n4: | p50 latency (ms) | {p50} |\n5: | p99 latency (ms) | {p99} |\n6: | errors | 0 |"),
+            )
+        };
+        let steps = vec![run(1, 41, 212), run(2, 39, 198), run(3, 44, 233)];
+        let a = mean_answer(
+            "bench/ holds three benchmark runs as Markdown files. What is the mean p99 latency across the three runs, in ms? Round to one decimal.",
+            &steps,
+        )
+        .expect("an answer");
+        assert!(
+            a.starts_with("214.3 (mean p99 latency (ms) of 3 values"),
+            "{a}"
+        );
+        assert!(mean_answer("What is the p99 latency of run 1?", &steps).is_none());
+        assert_eq!(asked_decimals("to the nearest whole number"), Some(0));
+        assert_eq!(asked_decimals("with two decimal places"), Some(2));
+    }
+
+    #[test]
+    fn the_extreme_record_among_those_the_task_filters_is_named_with_its_other_line() {
+        let json = r#"{"hosts": [
+  {"name": "web-01", "os": "ubuntu-22.04", "disk_used_pct": 61},
+  {"name": "web-05", "os": "debian-12", "disk_used_pct": 94},
+  {"name": "db-02", "os": "ubuntu-22.04", "disk_used_pct": 88},
+  {"name": "cache-01", "os": "ubuntu-22.04", "disk_used_pct": 47}
+]}"#;
+        let text: String = std::iter::once("fleet/hosts.json (6 lines):".to_string())
+            .chain(
+                json.lines()
+                    .enumerate()
+                    .map(|(i, l)| format!("{}: {l}", i + 1)),
+            )
+            .collect::<Vec<_>>()
+            .join("\n");
+        let hosts = read(
+            2,
+            "network/hosts",
+            "network/hosts (3 lines):\n1: 10.20.1.15  web-05\n2: 10.20.1.12  db-02\n3: 10.20.1.30  cache-01",
+        );
+        let steps = vec![read(1, "fleet/hosts.json", &text), hosts];
+        let task = "Among the hosts in fleet/hosts.json that run ubuntu-22.04, which one has the fullest disk? Give its name and its IP address from network/hosts.";
+        let a = record_extreme_answer(task, &steps).expect("an answer");
+        assert!(
+            a.starts_with("db-02 (name = db-02; disk_used_pct = 88"),
+            "{a}"
+        );
+        assert!(a.contains("10.20.1.12  db-02"), "{a}");
+        // Unfiltered, the largest of all.
+        let a = record_extreme_answer(
+            "Which host in fleet/hosts.json has the fullest disk?",
+            &steps,
+        )
+        .expect("an answer");
+        assert!(a.starts_with("web-05 ("), "{a}");
+        assert!(record_extreme_answer("Which host runs debian-12?", &steps).is_none());
     }
 
     #[test]
