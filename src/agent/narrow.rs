@@ -23,7 +23,7 @@
 //! 6. **A model tool needs a named model.** A tool whose required `model` argument is an enum
 //!    (`size_model`) is offered only when the task names one of the models (as people write
 //!    them: "Llama-3-70B" names llama-3.1-70b) or the tool can read a config file instead.
-//! 7. **A total over a folder searches all of it.** When the task asks for a total and names
+//! 7. **A total over a folder searches all of it.** When the task asks for a total (or a mean) and names
 //!    a folder ("each file in regions/ … in total"), `search_text`'s path is that folder: the
 //!    model searched the one file it had read, and a sum needs every file's line.
 //! 8. **A named identifier is searched for everywhere.** When the task names no path but an
@@ -296,11 +296,12 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 && !s.observation.text.trim_start().starts_with(NO_MATCHES)
         });
     // Rule 7: the folders of a task that asks for a total over them.
-    let total_folders: Vec<String> = if super::tally::asks_for_total(task) {
-        paths_in_task(task).1
-    } else {
-        Vec::new()
-    };
+    let total_folders: Vec<String> =
+        if super::tally::asks_for_total(task) || super::tally::asks_mean(task) {
+            paths_in_task(task).1
+        } else {
+            Vec::new()
+        };
     // Blob ids are typed by the blobs this run holds (a 64-digit id is where a small model
     // drops a digit).
     let blobs: Vec<String> = steps
@@ -665,6 +666,14 @@ mod tests {
             ),
         ];
         let n = narrow(&tools, task, &named, &steps);
+        let paths = enum_of(&n, "search_text", "path");
+        assert!(
+            !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),
+            "{paths:?}"
+        );
+        // A mean over the folder too.
+        let task = "What is the mean number of servers per file in regions/?";
+        let n = narrow(&tools, task, &named_paths(task), &steps);
         let paths = enum_of(&n, "search_text", "path");
         assert!(
             !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),

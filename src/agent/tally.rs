@@ -435,9 +435,15 @@ fn asked_figures(task: &str, steps: &[Step], min: usize) -> Option<(String, Vec<
     // label → one figure per subject, in reading order.
     let mut by_label: Vec<(String, Vec<Figure>)> = Vec::new();
     for step in steps.iter().filter(|s| usable(s)) {
-        let Some(subj) = subject(step) else { continue };
+        let Some(step_subject) = subject(step) else {
+            continue;
+        };
         for raw in step.observation.text.lines() {
-            let line = content(raw).unwrap_or(raw);
+            // A search hit is about the file it is in, not the folder searched.
+            let (subj, line) = match search_hit(raw) {
+                Some((path, rest)) => (path.to_string(), rest),
+                None => (step_subject.clone(), content(raw).unwrap_or(raw)),
+            };
             let Some((label, v, unit, d)) = figure(line) else {
                 continue;
             };
@@ -801,7 +807,7 @@ fn amounts(text: &str) -> Vec<(f64, String, usize)> {
 }
 
 /// Whether the task asks for a mean ("mean", "average").
-fn asks_mean(task: &str) -> bool {
+pub fn asks_mean(task: &str) -> bool {
     words(task).iter().any(|w| w == "mean" || w == "average")
 }
 
