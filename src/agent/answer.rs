@@ -2030,7 +2030,7 @@ mod tests {
         let read = call(1, "read_file", json!({"path": "CHANGELOG.md"}), log);
         let a = latest_version_answer(
             "What is the most recent released version in CHANGELOG.md (not counting unreleased changes)?",
-            &[read.clone()],
+            std::slice::from_ref(&read),
         )
         .expect("an answer");
         assert!(a.starts_with("3.10.0 (CHANGELOG.md: ## [3.10.0]"), "{a}");
@@ -2103,7 +2103,7 @@ mod tests {
         let read = call(1, "read_file", json!({"path": "nginx/sites.conf"}), &text);
         let best = best_lines(
             "How large a request body does nginx accept for uploads.example.com, according to nginx/sites.conf?",
-            &[read.clone()],
+            std::slice::from_ref(&read),
             1,
         );
         assert_eq!(best, vec!["client_max_body_size 512m;"]);

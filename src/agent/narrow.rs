@@ -586,7 +586,7 @@ mod tests {
         let n = narrow(&tools, task, &[], &[]);
         let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
         assert_eq!(names, vec!["list_dir"]);
-        let schema = n.get("list_dir").unwrap().args_schema();
+        let schema = n.get("list_dir").expect("list_dir offered").args_schema();
         assert_eq!(schema["properties"]["recursive"]["enum"], json!([true]));
         assert_eq!(schema["properties"]["path"]["enum"], json!(["."]));
         // Once listed, the other tools come back.

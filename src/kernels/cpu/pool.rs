@@ -268,7 +268,7 @@ fn worker(s: &'static Shared, i: usize) {
                 break e;
             }
             spins = spins.wrapping_add(1);
-            if spins % 64 != 0 || started.elapsed() < s.spin {
+            if !spins.is_multiple_of(64) || started.elapsed() < s.spin {
                 std::hint::spin_loop();
                 continue;
             }
@@ -405,10 +405,10 @@ mod tests {
     fn a_thread_can_be_pinned_to_a_cpu_it_may_use() {
         let cpus = affinity::allowed();
         assert!(!cpus.is_empty(), "sched_getaffinity lists at least one CPU");
-        let last = *cpus.last().unwrap();
+        let last = *cpus.last().expect("a CPU");
         let pinned = std::thread::spawn(move || (affinity::pin(last), affinity::allowed()))
             .join()
-            .unwrap();
+            .expect("the pinned thread ends");
         assert_eq!(pinned, (true, vec![last]));
         assert!(!affinity::pin(usize::MAX));
     }
