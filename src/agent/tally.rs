@@ -873,23 +873,8 @@ pub fn record_extreme_answer(task: &str, steps: &[Step]) -> Option<String> {
     }
     let keys = keywords(task);
     let lower = format!(" {} ", w.join(" "));
-    let named = |v: &str| {
-        let vw = words(v);
-        !vw.is_empty()
-            && vw.iter().any(|x| keys.contains(x))
-            && lower.contains(&format!(" {} ", vw.join(" ")))
-    };
-    for step in steps.iter().filter(|s| usable(s)) {
-        if !matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file") {
-            continue;
-        }
-        let body: Vec<&str> = super::answer::whole_text(step)
-            .lines()
-            .filter_map(content)
-            .collect();
-        let Some(table) = table_of(&body.join("\n")) else {
-            continue;
-        };
+    let named = |v: &str| names_value(&lower, &keys, v);
+    for (step, table) in read_tables(steps) {
         if table.len() < 2 {
             continue;
         }
@@ -1062,6 +1047,33 @@ fn table_of(text: &str) -> Option<Table> {
     (rows.len() >= 2).then_some(rows)
 }
 
+/// Whether the task (its words joined by spaces, padded with one on each side, and its
+/// keywords) names the text value `v`: the value's words — three at most — in order among the
+/// task's, one of them a content word ("open", not "a").
+fn names_value(lower: &str, keys: &[String], v: &str) -> bool {
+    let vw = words(v);
+    !vw.is_empty()
+        && vw.len() <= 3
+        && vw.iter().any(|x| keys.contains(x))
+        && lower.contains(&format!(" {} ", vw.join(" ")))
+}
+
+/// The records of every file the steps read whole ([`table_of`]), with the step that read it.
+fn read_tables(steps: &[Step]) -> Vec<(&Step, Table)> {
+    steps
+        .iter()
+        .filter(|s| usable(s))
+        .filter(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "read_file"))
+        .filter_map(|s| {
+            let body: Vec<&str> = super::answer::whole_text(s)
+                .lines()
+                .filter_map(content)
+                .collect();
+            Some((s, table_of(&body.join("\n"))?))
+        })
+        .collect()
+}
+
 /// The answer to "how many tickets in tickets.json are open and assigned to the backend
 /// team?": the records of a file read whole (a JSON array of objects, CSV rows) whose fields
 /// hold every value the task names — values of one field are alternatives, values of two
@@ -1087,22 +1099,8 @@ pub fn matching_records_answer(task: &str, steps: &[Step]) -> Option<String> {
     let keys = keywords(task);
     // A value the task names: the value's words, in order, among the task's words, one of
     // them a content word ("open", not "a").
-    let named = |v: &str| {
-        let vw = words(v);
-        !vw.is_empty()
-            && vw.len() <= 3
-            && vw.iter().any(|x| keys.contains(x))
-            && lower.contains(&format!(" {} ", vw.join(" ")))
-    };
-    for step in steps.iter().filter(|s| usable(s)) {
-        if !matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file") {
-            continue;
-        }
-        let text = super::answer::whole_text(step);
-        let body: Vec<&str> = text.lines().filter_map(content).collect();
-        let Some(table) = table_of(&body.join("\n")) else {
-            continue;
-        };
+    let named = |v: &str| names_value(&lower, &keys, v);
+    for (step, table) in read_tables(steps) {
         // field → the values the task names, over all records; only text values (a number
         // in the task is a quantity, not a filter).
         let mut filters: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
