@@ -74,6 +74,9 @@ pub struct KvCache {
     host: Option<KvType>,
     hk: Vec<KvBuf>,
     hv: Vec<KvBuf>,
+    /// Per layer, the vector every stored key of a host cache is relative to (empty: none);
+    /// see [`KvCache::shift_keys`].
+    key_shift: Vec<Vec<f32>>,
 }
 
 impl KvCache {
@@ -90,6 +93,7 @@ impl KvCache {
             host: None,
             hk: Vec::new(),
             hv: Vec::new(),
+            key_shift: Vec::new(),
         }
     }
 
@@ -112,6 +116,49 @@ impl KvCache {
         Self {
             host: Some(ty),
             ..Self::new(cfg, &Device::Cpu)
+        }
+    }
+
+    /// Make `keys` (rows of `n_kv_heads × head_dim_k`, about to be stored at the cache's
+    /// position in `layer`) relative to the layer's key shift, when this is a `q8_0` host
+    /// cache; other caches store keys as they are.
+    ///
+    /// `q8_0` gives each block of 32 values one step, `max|x| / 127`. Some models' keys hold a
+    /// few channels that are large and nearly the same at every position (Qwen2's key bias puts
+    /// them near ±100–200), so every block holding one loses most of the bits of its other
+    /// channels (Qwen2.5-Coder-0.5B, 1024 tokens: +8.6 % perplexity with `q8_0` keys against
+    /// `f32`; +0.8 % with the shift). A key
+    /// cache may store `k − c` for one fixed `c` per layer: each score of a query moves by the
+    /// same `q · c`, which softmax cancels, so attention over the stored rows is attention over
+    /// the keys. `c` is the mean key of the first rows written to an empty cache (the prompt's
+    /// first batch; the first key when decoding from scratch) and stays until the cache is
+    /// emptied, so every row it holds shares it.
+    pub fn shift_keys(&mut self, layer: usize, keys: &mut [f32]) {
+        if self.host != Some(KvType::Q8_0) || keys.is_empty() {
+            return;
+        }
+        let width = self.cfg.n_kv_heads * self.cfg.head_dim_k;
+        if width == 0 || !keys.len().is_multiple_of(width) {
+            return;
+        }
+        if self.key_shift.len() < self.cfg.n_layers {
+            self.key_shift.resize(self.cfg.n_layers, Vec::new());
+        }
+        let Some(c) = self.key_shift.get_mut(layer) else {
+            return;
+        };
+        if self.len == 0 {
+            let rows = (keys.len() / width) as f64;
+            let mut sum = vec![0f64; width];
+            for row in keys.chunks_exact(width) {
+                sum.iter_mut().zip(row).for_each(|(s, v)| *s += *v as f64);
+            }
+            *c = sum.iter().map(|s| (s / rows) as f32).collect();
+        }
+        if c.len() == width {
+            for row in keys.chunks_exact_mut(width) {
+                row.iter_mut().zip(c.iter()).for_each(|(x, c)| *x -= c);
+            }
         }
     }
 
@@ -298,6 +345,7 @@ impl KvCache {
         self.v.clear();
         self.hk.clear();
         self.hv.clear();
+        self.key_shift.clear();
         self.len = 0;
         self.capacity = 0;
         self.cuts.push(0);
@@ -479,6 +527,134 @@ mod tests {
             "positions inside the snapshot were dropped"
         );
         assert_eq!(c.used_bytes(), 2 * 3 * 2 * 4 * 2 * 4);
+        Ok(())
+    }
+
+    /// Keys with one large, nearly constant channel per block (Qwen2's key bias) and small
+    /// varied others; values varied. Returns (keys as rows of 2 heads × 32, values, a query).
+    fn biased_keys(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let wave = |i: usize, j: usize, f: f32| ((i * 7 + j * 13) as f32 * f).sin();
+        let mut k = Vec::new();
+        let mut v = Vec::new();
+        for i in 0..n {
+            for j in 0..64 {
+                let big = if j % 32 == 29 {
+                    150.0 + 0.5 * wave(i, j, 0.3)
+                } else {
+                    0.0
+                };
+                k.push(big + 2.0 * wave(i, j, 0.71));
+                v.push(wave(i, j, 0.37));
+            }
+        }
+        let q = (0..32)
+            .map(|j| 3.0 * wave(1, j, 1.3) + if j == 29 { 0.2 } else { 0.0 })
+            .collect();
+        (k, v, q)
+    }
+
+    /// Attention of `q` over head 0 of layer 0 of `c` (n positions), by the scalar kernels.
+    fn attend_head0(c: &KvCache, q: &[f32], n: usize) -> Result<Vec<f32>> {
+        let (kb, vb) = c.host_layer(0)?;
+        let mut out = vec![0f32; 32];
+        let mut scores = Vec::new();
+        crate::kernels::cpu::Kernels::scalar().attend_kv(
+            q,
+            kb.rows(0, n, 32),
+            vb.rows(0, n, 32),
+            n,
+            1.0 / (32f32).sqrt(),
+            &mut scores,
+            &mut out,
+        );
+        Ok(out)
+    }
+
+    /// Store `keys`/`vals` (rows of 2 heads × 32) in every layer of `c`, in two batches,
+    /// shifting the keys first when `shift`.
+    fn fill(c: &mut KvCache, keys: &[f32], vals: &[f32], shift: bool) -> Result<()> {
+        let k = &crate::kernels::cpu::Kernels::scalar();
+        let n = keys.len() / 64;
+        for (from, to) in [(0, n / 2), (n / 2, n)] {
+            c.reserve(to - from)?;
+            let cap = c.capacity();
+            for layer in 0..3 {
+                let mut ks = keys[from * 64..to * 64].to_vec();
+                if shift {
+                    c.shift_keys(layer, &mut ks);
+                }
+                let (kb, vb) = c.host_layer_mut(layer)?;
+                for (i, pos) in (from..to).enumerate() {
+                    for g in 0..2 {
+                        let at = i * 64 + g * 32;
+                        kb.store_row(g * cap + pos, &ks[at..at + 32], k);
+                        vb.store_row(
+                            g * cap + pos,
+                            &vals[pos * 64 + g * 32..pos * 64 + g * 32 + 32],
+                            k,
+                        );
+                    }
+                }
+            }
+            c.advance(to - from);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn q8_0_keys_stored_relative_to_the_first_batch_mean_keep_attention_exact() -> Result<()> {
+        let n = 48;
+        let (keys, vals, q) = biased_keys(n);
+        // The truth: f64 softmax over the raw keys of head 0.
+        let scale = 1.0 / (32f64).sqrt();
+        let s: Vec<f64> = (0..n)
+            .map(|i| {
+                (0..32)
+                    .map(|j| q[j] as f64 * keys[i * 64 + j] as f64)
+                    .sum::<f64>()
+                    * scale
+            })
+            .collect();
+        let m = s.iter().cloned().fold(f64::MIN, f64::max);
+        let w: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+        let z: f64 = w.iter().sum();
+        let truth: Vec<f64> = (0..32)
+            .map(|j| (0..n).map(|i| w[i] / z * vals[i * 64 + j] as f64).sum())
+            .collect();
+        let err = |out: &[f32]| {
+            out.iter()
+                .zip(&truth)
+                .map(|(o, t)| (*o as f64 - t).abs())
+                .fold(0f64, f64::max)
+        };
+        let mut plain = KvCache::new_host(host_cfg(), KvType::Q8_0);
+        fill(&mut plain, &keys, &vals, false)?;
+        let mut shifted = KvCache::new_host(host_cfg(), KvType::Q8_0);
+        fill(&mut shifted, &keys, &vals, true)?;
+        let (e_plain, e_shift) = (
+            err(&attend_head0(&plain, &q, n)?),
+            err(&attend_head0(&shifted, &q, n)?),
+        );
+        assert!(
+            e_shift < 0.02,
+            "shifted q8_0 keys: attention error {e_shift}"
+        );
+        assert!(
+            e_shift * 4.0 < e_plain,
+            "shift {e_shift} against plain {e_plain}"
+        );
+        // f32 and f16 caches store keys unchanged.
+        for ty in [KvType::F32, KvType::F16] {
+            let mut c = KvCache::new_host(host_cfg(), ty);
+            let mut ks = keys[..64].to_vec();
+            c.shift_keys(0, &mut ks);
+            assert_eq!(ks, keys[..64], "{ty:?}");
+        }
+        // Emptying the cache forgets the shift: the next first batch sets a new one.
+        shifted.clear();
+        let mut ks = vec![1.0f32; 64];
+        shifted.shift_keys(0, &mut ks);
+        assert!(ks.iter().all(|x| *x == 0.0), "{ks:?}");
         Ok(())
     }
 }

@@ -403,6 +403,7 @@ impl NativeModel {
             }
             // Append K/V: the cache is [kv_head][capacity] rows of head_dim per layer, stored
             // in the cache's type (converted or quantized here).
+            cache.shift_keys(li, &mut s.k[..t * nkv * hd]);
             {
                 let (kc, vc) = cache.host_layer_mut(li)?;
                 for i in 0..t {
