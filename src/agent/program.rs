@@ -102,6 +102,30 @@ const WORKED_OUT: &[&str] = &[
     "cost",
     "change",
     "free",
+    "unused",
+    "spare",
+    "headroom",
+    "below",
+    "above",
+    "exceed",
+    "exceeds",
+    "shortfall",
+];
+
+/// Nouns that make "what is the …" ask for a figure.
+const FIGURE_NOUNS: &[&str] = &[
+    "percentage",
+    "percent",
+    "share",
+    "fraction",
+    "ratio",
+    "total",
+    "sum",
+    "cost",
+    "costs",
+    "price",
+    "amount",
+    "difference",
 ];
 
 /// Nouns of questions that count things in the workspace ("how many files"): answered by
@@ -152,7 +176,36 @@ pub fn wants_program(task: &str, steps: &[Step]) -> bool {
     let sized = steps
         .iter()
         .any(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "size_model"));
-    asks_figure && (given || worked) && !counts_workspace && !sized && !states_expression(task)
+    // A figure asked of values in two or more files ("the quota in quotas.yaml minus the use in
+    // usage.csv") is worked out from both, whatever words the question uses for the step.
+    let asks_quantity = !asks_name
+        && (after("how", &["many", "much"])
+            || w.windows(4).any(|p| {
+                p[0] == "what" && p[1..].iter().any(|x| FIGURE_NOUNS.contains(&x.as_str()))
+            })
+            || (has("what") && (has("cost") || has("costs"))));
+    let several = asks_quantity && files_read(task, steps) >= 2;
+    (asks_figure && (given || worked) || several)
+        && !counts_workspace
+        && !sized
+        && !states_expression(task)
+}
+
+/// How many distinct files the steps read with output, or the task names, whichever is more.
+pub fn files_read(task: &str, steps: &[Step]) -> usize {
+    let mut read: Vec<&str> = steps
+        .iter()
+        .filter(|s| usable(s) && s.observation.kind == ObservationKind::Output)
+        .filter_map(|s| match &s.action {
+            Some(Action::ToolCall { name, args }) if name == "read_file" => {
+                args.get("path").and_then(|p| p.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    read.sort_unstable();
+    read.dedup();
+    read.len().max(super::narrow::named_paths(task).len())
 }
 
 /// Whether `task` writes out the arithmetic itself ("What is 6 * 7?", "4821 - 1397 * 12 / 8"):

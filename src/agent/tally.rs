@@ -1080,7 +1080,8 @@ fn read_tables(steps: &[Step]) -> Vec<(&Step, Table)> {
 /// fields must both hold. Shown the file, the 0.5B model counted the lines that say "open";
 /// a record has several lines, and "open" alone is not the question.
 pub fn matching_records_answer(task: &str, steps: &[Step]) -> Option<String> {
-    if !asks_count(task) {
+    // "How many GB of its quota …" asks for a quantity, not for a number of records.
+    if !asks_count(task) || super::words::asks_measure(task) {
         return None;
     }
     let w = words(task);

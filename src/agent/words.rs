@@ -88,6 +88,60 @@ pub fn quoted_phrases(text: &str) -> Vec<&str> {
     out
 }
 
+/// Units of measure: "how many GB", "by how many milliseconds" ask for a quantity, not for a
+/// number of things.
+pub const MEASURE_UNITS: &[&str] = &[
+    "b",
+    "kb",
+    "mb",
+    "gb",
+    "tb",
+    "kib",
+    "mib",
+    "gib",
+    "tib",
+    "bytes",
+    "kilobytes",
+    "megabytes",
+    "gigabytes",
+    "terabytes",
+    "ms",
+    "milliseconds",
+    "seconds",
+    "secs",
+    "minutes",
+    "mins",
+    "hours",
+    "days",
+    "weeks",
+    "months",
+    "years",
+    "dollars",
+    "usd",
+    "euros",
+    "eur",
+    "cents",
+    "percent",
+    "watts",
+    "tokens",
+    "tflops",
+    "gbps",
+    "mbps",
+    "rps",
+];
+
+/// The word after the first "how many" of `text` (its counted noun or unit), if any.
+pub fn counted_word(text: &str) -> Option<String> {
+    let w = words(text);
+    let i = w.windows(2).position(|p| p[0] == "how" && p[1] == "many")?;
+    w.get(i + 2).cloned()
+}
+
+/// Whether `text` asks "how many" of a unit of measure ("how many GB of its quota are left").
+pub fn asks_measure(text: &str) -> bool {
+    counted_word(text).is_some_and(|c| MEASURE_UNITS.contains(&c.as_str()))
+}
+
 /// Whether `text` asks how many of something there are.
 pub fn asks_count(text: &str) -> bool {
     words(text)

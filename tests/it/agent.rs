@@ -525,7 +525,7 @@ fn file_tools_count_recursively_search_plain_words_and_refuse_links_and_fifos() 
     assert!(
         s[1].observation
             .text
-            .contains("total: 3 files in data and its subfolders"),
+            .contains("total: 2 files and 1 folder directly in data; 3 files in data and its subfolders (1 folder below it)"),
         "{}",
         s[1].observation.text
     );

@@ -489,8 +489,19 @@ impl Tool for ListDir {
         // The counts come first: a long listing is condensed to its head, and a small model
         // answers "how many" from the first count it sees.
         let mut out = if a.recursive {
+            // The top level's counts too: "how many folders sit directly inside plugins/" is
+            // not answered by the tree's.
+            let direct_dirs = std::fs::read_dir(&dir)
+                .map(|rd| {
+                    rd.flatten()
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .count()
+                })
+                .unwrap_or(0);
             format!(
-                "total: {} in {shown} and its subfolders ({} below it)",
+                "total: {} and {} directly in {shown}; {} in {shown} and its subfolders ({} below it)",
+                plural(count_direct_files(&dir), "file", "files"),
+                plural(direct_dirs, "folder", "folders"),
                 plural(listing.files, "file", "files"),
                 plural(listing.dirs, "folder", "folders")
             )
