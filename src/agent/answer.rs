@@ -1475,6 +1475,8 @@ pub fn write_answer(
         }
     }
     let mut usage = Usage::default();
+    // A program that gave no answer is named in the record of the answer written instead.
+    let mut failed_program = None;
     if super::program::wants_program(task, steps) {
         match worked_answer(model, sampling, task, steps, cancel)? {
             (Some(answer), u, how) => {
@@ -1484,7 +1486,10 @@ pub fn write_answer(
                     how,
                 }))
             }
-            (None, u, _) => usage.add(&u),
+            (None, u, how) => {
+                usage.add(&u);
+                failed_program = Some(how);
+            }
         }
     }
     let Some(messages) = answer_messages(task, steps, overview) else {
@@ -1504,7 +1509,13 @@ pub fn write_answer(
             Some(converted) => converted,
             None => prefer_summary(task, &answer, steps),
         },
-        how: "written by the model from the observations".into(),
+        how: match failed_program {
+            Some(p) => format!(
+                "written by the model from the observations (no value from the program: {})",
+                p.trim_start_matches("worked out by a program: ")
+            ),
+            None => "written by the model from the observations".into(),
+        },
         usage,
     }))
 }
