@@ -1113,6 +1113,7 @@ pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> O
             .iter()
             .filter(on_n)
             .any(|s| s.observation.kind == ObservationKind::Output)
+            && !found_elsewhere(n, steps)
     });
     if let Some(path) = missing {
         return Some(format!(
@@ -1143,6 +1144,26 @@ pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> O
         return Some(format!("{term} was not found in {first}."));
     }
     missing_section(task, steps, first)
+}
+
+/// Whether a bare file name (`robots.txt`, no folder) that is not at the workspace's top was
+/// found deeper: a later call read a path ending in it, or a listing showed one.
+fn found_elsewhere(name: &str, steps: &[Step]) -> bool {
+    if name.contains('/') {
+        return false;
+    }
+    let deeper = format!("/{name}");
+    let listed = format!("/{name} (");
+    steps
+        .iter()
+        .filter(|s| s.observation.kind == ObservationKind::Output)
+        .any(|s| {
+            call_path(s).is_some_and(|p| p.ends_with(&deeper))
+                || s.observation
+                    .text
+                    .lines()
+                    .any(|l| l.trim().contains(&listed))
+        })
 }
 
 /// Words that qualify a section noun without naming a section ("the main server", "the
@@ -2301,5 +2322,33 @@ mod tests {
         )
         .expect("an answer");
         assert!(got.starts_with("6 "), "{got}");
+    }
+
+    #[test]
+    fn a_bare_file_name_found_deeper_is_not_missing() {
+        let mut miss = step(1, "read_file", ObservationKind::Output, "");
+        miss.action = Some(Action::tool("read_file", json!({"path": "robots.txt"})));
+        miss.observation = Observation::new(
+            ObservationKind::ToolError {
+                kind: ToolErrorKind::NotFound,
+            },
+            "robots.txt does not exist".to_string(),
+        );
+        let task =
+            "Is there a file named robots.txt anywhere in this project? If so, give its full path.";
+        assert!(not_found_answer(task, &[miss.clone()], None).is_some());
+        let mut found = step(2, "read_file", ObservationKind::Output, "1: User-agent: *");
+        found.action = Some(Action::tool(
+            "read_file",
+            json!({"path": "web/public/static/seo/robots.txt"}),
+        ));
+        assert_eq!(not_found_answer(task, &[miss.clone(), found], None), None);
+        let listing = step(
+            2,
+            "list_dir",
+            ObservationKind::Output,
+            "total: 0 files and 1 folder directly in web\nweb/seo/robots.txt (24 bytes)",
+        );
+        assert_eq!(not_found_answer(task, &[miss, listing], None), None);
     }
 }
