@@ -1146,6 +1146,58 @@ pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> O
     missing_section(task, steps, first)
 }
 
+/// The answer to "how many requests in access.log ended with HTTP status 500?": the requests
+/// of a whole log read whose status field is that code, read by code. A status is the field
+/// after a request's closing quote (`"GET / HTTP/1.1" 500 1024`, the common log format) or a
+/// `status=500` / `status: 500` pair; the code as a substring also matches byte counts,
+/// latencies and timestamps (the agent model answered 12 for 4).
+pub fn status_count_answer(task: &str, steps: &[Step]) -> Option<String> {
+    use std::sync::OnceLock;
+    static RES: OnceLock<Option<[regex::Regex; 2]>> = OnceLock::new();
+    let [asked, field] = RES
+        .get_or_init(|| {
+            Some([
+                regex::Regex::new(r"(?i)\b(?:status|http|code|error)\s+(?:code\s+)?([1-5]\d\d)\b")
+                    .ok()?,
+                regex::Regex::new(r#"(?:" |\bstatus[=:] ?)([1-5]\d\d)\b"#).ok()?,
+            ])
+        })
+        .as_ref()?;
+    if !asks_count(task) {
+        return None;
+    }
+    let code = asked.captures(task)?.get(1)?.as_str();
+    let named = super::narrow::named_paths(task);
+    for step in steps.iter().filter(|s| usable(s)) {
+        let is_read =
+            matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
+        let Some(path) = call_path(step) else {
+            continue;
+        };
+        let text = whole_text(step);
+        let whole = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+        if !is_read || !whole || !named.iter().any(|n| trim_rel(n) == path) {
+            continue;
+        }
+        let statuses: Vec<&str> = text
+            .lines()
+            .filter_map(super::tally::content)
+            .filter_map(|l| field.captures(l).and_then(|c| c.get(1)).map(|m| m.as_str()))
+            .collect();
+        // A log of requests: most of its lines carry a status.
+        let lines = text.lines().filter_map(super::tally::content).count();
+        if statuses.len() < 5 || statuses.len() * 2 < lines {
+            continue;
+        }
+        let n = statuses.iter().filter(|s| **s == code).count();
+        return Some(format!(
+            "{n} ({n} of the {} requests in {path} have status {code})",
+            statuses.len()
+        ));
+    }
+    None
+}
+
 /// Whether a bare file name (`robots.txt`, no folder) that is not at the workspace's top was
 /// found deeper: a later call read a path ending in it, or a listing showed one.
 fn found_elsewhere(name: &str, steps: &[Step]) -> bool {
@@ -1443,7 +1495,7 @@ pub fn write_answer(
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 17] = [
+    let readers: [(&str, Reader); 18] = [
         ("the task's written-out expression", |t, _, _| {
             super::program::stated_answer(t)
         }),
@@ -1462,6 +1514,9 @@ pub fn write_answer(
         }),
         ("a count of matching records", |t, s, _| {
             super::tally::matching_records_answer(t, s)
+        }),
+        ("a count of requests by status", |t, s, _| {
+            status_count_answer(t, s)
         }),
         ("a count of matching lines", |t, s, _| count_answer(t, s)),
         ("the program a log line is about", |t, s, _| {
@@ -2350,5 +2405,48 @@ mod tests {
             "total: 0 files and 1 folder directly in web\nweb/seo/robots.txt (24 bytes)",
         );
         assert_eq!(not_found_answer(task, &[miss, listing], None), None);
+    }
+
+    #[test]
+    fn requests_are_counted_by_their_status_field_not_by_the_digits() {
+        let mut log = String::from("access.log (8 lines):\n");
+        for (i, (status, bytes)) in [
+            (200, 5001),
+            (500, 120),
+            (200, 1500),
+            (404, 500),
+            (500, 77),
+            (503, 15000),
+            (200, 2500),
+            (500, 9),
+        ]
+        .iter()
+        .enumerate()
+        {
+            log.push_str(&format!(
+                "{}: 10.0.0.{i} - - [02/Mar/2026:10:00:0{i} +0000] \"GET /p{i} HTTP/1.1\" {status} {bytes} \"-\" \"curl\"\n",
+                i + 1
+            ));
+        }
+        let mut read = step(1, "read_file", ObservationKind::Output, &log);
+        read.action = Some(Action::tool("read_file", json!({"path": "access.log"})));
+        let got = status_count_answer(
+            "How many requests in access.log ended with HTTP status 500?",
+            &[read.clone()],
+        )
+        .expect("an answer");
+        assert!(got.starts_with("3 "), "{got}");
+        // Not a count question, or no code asked: not this reader's.
+        assert_eq!(
+            status_count_answer(
+                "Which request in access.log returned status 404?",
+                &[read.clone()]
+            ),
+            None
+        );
+        assert_eq!(
+            status_count_answer("How many requests are in access.log?", &[read]),
+            None
+        );
     }
 }
