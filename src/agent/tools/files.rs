@@ -293,7 +293,7 @@ fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut 
             push_line(out, format!("{shown} (link, not followed)"));
         } else if ft.is_dir() {
             out.dirs += 1;
-            let inner = count_direct_files(&ent.path());
+            let inner = count_direct(&ent.path()).0;
             let all = count_all(&ent.path(), 0).0;
             let counts = if all == inner {
                 plural(inner, "file", "files")
@@ -325,14 +325,17 @@ fn push_line(out: &mut Listing, line: String) {
     }
 }
 
-fn count_direct_files(dir: &Path) -> usize {
+/// Regular files and folders directly in `dir` (links not followed).
+fn count_direct(dir: &Path) -> (usize, usize) {
     std::fs::read_dir(dir)
         .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .count()
+            rd.flatten().fold((0, 0), |(f, d), e| match e.file_type() {
+                Ok(t) if t.is_file() => (f + 1, d),
+                Ok(t) if t.is_dir() => (f, d + 1),
+                _ => (f, d),
+            })
         })
-        .unwrap_or(0)
+        .unwrap_or((0, 0))
 }
 
 /// Regular files in `dir` and every folder below it (links not followed, 32 levels at most).
@@ -491,16 +494,10 @@ impl Tool for ListDir {
         let mut out = if a.recursive {
             // The top level's counts too: "how many folders sit directly inside plugins/" is
             // not answered by the tree's.
-            let direct_dirs = std::fs::read_dir(&dir)
-                .map(|rd| {
-                    rd.flatten()
-                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                        .count()
-                })
-                .unwrap_or(0);
+            let (direct_files, direct_dirs) = count_direct(&dir);
             format!(
                 "total: {} and {} directly in {shown}; {} in {shown} and its subfolders ({} below it)",
-                plural(count_direct_files(&dir), "file", "files"),
+                plural(direct_files, "file", "files"),
                 plural(direct_dirs, "folder", "folders"),
                 plural(listing.files, "file", "files"),
                 plural(listing.dirs, "folder", "folders")
