@@ -256,18 +256,13 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
         return None;
     }
     let step = steps.iter().find(|s| s.index == index)?;
-    let is_read =
-        matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
-    let path = call_path(step)?;
-    // The whole file ("app.log (3000 lines):"), not a range of it ("lines 1-12 of 3000").
-    let text = whole_text(step);
-    let whole = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+    let (path, text) = whole_read_of_named(step, &named)?;
     let long = text
         .lines()
         .filter(|l| super::tally::content(l).is_some())
         .count()
         >= COUNTED_FILE_MIN_LINES;
-    if !is_read || !whole || !long || !named.iter().any(|n| trim_rel(n) == path) {
+    if !long {
         return None;
     }
     let answer = format!(
@@ -277,6 +272,17 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
         top[0].1
     );
     Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
+}
+
+/// The path and whole output of `step` when it read a whole file the task names (`named`):
+/// "app.log (3000 lines):", not a range of it ("lines 1-12 of 3000").
+fn whole_read_of_named<'a>(step: &'a Step, named: &[String]) -> Option<(&'a str, &'a str)> {
+    let is_read =
+        matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
+    let path = call_path(step)?;
+    let text = whole_text(step);
+    let whole = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+    (is_read && whole && named.iter().any(|n| trim_rel(n) == path)).then_some((path, text))
 }
 
 /// The text of a step's whole output: a condensed output's full text while it is in memory.
@@ -1169,16 +1175,9 @@ pub fn status_count_answer(task: &str, steps: &[Step]) -> Option<String> {
     let code = asked.captures(task)?.get(1)?.as_str();
     let named = super::narrow::named_paths(task);
     for step in steps.iter().filter(|s| usable(s)) {
-        let is_read =
-            matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
-        let Some(path) = call_path(step) else {
+        let Some((path, text)) = whole_read_of_named(step, &named) else {
             continue;
         };
-        let text = whole_text(step);
-        let whole = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
-        if !is_read || !whole || !named.iter().any(|n| trim_rel(n) == path) {
-            continue;
-        }
         let statuses: Vec<&str> = text
             .lines()
             .filter_map(super::tally::content)
