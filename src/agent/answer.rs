@@ -285,7 +285,6 @@ fn whole_read_of_named<'a>(step: &'a Step, named: &[String]) -> Option<(&'a str,
     (is_read && whole && named.iter().any(|n| trim_rel(n) == path)).then_some((path, text))
 }
 
-/// The text of a step's whole output: a condensed output's full text while it is in memory.
 /// A CSV row under `header` as `name=value` pairs ("item=widget, qty=845"); `None` when its
 /// field count differs from the header's.
 pub(crate) fn csv_row(header: &[String], content: &str) -> Option<String> {
@@ -1621,6 +1620,7 @@ fn worked_answer(
 ) -> Result<(Option<String>, Usage, String), PlannerError> {
     use super::program;
     let facts = program::facts(task, steps);
+    tracing::debug!(facts = ?facts, "facts for the worked answer");
     let req = GenRequest {
         messages: program::program_messages(task, &facts),
         sampling: sampling.clone(),
@@ -1629,16 +1629,21 @@ fn worked_answer(
         constraint: None,
     };
     let out = generate(model, &req, cancel)?;
-    let answer = match program::run(&out.text, &program::allowed_numbers(task, &facts)) {
-        Ok(worked) => {
-            tracing::debug!(program = %out.text, steps = ?worked.steps, "worked answer");
-            Some(program::format_value(worked.value, task))
-        }
-        Err(e) => {
-            tracing::debug!(program = %out.text, error = %e, "no worked answer");
-            None
-        }
-    };
+    let defined = program::bindings(&facts);
+    let answer =
+        match program::run_with(&out.text, &program::allowed_numbers(task, &facts), &defined) {
+            Ok(worked) => {
+                tracing::debug!(program = %out.text, steps = ?worked.steps, "worked answer");
+                Some(program::format_value(
+                    program::as_asked(&worked, task),
+                    task,
+                ))
+            }
+            Err(e) => {
+                tracing::debug!(program = %out.text, error = %e, "no worked answer");
+                None
+            }
+        };
     // The program as one line, for the run's record.
     let one_line: String = out
         .text

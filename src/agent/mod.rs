@@ -27,6 +27,7 @@ pub mod parse;
 pub mod planner;
 pub mod program;
 pub mod react;
+pub mod records;
 pub mod rundir;
 pub mod tally;
 pub mod tools;

@@ -3,7 +3,7 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Nine
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Ten
 //! rules, each over enum-typed arguments only:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
@@ -36,6 +36,13 @@
 //!    only a recursive listing of the workspace is offered until one has succeeded: the
 //!    model read file after file looking for the one `.sql` file a listing shows.
 //!
+//! 10. **A figure from a folder's files reads each of them.** When the task names a folder and
+//!     asks a figure worked out from what its files hold ("the three files in vendors/ … what
+//!     do they cost together?"), once the folder is listed, `read_file` is narrowed to its
+//!     listed files not yet read (at most [`MAX_LISTED_READS`]) and only it and a search of
+//!     the folder are offered, until a search of the folder has found lines: the model read
+//!     one of the three and answered from it.
+//!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
 use std::collections::HashSet;
@@ -52,6 +59,75 @@ use super::words::quantities;
 
 /// The file tools whose `path` is narrowed by rule 2.
 const FILE_TOOLS: &[&str] = &["read_file", "list_dir", SEARCH_TEXT];
+
+/// Most listed files rule 10 has read.
+pub const MAX_LISTED_READS: usize = 6;
+
+/// Words of a question about the files themselves (their sizes), which a listing answers.
+const LISTING_WORDS: &[&str] = &[
+    "size", "sizes", "bytes", "largest", "smallest", "biggest", "newest", "oldest",
+];
+
+/// Rule 10: the files a listing of a folder the task names shows and no step has read yet, when
+/// the task asks a figure worked out from what they hold.
+fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
+    let w = super::words::words(task);
+    let asks_figure = super::program::wants_program(task, steps)
+        || super::tally::asks_for_total(task)
+        || super::tally::asks_mean(task);
+    if !asks_figure
+        || super::program::counts_workspace(task)
+        || w.iter().any(|x| LISTING_WORDS.contains(&x.as_str()))
+    {
+        return Vec::new();
+    }
+    let dirs = paths_in_task(task).1;
+    let ok = |s: &&Step| s.observation.kind == ObservationKind::Output;
+    let on_dir = |s: &Step, tool: &str| match &s.action {
+        Some(Action::ToolCall { name, args }) if name == tool => {
+            path_of(args).is_some_and(|a| dirs.iter().any(|d| same_path(&a, d)))
+        }
+        _ => false,
+    };
+    if steps
+        .iter()
+        .filter(ok)
+        .any(|s| on_dir(s, SEARCH_TEXT) && !s.observation.text.trim_start().starts_with(NO_MATCHES))
+    {
+        return Vec::new();
+    }
+    let read: Vec<String> = steps
+        .iter()
+        .filter(ok)
+        .filter_map(|s| match &s.action {
+            Some(Action::ToolCall { name, args }) if name == "read_file" => path_of(args),
+            _ => None,
+        })
+        .collect();
+    let mut listed: Vec<String> = Vec::new();
+    for s in steps.iter().filter(ok).filter(|s| on_dir(s, "list_dir")) {
+        for line in super::answer::whole_text(s).lines() {
+            let entry = line.trim().split(" (").next().unwrap_or_default();
+            let in_dir = dirs.iter().any(|d| {
+                let d = trim_rel(d).trim_end_matches('/');
+                entry
+                    .strip_prefix(d)
+                    .and_then(|r| r.strip_prefix('/'))
+                    .is_some_and(|r| !r.is_empty() && !r.contains('/'))
+            });
+            if in_dir && !entry.ends_with('/') && !listed.iter().any(|l| l == entry) {
+                listed.push(entry.to_string());
+            }
+        }
+    }
+    if listed.len() > MAX_LISTED_READS || read.len() >= MAX_LISTED_READS {
+        return Vec::new();
+    }
+    listed
+        .into_iter()
+        .filter(|f| !read.iter().any(|r| same_path(r, f)))
+        .collect()
+}
 
 /// The search tool rule 7 points at a folder.
 const SEARCH_TEXT: &str = "search_text";
@@ -282,6 +358,31 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
+    // Rule 10: a folder's listed files, each read before anything else.
+    if untouched.is_empty() {
+        let unread = listed_unread(task, steps);
+        if let (false, Some(t)) = (unread.is_empty(), allowed.get("read_file")) {
+            let mut schema = t.args_schema();
+            schema["properties"]["path"] = serde_json::json!({ "enum": unread });
+            let mut only = Toolset::new();
+            only.add(Arc::new(WithSchema::new(t.clone(), schema)));
+            // A search of the whole folder gathers the same lines in one step.
+            if let Some(t) = allowed.get(SEARCH_TEXT) {
+                let mut schema = t.args_schema();
+                let dirs: Vec<String> = paths_in_task(task).1;
+                let folder: Vec<String> = enum_values(&schema["properties"]["path"])
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|v| dirs.iter().any(|d| same_path(v, d)))
+                    .collect();
+                if !folder.is_empty() {
+                    schema["properties"]["path"] = serde_json::json!({ "enum": folder });
+                    only.add(Arc::new(WithSchema::new(t.clone(), schema)));
+                }
+            }
+            return only;
+        }
+    }
     // Rule 8: an identifier the task names, searched for over the whole workspace first.
     let find_everywhere = named_paths.is_empty()
         && task
@@ -374,6 +475,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 if FILE_TOOLS.contains(&tool.name()) && !untouched.is_empty() {
                     keep.retain(|v| untouched.iter().any(|p| same_path(v, p)));
                 }
+
                 if tool.name() == SEARCH_TEXT && find_everywhere && keep.iter().any(|v| v == ".") {
                     keep.retain(|v| v == ".");
                 }
@@ -759,5 +861,56 @@ mod tests {
             enum_of(&n, "read_file", "path"),
             vec!["notes.txt", "secrets.toml"]
         );
+    }
+
+    #[test]
+    fn a_figure_from_a_folders_files_reads_each_listed_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(dir.path().join("vendors")).expect("mkdir");
+        for f in ["a.txt", "b.json"] {
+            std::fs::write(dir.path().join("vendors").join(f), "monthly_usd: 1").expect("write");
+        }
+        std::fs::write(dir.path().join("notes.txt"), "x").expect("write");
+        let task =
+            "The files in vendors/ describe subscriptions. What do they cost together per month?";
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let mut listed = done(
+            1,
+            "list_dir",
+            json!({"path": "vendors/"}),
+            ObservationKind::Output,
+        );
+        listed.observation.text = "total: 2 files and 0 folders directly in vendors\n  vendors/a.txt (14 bytes)\n  vendors/b.json (14 bytes)\n".to_string();
+        let mut steps = vec![listed];
+        let n = narrow(&tools, task, &named_paths(task), &steps);
+        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["read_file", "search_text"]);
+        assert_eq!(
+            enum_of(&n, "read_file", "path"),
+            ["vendors/a.txt", "vendors/b.json"]
+        );
+        steps.push(done(
+            2,
+            "read_file",
+            json!({"path": "vendors/a.txt"}),
+            ObservationKind::Output,
+        ));
+        let n = narrow(&tools, task, &named_paths(task), &steps);
+        assert_eq!(enum_of(&n, "read_file", "path"), ["vendors/b.json"]);
+        // All read: the answer is offered again.
+        steps.push(done(
+            3,
+            "read_file",
+            json!({"path": "vendors/b.json"}),
+            ObservationKind::Output,
+        ));
+        assert!(narrow(&tools, task, &named_paths(task), &steps)
+            .get(FINAL_ANSWER)
+            .is_some());
+        // Counting the folder's files is the listing's work, not this rule's.
+        let count = "How many files are in vendors/?";
+        assert!(narrow(&tools, count, &named_paths(count), &steps[..1])
+            .get("list_dir")
+            .is_some());
     }
 }

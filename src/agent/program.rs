@@ -24,7 +24,7 @@ use super::answer::usable;
 use super::eval::numbers_in;
 use super::tools::calculator::{evaluate_with, Number};
 use super::types::{Action, ObservationKind, Step};
-use super::words::{quantities, words};
+use super::words::{keywords, quantities, words};
 
 /// The system prompt of the worked-answer request.
 pub const PROGRAM_SYSTEM: &str =
@@ -164,15 +164,7 @@ pub fn wants_program(task: &str, steps: &[Step]) -> bool {
             || has("compute"));
     let given = quantities(task, false).len() >= 2;
     let worked = WORKED_OUT.iter().any(|x| has(x));
-    // "How many (.md) files", "the number of lines": the counted noun, not any mention ("a
-    // 2.4 GB file is copied").
-    let counts_workspace = w.windows(2).enumerate().any(|(i, p)| {
-        ((p[0] == "how" && p[1] == "many") || (p[0] == "number" && p[1] == "of"))
-            && w[i + 2..]
-                .iter()
-                .take(3)
-                .any(|x| WORKSPACE_COUNTS.contains(&x.as_str()))
-    });
+    let counts_workspace = counts_workspace(task);
     let sized = steps
         .iter()
         .any(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "size_model"));
@@ -189,6 +181,19 @@ pub fn wants_program(task: &str, steps: &[Step]) -> bool {
         && !counts_workspace
         && !sized
         && !states_expression(task)
+}
+
+/// Whether `task` counts things in the workspace ("How many (.md) files", "the number of
+/// lines"): the counted noun, not any mention ("a 2.4 GB file is copied").
+pub fn counts_workspace(task: &str) -> bool {
+    let w = words(task);
+    w.windows(2).enumerate().any(|(i, p)| {
+        ((p[0] == "how" && p[1] == "many") || (p[0] == "number" && p[1] == "of"))
+            && w[i + 2..]
+                .iter()
+                .take(3)
+                .any(|x| WORKSPACE_COUNTS.contains(&x.as_str()))
+    })
 }
 
 /// How many distinct files the steps read with output, or the task names, whichever is more.
@@ -341,55 +346,48 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
             // read_file's header ("a.txt (4 lines):") says nothing the prefix does not.
             .filter(|l| path.is_none() || !l.ends_with("lines):"))
             .collect();
-        // A CSV file's rows are shown as `column=value` pairs under its header: shown the raw
-        // rows, the model multiplied neighbouring prices instead of each row's quantity by its
-        // price.
-        let cells = |line: &str| -> Vec<String> {
-            super::tally::content(line)
-                .unwrap_or(line)
-                .split(',')
-                .map(|f| f.trim().to_string())
-                .collect()
-        };
-        let header: Option<Vec<String>> = path
+        let whole_read = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+        // A structured file (YAML, JSON, TOML, INI, CSV, a Markdown table) read whole: each
+        // value under its key path or column names, of parallel records the one named.
+        let structured = path
             .as_deref()
-            .filter(|p| p.ends_with(".csv"))
-            .and_then(|_| lines.first())
-            .map(|l| cells(l))
-            .filter(|h| h.len() > 1);
-        let shown = |line: &str| {
-            // Line numbers are not quantities: "3: headcount: 14" is shown "a.txt: headcount: 14".
-            let content = super::tally::content(line).unwrap_or(line).trim();
-            let content = header
-                .as_deref()
-                .and_then(|h| super::answer::csv_row(h, content))
-                .unwrap_or_else(|| content.to_string());
-            match &path {
-                Some(p) => format!("{p}: {content}"),
-                None => content,
-            }
+            .filter(|_| whole_read)
+            .and_then(|p| {
+                let body: Vec<&str> = lines
+                    .iter()
+                    .map(|l| super::tally::content(l).unwrap_or(l))
+                    .collect();
+                super::records::facts_of(p, &body.join("\n"))
+            })
+            .map(|f| super::records::select(task, &f));
+        let contents: Vec<String> = match structured {
+            Some(facts) => facts,
+            None => plain_lines(&path, &lines),
         };
-        let lines = if header.is_some() {
-            &lines[1..]
-        } else {
-            &lines[..]
+        let prefixed = |c: &str| match &path {
+            Some(p) => format!("{p}: {c}"),
+            None => c.to_string(),
         };
-        if lines.len() <= WHOLE_OUTPUT_LINES {
-            groups.push((path.clone(), lines.iter().map(|l| shown(l)).collect()));
+        if contents.len() <= WHOLE_OUTPUT_LINES {
+            groups.push((path.clone(), contents.iter().map(|c| prefixed(c)).collect()));
         } else {
-            let mut scored: Vec<(usize, usize, &str)> = lines
+            let mut scored: Vec<(usize, usize, &str)> = contents
                 .iter()
                 .enumerate()
                 .map(|(i, l)| {
                     let lw = words(l);
-                    (keys.iter().filter(|k| lw.contains(k)).count(), i, *l)
+                    (
+                        keys.iter().filter(|k| lw.contains(k)).count(),
+                        i,
+                        l.as_str(),
+                    )
                 })
                 .filter(|x| x.0 > 0)
                 .collect();
             scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
             scored.truncate(LINES_OF_LONG_OUTPUT);
             scored.sort_by_key(|x| x.1);
-            groups.push((path.clone(), scored.iter().map(|x| shown(x.2)).collect()));
+            groups.push((path.clone(), scored.iter().map(|x| prefixed(x.2)).collect()));
         }
     }
     let mut out: Vec<String> = focus(task, groups).into_iter().flat_map(|g| g.1).collect();
@@ -397,6 +395,36 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
     out.retain(|l| seen.insert(l.clone()));
     out.truncate(MAX_FACTS);
     out
+}
+
+/// The contents of an output's lines without their line numbers; a CSV file's rows as
+/// `column=value` pairs under its header (shown the raw rows, the model multiplied neighbouring
+/// prices instead of each row's quantity by its price).
+fn plain_lines(path: &Option<String>, lines: &[&str]) -> Vec<String> {
+    let cells = |line: &str| -> Vec<String> {
+        super::tally::content(line)
+            .unwrap_or(line)
+            .split(',')
+            .map(|f| f.trim().to_string())
+            .collect()
+    };
+    let header: Option<Vec<String>> = path
+        .as_deref()
+        .filter(|p| p.ends_with(".csv"))
+        .and_then(|_| lines.first())
+        .map(|l| cells(l))
+        .filter(|h| h.len() > 1);
+    let rows = if header.is_some() { &lines[1..] } else { lines };
+    rows.iter()
+        .map(|line| {
+            // Line numbers are not quantities: "3: headcount: 14" is shown "headcount: 14".
+            let content = super::tally::content(line).unwrap_or(line).trim();
+            header
+                .as_deref()
+                .and_then(|h| super::answer::csv_row(h, content))
+                .unwrap_or_else(|| content.to_string())
+        })
+        .collect()
 }
 
 /// The keys of a file's `key: value` / `key = value` lines.
@@ -473,15 +501,257 @@ fn focus(
         .collect()
 }
 
-/// The messages of the program request.
+/// The system prompt of the worked-answer request when facts define values.
+pub const PROGRAM_SYSTEM_DEFINED: &str =
+    "Solve the question with a short Python program. The values under \
+Defined are already variables: use their names. Add one variable for any other quantity the \
+question states (put its unit in the name), then the steps, ending with answer = ... . Use only \
+numbers, variables and + - * / ( ). Reply with the code only.";
+
+/// A value a fact states, bound to a name before the model's program runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    /// The variable's name: the file's stem and the value's key path (`quotas_orchid_storage_gb`).
+    pub name: String,
+    /// The value.
+    pub value: f64,
+    /// Where it came from: the fact line.
+    pub source: String,
+    /// The key it was read under: a value's last key, a record's field name.
+    pub key: String,
+    /// Whether it is a field of a record (a table's row, an array's object).
+    pub in_record: bool,
+}
+
+/// `x` as the calculator holds it: a whole number exactly.
+fn number(x: f64) -> Number {
+    if x == x.trunc() && x.abs() < 1e15 {
+        Number::Int(x as i128)
+    } else {
+        Number::Float(x)
+    }
+}
+
+/// A name made of `parts`: lower case, runs of other characters as one `_`.
+fn ident(parts: &[&str]) -> String {
+    let mut out = String::new();
+    for p in parts {
+        for c in p.chars() {
+            if c.is_ascii_alphanumeric() {
+                out.push(c.to_ascii_lowercase());
+            } else if !out.ends_with('_') && !out.is_empty() {
+                out.push('_');
+            }
+        }
+        if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    let out = out.trim_matches('_').to_string();
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("n_{out}")
+    } else {
+        out
+    }
+}
+
+/// The number a value starts with ("500", "2.45", "500 (one-off)", "1,200 USD"); `None` when
+/// it does not start with one or is a date, a version or an address ("2026-02", "1.2.3").
+fn leading_number(v: &str) -> Option<f64> {
+    let v = v.trim().trim_start_matches('$');
+    let end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',' || c == '-'))
+        .unwrap_or(v.len());
+    let head = &v[..end];
+    let rest = &v[end..];
+    // "2026-02", "10.0.0.1", "3:00", "10, 20, 30": not one quantity.
+    if head.matches('.').count() > 1
+        || head[1.min(head.len())..].contains('-')
+        || rest.starts_with([':', '/'])
+        || head.ends_with(',')
+    {
+        return None;
+    }
+    head.replace(',', "")
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+}
+
+/// The values the facts state, as named variables: a `key: value` line's number under the
+/// file's stem and the key path (`slo_checkout_p95_ms = 450`), a record's numeric fields under
+/// the record's name (`latency_checkout_p95_ms = 372` for `endpoint=checkout, p95 (ms)=372`).
+/// The 0.5B model, shown such facts, transcribed whole files into dictionaries and ran out of
+/// tokens; given the names, it writes the one line of arithmetic.
+pub fn bindings(facts: &[String]) -> Vec<Binding> {
+    let mut out: Vec<Binding> = Vec::new();
+    let mut push = |name: String, value: f64, source: &str, key: &str, in_record: bool| {
+        if name.is_empty() || !is_name(&name) {
+            return;
+        }
+        let mut unique = name.clone();
+        let mut n = 2;
+        while out.iter().any(|b| b.name == unique) {
+            unique = format!("{name}_{n}");
+            n += 1;
+        }
+        out.push(Binding {
+            name: unique,
+            value,
+            source: source.to_string(),
+            key: key.to_string(),
+            in_record,
+        });
+    };
+    for fact in facts {
+        let Some((path, content)) = fact.split_once(": ") else {
+            continue;
+        };
+        if !path.contains('.') && !path.contains('/') {
+            continue;
+        }
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let stem = file.split('.').next().unwrap_or("");
+        // `.env` has no stem: its folder names it.
+        let stem = if stem.is_empty() {
+            path.rsplit('/').nth(1).unwrap_or("env")
+        } else {
+            stem
+        };
+        let stem_id = ident(&[stem]);
+        let named = |key: &str| -> String {
+            let k = ident(&[key]);
+            if k == stem_id || k.starts_with(&format!("{stem_id}_")) {
+                k
+            } else {
+                format!("{stem_id}_{k}")
+            }
+        };
+        // A record: "at: a=x, b=1" or "a=x, b=1".
+        let pairs = match content.split_once(": ") {
+            Some((at, rest)) if rest.contains('=') && !at.contains('=') => rest,
+            _ => content,
+        };
+        let fields: Vec<(&str, &str)> = pairs
+            .split(", ")
+            .filter_map(|f| f.split_once('='))
+            .map(|(k, v)| (k.trim(), v.trim()))
+            .collect();
+        if fields.len() >= 2 && fields.len() == pairs.split(", ").count() {
+            let who = fields
+                .iter()
+                .find(|(_, v)| leading_number(v).is_none())
+                .map(|(_, v)| *v)
+                .unwrap_or("");
+            for (k, v) in &fields {
+                if let Some(x) = leading_number(v) {
+                    push(named(&format!("{who} {k}")), x, fact, k, true);
+                }
+            }
+            continue;
+        }
+        // A value under its key path: "tenants.orchid.storage_gb: 500".
+        let Some((key, value)) = content
+            .split_once(": ")
+            .or_else(|| content.split_once(" = "))
+        else {
+            continue;
+        };
+        if key.len() > 80 || key.contains(char::is_whitespace) && key.split_whitespace().count() > 4
+        {
+            continue;
+        }
+        let Some(x) = leading_number(value) else {
+            continue;
+        };
+        // The container of parallel records ("tenants", "endpoints") says nothing the file's
+        // stem and the record's name do not.
+        let parts: Vec<&str> = key.split('.').collect();
+        let parts = if parts.len() >= 3 {
+            &parts[1..]
+        } else {
+            &parts[..]
+        };
+        let leaf = parts.last().copied().unwrap_or(key);
+        push(named(&parts.join(" ")), x, fact, leaf, false);
+    }
+    out
+}
+
+/// Whether two words name the same thing: equal, a plural ("gpu", "gpus"), or one the other's
+/// start when the shorter has four letters or more ("month", "monthly").
+fn relates(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short == long
+        || long.strip_suffix('s') == Some(short)
+        || (short.len() >= 4 && long.starts_with(short))
+}
+
+/// The bindings a question can use: a record's fields (the record was picked by the name the
+/// question gives), and values whose key shares a word with the question; of a file none of
+/// whose values does, all of them. Shown `PORT` and `WEB_THREADS` beside `WEB_CONCURRENCY`,
+/// the model multiplied every number it was given.
+fn relevant(task: &str, all: Vec<Binding>) -> Vec<Binding> {
+    let keys = keywords(task);
+    let file = |b: &Binding| b.source.split_once(": ").map(|x| x.0.to_string());
+    // A key's words that are not its file's ("web" of web/.env's WEB_THREADS).
+    let named = |b: &Binding| {
+        let own = words(&file(b).unwrap_or_default());
+        b.in_record
+            || words(&b.key)
+                .iter()
+                .filter(|w| !own.contains(w))
+                .any(|w| keys.iter().any(|k| relates(w, k)))
+    };
+    let files_named: std::collections::HashSet<Option<String>> =
+        all.iter().filter(|b| named(b)).map(file).collect();
+    all.iter()
+        .filter(|b| named(b) || !files_named.contains(&file(b)))
+        .cloned()
+        .collect()
+}
+
+/// The messages of the program request: the values the facts state as defined variables, the
+/// other facts as they are, and the question.
 pub fn program_messages(task: &str, facts: &[String]) -> Vec<ChatMessage> {
+    let defined = relevant(task, bindings(facts));
     let user = if facts.is_empty() {
         task.to_string()
-    } else {
+    } else if defined.is_empty() {
         format!("Facts:\n{}\n\nQuestion: {task}", facts.join("\n"))
+    } else {
+        let mut text = String::from("Defined:\n");
+        for b in &defined {
+            text.push_str(&format!(
+                "{} = {}  # {}\n",
+                b.name,
+                number(b.value),
+                b.source
+            ));
+        }
+        // Values not shown as defined (a setting the question does not name) are left out;
+        // other facts (names, dates, prose) are shown as they are.
+        let all = bindings(facts);
+        let other: Vec<&String> = facts
+            .iter()
+            .filter(|f| !all.iter().any(|b| &b.source == *f))
+            .collect();
+        if !other.is_empty() {
+            text.push_str("\nOther facts:\n");
+            for f in other {
+                text.push_str(f);
+                text.push('\n');
+            }
+        }
+        format!("{text}\nQuestion: {task}")
+    };
+    let system = if defined.is_empty() {
+        PROGRAM_SYSTEM
+    } else {
+        PROGRAM_SYSTEM_DEFINED
     };
     vec![
-        ChatMessage::new(Role::System, PROGRAM_SYSTEM),
+        ChatMessage::new(Role::System, system),
         ChatMessage::new(Role::User, user),
     ]
 }
@@ -513,6 +783,64 @@ pub struct Worked {
     pub value: Number,
     /// The bindings in order (`name = value`), for the trace.
     pub steps: Vec<String>,
+}
+
+/// Words of a question that asks how far apart two values are: a magnitude, never negative
+/// ("by how many ms is the p95 below its target", "how many GB were left unused").
+const MAGNITUDE_WORDS: &[&str] = &[
+    "left",
+    "unused",
+    "remaining",
+    "remain",
+    "spare",
+    "headroom",
+    "below",
+    "above",
+    "under",
+    "over",
+    "more",
+    "less",
+    "fewer",
+    "shortfall",
+    "short",
+    "exceed",
+    "exceeds",
+    "difference",
+];
+
+/// Nouns of a part of a whole ("what percentage of the cluster's hours").
+const SHARE_NOUNS: &[&str] = &["percentage", "percent", "share", "fraction", "proportion"];
+
+/// A worked value as the question asks it: a difference asked as a magnitude is not negative
+/// (the model subtracts in the order the question names the values), and a share of a whole
+/// worked out as one ratio times 100 is not above 100 (the model divides the whole by the part).
+pub fn as_asked(worked: &Worked, task: &str) -> Number {
+    let w = words(task);
+    let has = |x: &str| w.iter().any(|v| v == x);
+    let v = worked.value.as_f64();
+    if v < 0.0 && MAGNITUDE_WORDS.iter().any(|x| has(x)) && !has("net") && !has("change") {
+        return number(-v);
+    }
+    let share_of = w
+        .windows(2)
+        .any(|p| SHARE_NOUNS.contains(&p[0].as_str()) && p[1] == "of");
+    if v > 100.0 && share_of {
+        // The last step's expression: "answer = (a / b) * 100 = 444.4" → "(a / b) * 100".
+        let expr = worked
+            .steps
+            .last()
+            .and_then(|s| s.rsplit_once(" = ").map(|x| x.0))
+            .map(|e| e.rsplit_once(" = ").map_or(e, |x| x.1))
+            .unwrap_or_default();
+        let compact: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
+        let ratio = compact.matches('/').count() == 1
+            && ["*100", "100*"].iter().any(|x| compact.contains(x))
+            && !compact.contains(['+', '-']);
+        if ratio {
+            return Number::Float(10000.0 / v);
+        }
+    }
+    worked.value
 }
 
 /// Whether `x` is one of `allowed` (or a hundredth or hundredfold of one: "17.5%" is written
@@ -579,7 +907,20 @@ fn tidy(expr: &str) -> String {
 /// Run `program` with the numbers `allowed` (those of the question and the facts): the value
 /// of `answer` when bound, else of the last `print`/bare expression, else of the last binding.
 pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
-    let mut vars: HashMap<String, Number> = HashMap::new();
+    run_with(program, allowed, &[])
+}
+
+/// [`run`] with `defined` bound before the program's first line: a program that uses one of
+/// them uses a given number.
+pub fn run_with(
+    program: &str,
+    allowed: &[f64],
+    defined: &[Binding],
+) -> Result<Worked, ProgramError> {
+    let mut vars: HashMap<String, Number> = defined
+        .iter()
+        .map(|b| (b.name.clone(), number(b.value)))
+        .collect();
     let mut steps = Vec::new();
     let mut last_bound: Option<String> = None;
     let mut printed: Option<Number> = None;
@@ -643,6 +984,9 @@ pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
                 continue;
             };
             let lits = literals(&e);
+            given |= e
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|t| defined.iter().any(|b| b.name == t.to_ascii_lowercase()));
             given |= lits
                 .iter()
                 .any(|n| n.parse::<f64>().is_ok_and(|x| stated(x, allowed)));
@@ -974,5 +1318,86 @@ mod tests {
             vec!["team_a.txt: team: platform", "team_a.txt: headcount: 14"]
         );
         assert!(!allowed_numbers("combined?", &f).contains(&2.0));
+    }
+
+    #[test]
+    fn values_the_facts_state_are_bound_to_names_the_program_can_use() {
+        let facts = [
+            "quotas.yaml: tenants.orchid.storage_gb: 500".to_string(),
+            "usage.csv: tenant=orchid, month=2026-02, storage_gb=347.9".to_string(),
+            "reservations.json: month: 2026-04".to_string(),
+            "web/.env: WEB_CONCURRENCY: 17".to_string(),
+            "vendors/ci.txt: setup_fee_usd: 500 (one-off, paid 2025-11)".to_string(),
+        ];
+        let b = bindings(&facts);
+        let names: Vec<(&str, f64)> = b.iter().map(|b| (b.name.as_str(), b.value)).collect();
+        assert_eq!(
+            names,
+            [
+                ("quotas_orchid_storage_gb", 500.0),
+                ("usage_orchid_storage_gb", 347.9),
+                ("web_concurrency", 17.0),
+                ("ci_setup_fee_usd", 500.0),
+            ]
+        );
+        let allowed = allowed_numbers("How much is left?", &facts);
+        let worked = run_with(
+            "answer = quotas_orchid_storage_gb - usage_orchid_storage_gb",
+            &allowed,
+            &b,
+        )
+        .unwrap();
+        assert!((worked.value.as_f64() - 152.1).abs() < 1e-9);
+        // A program that uses none of them, nor any stated number, is still refused.
+        assert_eq!(
+            run_with("answer = 60 * 24", &allowed, &b),
+            Err(ProgramError::NothingGiven)
+        );
+        let msgs = program_messages("How much is left?", &facts);
+        assert!(msgs[1]
+            .content
+            .contains("quotas_orchid_storage_gb = 500  # quotas.yaml"));
+        assert!(msgs[1]
+            .content
+            .contains("Other facts:\nreservations.json: month: 2026-04"));
+    }
+
+    #[test]
+    fn a_magnitude_is_not_negative_and_a_share_of_a_whole_not_over_100() {
+        let worked = |value: f64, step: &str| Worked {
+            value: Number::Float(value),
+            steps: vec![step.to_string()],
+        };
+        let below = "By how many milliseconds is the p95 below its target?";
+        let w = worked(-78.0, "answer = a - b = -78");
+        assert_eq!(as_asked(&w, below).as_f64(), 78.0);
+        let net = "What is the net change in balance over the month?";
+        assert_eq!(as_asked(&w, net).as_f64(), -78.0);
+        let share = "What percentage of the cluster's hours is allocated to vision?";
+        let w = worked(444.444, "answer = (hours / vision) * 100 = 444.444");
+        assert!((as_asked(&w, share).as_f64() - 22.5).abs() < 1e-3);
+        // Not one ratio: left as worked out.
+        let w = worked(120.0, "answer = (a - b) / c * 100 = 120");
+        assert_eq!(as_asked(&w, share).as_f64(), 120.0);
+    }
+
+    #[test]
+    fn only_values_the_question_names_are_defined_for_the_program() {
+        let facts = [
+            "web/.env: PORT: 3000".to_string(),
+            "web/.env: WEB_CONCURRENCY: 17".to_string(),
+            "web/.env: WEB_THREADS: 6".to_string(),
+            "worker/worker.ini: consumers.concurrency: 24".to_string(),
+            "worker/worker.ini: consumers.prefetch: 10".to_string(),
+            "r.json: reservations: type=gpu-large, count=3".to_string(),
+        ];
+        let task = "Every web process and every consumer holds one connection (their concurrency). How many connections altogether?";
+        let user = program_messages(task, &facts)[1].content.clone();
+        assert!(user.contains("web_concurrency = 17"), "{user}");
+        assert!(user.contains("worker_consumers_concurrency = 24"), "{user}");
+        assert!(user.contains("r_gpu_large_count = 3"), "{user}");
+        for hidden in ["3000", "WEB_THREADS", "prefetch"] {
+            assert!(!user.contains(hidden), "{hidden} in {user}");
+        }
     }
 }
