@@ -321,6 +321,11 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
     // The lines of each output, by the file it read (None: not a file).
     let mut groups: Vec<(Option<String>, Vec<String>)> = Vec::new();
     let keys = words(task);
+    enum Contents {
+        Structured(Vec<super::records::Fact>),
+        Lines(Vec<String>),
+    }
+    let mut outputs: Vec<(Option<String>, Contents)> = Vec::new();
     for step in steps.iter().filter(|s| usable(s)) {
         if step.observation.kind != ObservationKind::Output {
             continue;
@@ -349,20 +354,32 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
         let whole_read = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
         // A structured file (YAML, JSON, TOML, INI, CSV, a Markdown table) read whole: each
         // value under its key path or column names, of parallel records the one named.
-        let structured = path
-            .as_deref()
-            .filter(|_| whole_read)
-            .and_then(|p| {
-                let body: Vec<&str> = lines
-                    .iter()
-                    .map(|l| super::tally::content(l).unwrap_or(l))
-                    .collect();
-                super::records::facts_of(p, &body.join("\n"))
-            })
-            .map(|f| super::records::select(task, &f));
-        let contents: Vec<String> = match structured {
-            Some(facts) => facts,
-            None => plain_lines(&path, &lines),
+        let structured = path.as_deref().filter(|_| whole_read).and_then(|p| {
+            let body: Vec<&str> = lines
+                .iter()
+                .map(|l| super::tally::content(l).unwrap_or(l))
+                .collect();
+            super::records::facts_of(p, &body.join("\n"))
+        });
+        let contents = match structured {
+            Some(facts) => Contents::Structured(facts),
+            None => Contents::Lines(plain_lines(&path, &lines)),
+        };
+        outputs.push((path, contents));
+    }
+    // The structured files' facts, picked together: a record one names picks one in another.
+    let structured: Vec<Vec<super::records::Fact>> = outputs
+        .iter()
+        .filter_map(|(_, c)| match c {
+            Contents::Structured(f) => Some(f.clone()),
+            Contents::Lines(_) => None,
+        })
+        .collect();
+    let mut picked = super::records::select_linked(task, &structured).into_iter();
+    for (path, contents) in outputs {
+        let contents = match contents {
+            Contents::Structured(_) => picked.next().unwrap_or_default(),
+            Contents::Lines(l) => l,
         };
         let prefixed = |c: &str| match &path {
             Some(p) => format!("{p}: {c}"),

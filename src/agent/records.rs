@@ -450,6 +450,42 @@ pub fn terms(task: &str) -> BTreeSet<String> {
 /// field but the first does.
 pub fn select(task: &str, facts: &[Fact]) -> Vec<String> {
     let terms = terms(task);
+    let (keep, _) = pick(&terms, facts);
+    shown(facts, &keep, &terms)
+}
+
+/// [`select`] over several files read for one question, with one hop: a record picked in one
+/// file names the record to pick in another. `retry_policy: patient` picked among the clients
+/// of http.toml picks `policies.patient.max_attempts` among the policies of retry.yaml, which
+/// the question never names.
+pub fn select_linked(task: &str, files: &[Vec<Fact>]) -> Vec<Vec<String>> {
+    let terms = terms(task);
+    let mut linked = terms.clone();
+    for facts in files {
+        let (_, found) = pick(&terms, facts);
+        linked.extend(found);
+    }
+    files
+        .iter()
+        .map(|facts| {
+            let (keep, _) = pick(&linked, facts);
+            shown(facts, &keep, &terms)
+        })
+        .collect()
+}
+
+fn shown(facts: &[Fact], keep: &[bool], terms: &BTreeSet<String>) -> Vec<String> {
+    facts
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| **k)
+        .map(|(f, _)| narrow_fields(&f.text, terms))
+        .collect()
+}
+
+/// Which facts to keep, and the words (not numbers, not `terms`) that set the picked records
+/// apart from the rest of their family.
+fn pick(terms: &BTreeSet<String>, facts: &[Fact]) -> (Vec<bool>, BTreeSet<String>) {
     let mut families: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, f) in facts.iter().enumerate() {
         if let Some(fam) = &f.family {
@@ -457,6 +493,7 @@ pub fn select(task: &str, facts: &[Fact]) -> Vec<String> {
         }
     }
     let mut keep = vec![true; facts.len()];
+    let mut found = BTreeSet::new();
     for members in families.values().filter(|m| m.len() >= 2) {
         let held: Vec<BTreeSet<String>> = members
             .iter()
@@ -476,17 +513,20 @@ pub fn select(task: &str, facts: &[Fact]) -> Vec<String> {
             .collect();
         let best = scores.iter().copied().max().unwrap_or(0);
         if best > 0 {
-            for (&i, &s) in members.iter().zip(&scores) {
+            for ((&i, &s), h) in members.iter().zip(&scores).zip(&held) {
                 keep[i] = s == best;
+                if s == best {
+                    found.extend(
+                        h.iter()
+                            .filter(|w| !common.contains(w) && !terms.contains(*w))
+                            .filter(|w| w.len() >= 3 && !w.chars().all(|c| c.is_ascii_digit()))
+                            .cloned(),
+                    );
+                }
             }
         }
     }
-    facts
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| *k)
-        .map(|(f, _)| narrow_fields(&f.text, &terms))
-        .collect()
+    (keep, found)
 }
 
 /// A record's fields that hold one of `terms`, with its first field; the record whole when no
@@ -622,5 +662,22 @@ mod tests {
         assert!(facts_of("a.json", "{not json").is_none());
         assert!(facts_of("app.log", "12:00 started\n12:01 stopped\n").is_none());
         assert!(facts_of("a.csv", "justonecolumn\n1\n").is_none());
+    }
+
+    #[test]
+    fn a_record_picked_in_one_file_picks_the_record_it_names_in_another() {
+        let http = "[clients.search]\nretry_policy = \"fast\"\n[clients.payments]\nretry_policy = \"patient\"\n";
+        let retry = "policies:\n  fast:\n    max_attempts: 3\n  patient:\n    max_attempts: 7\n";
+        let files = vec![
+            facts_of("config/http.toml", http).unwrap(),
+            facts_of("policies/retry.yaml", retry).unwrap(),
+        ];
+        let task =
+            "The payments client uses a named retry policy. How many attempts does it allow?";
+        let got = select_linked(task, &files);
+        assert_eq!(got[0], ["clients.payments.retry_policy: patient"]);
+        assert_eq!(got[1], ["policies.patient.max_attempts: 7"]);
+        // Alone, retry.yaml names no policy the task names: all are kept.
+        assert_eq!(select(task, &files[1]).len(), 2);
     }
 }
