@@ -1363,7 +1363,7 @@ mod tests {
             &allowed,
             &b,
         )
-        .unwrap();
+        .expect("a worked value");
         assert!((worked.value.as_f64() - 152.1).abs() < 1e-9);
         // A program that uses none of them, nor any stated number, is still refused.
         assert_eq!(

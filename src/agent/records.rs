@@ -255,18 +255,20 @@ fn ini(body: &str) -> Option<Found> {
     any.then_some(found)
 }
 
+/// A YAML list item being read: the indent of its fields, the path it sits at, its fields.
+type ListItem = (usize, String, Vec<(String, String)>);
+
 /// A YAML file read by indentation: nested mappings as key paths, a list of mappings as
 /// records, a list of scalars as one value.
 fn yaml(body: &str) -> Found {
     let mut found = Found::default();
     // Open mappings: (indent, key).
     let mut open: Vec<(usize, String)> = Vec::new();
-    // The list item being read: (indent of its fields, path it sits at, fields).
-    let mut item: Option<(usize, String, Vec<(String, String)>)> = None;
+    // The list item being read.
+    let mut item: Option<ListItem> = None;
     // Scalars of a list: (path, values).
     let mut list: Option<(Vec<String>, Vec<String>)> = None;
-    let flush_item = |item: &mut Option<(usize, String, Vec<(String, String)>)>,
-                      found: &mut Found| {
+    let flush_item = |item: &mut Option<ListItem>, found: &mut Found| {
         if let Some((_, at, fields)) = item.take() {
             if !fields.is_empty() {
                 found
@@ -641,7 +643,7 @@ mod tests {
     #[test]
     fn yaml_lists_become_records_or_one_value() {
         let body = "services:\n  - name: web\n    replicas: 3\n  - name: worker\n    replicas: 5\nregions:\n  - eu\n  - us\n";
-        let facts = facts_of("deploy.yaml", body).unwrap();
+        let facts = facts_of("deploy.yaml", body).expect("yaml");
         let texts: Vec<&str> = facts.iter().map(|f| f.text.as_str()).collect();
         assert_eq!(
             texts,
@@ -669,8 +671,8 @@ mod tests {
         let http = "[clients.search]\nretry_policy = \"fast\"\n[clients.payments]\nretry_policy = \"patient\"\n";
         let retry = "policies:\n  fast:\n    max_attempts: 3\n  patient:\n    max_attempts: 7\n";
         let files = vec![
-            facts_of("config/http.toml", http).unwrap(),
-            facts_of("policies/retry.yaml", retry).unwrap(),
+            facts_of("config/http.toml", http).expect("toml"),
+            facts_of("policies/retry.yaml", retry).expect("yaml"),
         ];
         let task =
             "The payments client uses a named retry policy. How many attempts does it allow?";
