@@ -274,6 +274,12 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
     Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
 }
 
+/// Whether a `read_file` output shows the whole file ("app.log (3000 lines):"), not a range of
+/// it ("lines 1-12 of 3000").
+pub(crate) fn is_whole_read(text: &str) -> bool {
+    text.lines().next().is_some_and(|h| h.ends_with(" lines):"))
+}
+
 /// The path and whole output of `step` when it read a whole file the task names (`named`):
 /// "app.log (3000 lines):", not a range of it ("lines 1-12 of 3000").
 fn whole_read_of_named<'a>(step: &'a Step, named: &[String]) -> Option<(&'a str, &'a str)> {
@@ -281,7 +287,7 @@ fn whole_read_of_named<'a>(step: &'a Step, named: &[String]) -> Option<(&'a str,
         matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
     let path = call_path(step)?;
     let text = whole_text(step);
-    let whole = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+    let whole = is_whole_read(text);
     (is_read && whole && named.iter().any(|n| trim_rel(n) == path)).then_some((path, text))
 }
 

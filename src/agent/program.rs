@@ -351,7 +351,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
             // read_file's header ("a.txt (4 lines):") says nothing the prefix does not.
             .filter(|l| path.is_none() || !l.ends_with("lines):"))
             .collect();
-        let whole_read = text.lines().next().is_some_and(|h| h.ends_with(" lines):"));
+        let whole_read = super::answer::is_whole_read(text);
         // A structured file (YAML, JSON, TOML, INI, CSV, a Markdown table) read whole: each
         // value under its key path or column names, of parallel records the one named.
         let structured = path.as_deref().filter(|_| whole_read).and_then(|p| {
