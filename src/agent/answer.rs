@@ -1426,7 +1426,13 @@ pub fn prefer_summary(task: &str, answer: &str, steps: &[Step]) -> String {
         .flat_map(|s| s.observation.text.lines())
         .filter_map(|l| l.trim().strip_prefix("summary:").map(str::trim))
         .filter(|l| !l.is_empty());
+    // A copy the token limit or the model cut short ("… decode about 14." of "14.6 tokens/s"):
+    // its last number is a prefix of the summary's, so compare the text, not the numbers.
+    let cut = answer.trim().trim_end_matches(['.', ',', ';', ' ']);
     for summary in summaries {
+        if cut.chars().count() >= 20 && summary.starts_with(cut) && summary.len() > cut.len() {
+            return summary.chars().take(FINAL_ANSWER_MAX_CHARS).collect();
+        }
         let summary_numbers = numbers(summary);
         let covered = answer_numbers.iter().all(|n| summary_numbers.contains(n));
         let adds = summary_numbers
@@ -1962,6 +1968,9 @@ mod tests {
         assert!(full.starts_with("llama-3.1-70b"), "{full}");
         // A bare verdict is completed too.
         assert!(prefer_summary(task, "No.", &steps).contains("50.4 GB"));
+        // A copy cut inside a number is completed from the summary.
+        let cut = "llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.";
+        assert!(prefer_summary(task, cut, &steps).ends_with("14.6 tokens/s."));
         // A number from elsewhere keeps the answer as written.
         let own = "It needs 61.0 GB.";
         assert_eq!(prefer_summary(task, own, &steps), own);

@@ -663,7 +663,7 @@ fn allowed_tools(tools: &Toolset, steps: &[Step], banned: Option<&str>) -> Optio
 const OVERVIEW_MAX_LINES: usize = 25;
 
 /// The workspace's top level as `list_dir` shows it, when the tool set lists directories.
-fn workspace_overview(tools: &Toolset, ctx: &ToolContext) -> Option<String> {
+pub(crate) fn workspace_overview(tools: &Toolset, ctx: &ToolContext) -> Option<String> {
     let list = tools.get(super::tools::files::LIST_DIR)?;
     let root = ctx.workspace.as_ref()?.root();
     // An empty workspace adds nothing worth the tokens.

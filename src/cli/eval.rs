@@ -142,6 +142,7 @@ fn run_ooda(
     }
     let mut config = args.ooda.config(args.agent.timeout, None)?;
     config.narrow = !args.agent.no_narrow;
+    config.overview = !args.agent.no_overview;
     config.answer = args.agent.answer.into();
     let home = boyd_home()?;
     let mut model = args.agent.backend.load_agent_model(g)?;

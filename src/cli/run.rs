@@ -388,6 +388,7 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         .ooda
         .config(args.agent.timeout, workspace.as_ref().map(|w| w.root()))?;
     config.narrow = !args.agent.no_narrow;
+    config.overview = !args.agent.no_overview;
     config.answer = args.agent.answer.into();
     let tools = o::ooda_tools(shell, workspace.as_ref());
     let sensors = args

@@ -1021,6 +1021,56 @@ async fn a_verified_action_is_not_run_again_and_its_tool_leaves_the_next_constra
 }
 
 #[tokio::test]
+async fn a_repeat_of_a_done_action_is_answered_from_its_output_instead_of_run() {
+    let env = Env::new();
+    let probe = Counted::new("probe", "summary: the reading is 42 units");
+    let runs = probe.counter();
+    let mut tools = Toolset::builtin(None);
+    tools.add(Arc::new(probe));
+    let mut d = ScriptedDecider::new([
+        propose(vec![Candidate::tool("probe", json!({"n": 1}))]),
+        propose(vec![Candidate::tool("probe", json!({"n": 1}))]),
+    ])
+    .with_answers(["42 units".to_string()]);
+    let (r, _) = run_decided("What does the probe read?", &tools, &mut d, |_| {}, env.run_dir()).await;
+    let out = r.expect("run");
+    assert_eq!(out.state, OodaState::Completed);
+    assert_eq!(out.answer.as_deref(), Some("42 units"));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the repeat did not run");
+    assert_eq!(d.calls(), 2, "no third proposal was needed");
+    assert_eq!(d.answer_inputs.len(), 1);
+    assert!(d.answer_inputs[0][0].contains("42 units"));
+    assert_eq!(out.counters.refused, 1, "the repeat is on record, refused");
+}
+
+#[tokio::test]
+async fn an_irreversible_tool_the_task_does_not_ask_for_is_left_out_of_the_constraint() {
+    let env = Env::new();
+    let mut tools = Toolset::builtin(None);
+    tools.add(Arc::new(Counted::new("purge", "purged").irreversible()));
+    let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("nothing to do")])]);
+    let task = "Who owns the service described in notes.txt?";
+    let (r, _) = run_decided(task, &tools, &mut d, |_| {}, env.run_dir()).await;
+    r.expect("run");
+    let offered: Vec<&str> = d.allowed[0]
+        .as_ref()
+        .expect("a narrowed constraint")
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert!(!offered.contains(&"purge"), "{offered:?}");
+    assert!(offered.contains(&"calculator"), "{offered:?}");
+    // A task that asks for the effect keeps the tool on offer (the gate then asks a human).
+    let mut d = ScriptedDecider::new([propose(vec![Candidate::answer("not now")])]);
+    let env = Env::new();
+    let (r, _) = run_decided("Purge the cache.", &tools, &mut d, |_| {}, env.run_dir()).await;
+    r.expect("run");
+    assert!(d.allowed[0]
+        .as_ref()
+        .is_none_or(|t| t.iter().any(|(n, _)| n == "purge")));
+}
+
+#[tokio::test]
 async fn eval_suite_has_an_injection_task_and_the_ooda_eval_passes_it_without_irreversible_actions()
 {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/evals/basic.jsonl"))

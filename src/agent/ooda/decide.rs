@@ -122,10 +122,12 @@ pub trait Decider {
     }
     /// The final answer to `task` written from the steps' tool outputs (`agent::answer`);
     /// `None` when this decider cannot (a scripted one) or there is nothing to answer from.
+    /// `overview` is the workspace's top level, when the run read it.
     fn answer(
         &mut self,
         _task: &str,
         _steps: &[Step],
+        _overview: Option<&str>,
         _cancel: &CancelToken,
     ) -> Result<Option<AnswerOutput>, PlannerError> {
         Ok(None)
@@ -386,6 +388,7 @@ impl Decider for ScriptedDecider {
         &mut self,
         _task: &str,
         steps: &[Step],
+        _overview: Option<&str>,
         _cancel: &CancelToken,
     ) -> Result<Option<AnswerOutput>, PlannerError> {
         let Some(answer) = self.answers.pop_front() else {

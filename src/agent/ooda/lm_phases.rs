@@ -102,7 +102,13 @@ impl<'m> ModelPhases<'m> {
     /// call (its KV prefix is reused); excluded tools are left out of the constraint only, and
     /// named at the end of the user message.
     pub fn decide_request(&self, input: &DecideInput<'_>) -> GenRequest {
-        let mut user = format!("World model:\n{}", input.world.render());
+        // The record first (shared with Orient's request: its KV prefix is reused), then what
+        // this cycle may rewrite.
+        let mut user = format!(
+            "World model:\n{}{}",
+            input.world.render_record(),
+            input.world.render_state()
+        );
         let allowed = narrowed(input.allowed.unwrap_or(input.tools), input.exclude);
         let out: Vec<&str> = input
             .tools
@@ -143,28 +149,37 @@ impl<'m> ModelPhases<'m> {
     /// The extraction request (public for tests).
     pub fn orient_request(&self, input: &OrientInput<'_>, output: &str) -> GenRequest {
         let instructions = ORIENT_INSTRUCTIONS;
-        let body = format!(
-            "Objective: {}\nKnown fact keys: {}\nTool output:\n{}",
-            input.world.objective,
-            input
+        let keys = input
                 .world
                 .facts
                 .keys()
                 .take(20)
                 .cloned()
                 .collect::<Vec<_>>()
-                .join(", "),
-            truncate_str(output, 1500)
-        );
+                .join(", ");
+        let output = truncate_str(output, 1500);
         let messages = if self.options.share_system {
+            // The Decide prompt's system message and the world model's record open this
+            // request too, so each call reuses the KV prefix the previous one left (the record
+            // only grows between compressions).
             vec![
                 ChatMessage::new(
                     Role::System,
                     decide_system_prompt(input.tools, input.candidates),
                 ),
-                ChatMessage::new(Role::User, format!("{instructions}\n\n{body}")),
+                ChatMessage::new(
+                    Role::User,
+                    format!(
+                        "World model:\n{}\n{instructions}\nKnown fact keys: {keys}\nThe last tool output, whole:\n{output}",
+                        input.world.render_record()
+                    ),
+                ),
             ]
         } else {
+            let body = format!(
+                "Objective: {}\nKnown fact keys: {keys}\nTool output:\n{output}",
+                input.world.objective
+            );
             vec![
                 ChatMessage::new(Role::System, instructions),
                 ChatMessage::new(Role::User, body),
@@ -275,6 +290,7 @@ impl Decider for ModelPhases<'_> {
         &mut self,
         task: &str,
         steps: &[Step],
+        overview: Option<&str>,
         cancel: &CancelToken,
     ) -> Result<Option<AnswerOutput>, PlannerError> {
         write_answer(
@@ -282,7 +298,7 @@ impl Decider for ModelPhases<'_> {
             &SamplingParams::default(),
             task,
             steps,
-            None,
+            overview,
             cancel,
         )
     }

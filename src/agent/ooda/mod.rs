@@ -165,6 +165,9 @@ pub struct OodaConfig {
     /// Who writes the final answer: the answer step over the tool outputs (the default, as in
     /// ReAct) or the chosen `final_answer` candidate.
     pub answer: crate::agent::answer::AnswerMode,
+    /// Put the workspace's top-level listing in the world model when the run starts (as ReAct
+    /// shows it under its task).
+    pub overview: bool,
 }
 
 impl Default for OodaConfig {
@@ -187,6 +190,7 @@ impl Default for OodaConfig {
             memory_k: 3,
             narrow: true,
             answer: crate::agent::answer::AnswerMode::default(),
+            overview: true,
         }
     }
 }
@@ -424,9 +428,10 @@ impl Decider for SplitPhases<'_> {
         &mut self,
         task: &str,
         steps: &[crate::agent::types::Step],
+        overview: Option<&str>,
         cancel: &crate::lm::CancelToken,
     ) -> Result<Option<crate::agent::answer::AnswerOutput>, PlannerError> {
-        self.decider.answer(task, steps, cancel)
+        self.decider.answer(task, steps, overview, cancel)
     }
 }
 

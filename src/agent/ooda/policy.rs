@@ -491,6 +491,11 @@ impl Approvals {
         }
     }
 
+    /// No token was given to this run.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
     /// A token that is valid for `fp` now and not spent.
     pub fn find(&self, fp: &str) -> Option<String> {
         let key = self.key.as_ref()?;

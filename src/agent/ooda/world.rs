@@ -210,6 +210,10 @@ pub struct RefusedAction {
 pub struct WorldModel {
     /// The task.
     pub objective: String,
+    /// The workspace's top level as `list_dir` showed it when the run started (the reading
+    /// ReAct puts under its task); empty when there is no workspace or no `list_dir`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub overview: String,
     /// Summary of older steps (after compression).
     pub summary: Vec<String>,
     /// Recent completed steps.
@@ -298,6 +302,7 @@ impl WorldModel {
     pub fn new(objective: &str, risk_budget: f64, deadline_s: Option<f64>) -> Self {
         Self {
             objective: objective.into(),
+            overview: String::new(),
             summary: Vec::new(),
             completed: Vec::new(),
             hypotheses: Vec::new(),
@@ -492,8 +497,20 @@ impl WorldModel {
     /// Render for a model prompt. Budgets are left out on purpose: the gate enforces them, and a
     /// small model tends to answer with whatever number it sees last.
     pub fn render(&self) -> String {
+        let mut s = self.render_record();
+        s.push_str(&self.render_state());
+        s
+    }
+
+    /// The part of the rendering that only grows between compressions: the objective, the
+    /// workspace, and each action with its output (lines kept). Orient and Decide both open
+    /// their prompt with it, so the runtime reuses its KV prefix from one call to the next.
+    pub fn render_record(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!("Objective: {}\n", self.objective));
+        if !self.overview.is_empty() {
+            s.push_str(&format!("Files in the workspace:\n{}\n", self.overview.trim_end()));
+        }
         if !self.summary.is_empty() || !self.completed.is_empty() {
             s.push_str("Actions so far:\n");
             for line in &self.summary {
@@ -501,16 +518,25 @@ impl WorldModel {
             }
             for c in &self.completed {
                 s.push_str(&format!(
-                    "- {} {} -> {}: {}\n",
+                    "- {} {} -> {}:\n",
                     c.tool,
                     canonical_json(&c.args),
                     status_word(c.status),
-                    one_line(&c.output, 400)
                 ));
+                for line in c.output.lines().filter(|l| !l.trim().is_empty()) {
+                    s.push_str(&format!("  {}\n", line.trim_end()));
+                }
             }
         } else {
             s.push_str("Actions so far: none\n");
         }
+        s
+    }
+
+    /// The part of the rendering that each cycle may rewrite: facts, memory, contradictions,
+    /// refusals, constraints and notes.
+    pub fn render_state(&self) -> String {
+        let mut s = String::new();
         if !self.facts.is_empty() {
             s.push_str("Known facts:\n");
             for f in self.facts.values() {

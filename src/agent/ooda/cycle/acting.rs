@@ -136,7 +136,12 @@ impl Driver<'_, '_> {
             .ooda
             .phases
             .decider()
-            .answer(&self.s.task, &self.steps, &self.ooda.cancel);
+            .answer(
+                    &self.s.task,
+                    &self.steps,
+                    Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
+                    &self.ooda.cancel,
+                );
         match out {
             Ok(Some(o)) => {
                 self.s.add_usage(&o.usage);

@@ -204,7 +204,7 @@ pub(super) struct Driver<'a, 'e> {
 
 impl<'a, 'e> Driver<'a, 'e> {
     /// Start a session (announces it).
-    pub(super) fn new(ooda: Ooda<'a>, s: RunState<'e>) -> Self {
+    pub(super) fn new(ooda: Ooda<'a>, mut s: RunState<'e>) -> Self {
         let tiers = ooda.config.policy.tiers_for(ooda.tools);
         (s.on_event)(&OodaEvent::Started {
             run_id: &s.run_id,
@@ -233,6 +233,13 @@ impl<'a, 'e> Driver<'a, 'e> {
             cancel: ooda.cancel.clone(),
             task: Some(s.task.clone()),
         };
+        // The workspace's top level, read once when the run starts (a resumed run keeps its
+        // own): the Decide and Orient prompts show it as ReAct shows it under the task.
+        if ooda.config.overview && s.world.overview.is_empty() && s.world.completed.is_empty() {
+            if let Some(o) = crate::agent::react::workspace_overview(ooda.tools, &ctx) {
+                s.world.overview = o;
+            }
+        }
         let (tools, named_paths) = if ooda.config.narrow {
             (
                 narrow::shape(
@@ -582,6 +589,32 @@ impl<'a, 'e> Driver<'a, 'e> {
         }))
     }
 
+    /// The tools the constraint offers, less the irreversible ones (approval tier `token`)
+    /// whose effect the task does not ask for, when the run holds no approval token: the gate
+    /// refuses such a candidate (`DropReason::NotRequested`) whatever the model writes, so
+    /// offering it only spends a candidate (an injected "delete the file" cost a cycle). The
+    /// prompt still lists them, so its KV prefix stays the same.
+    fn without_unrequested(&self, allowed: Option<Toolset>) -> Option<Toolset> {
+        if !self.s.approvals.is_empty() {
+            return allowed;
+        }
+        let base = allowed.as_ref().unwrap_or(&self.tools);
+        let policy = &self.ooda.config.policy;
+        let out: Vec<String> = base
+            .iter()
+            .filter(|t| {
+                t.name() != FINAL_ANSWER
+                    && policy.tier(t.as_ref()) == super::policy::Tier::Token
+                    && !super::decide::requested_by(&self.s.world.objective, t.as_ref())
+            })
+            .map(|t| t.name().to_string())
+            .collect();
+        if out.is_empty() {
+            return allowed;
+        }
+        Some(super::decide::narrowed(base, &out))
+    }
+
     /// A decision by implicit guidance, when it has a viable suggestion.
     fn implicit_decision(&mut self, cycle: usize) -> Option<DecisionRecord> {
         let suggestion = self.s.guidance.suggest(&self.s.world)?;
@@ -596,6 +629,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         } else {
             None
         };
+        let allowed = self.without_unrequested(allowed);
         // Narrowed to the final answer alone, with the answer step to write it from what was
         // observed: there is nothing to decide, and the proposal's answer text would be
         // replaced anyway. (A 0.5B decider wrote a 300-character number there, which the token
@@ -615,7 +649,12 @@ impl<'a, 'e> Driver<'a, 'e> {
                 .ooda
                 .phases
                 .decider()
-                .answer(&self.s.task, &self.steps, &self.ooda.cancel)
+                .answer(
+                    &self.s.task,
+                    &self.steps,
+                    Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
+                    &self.ooda.cancel,
+                )
             {
                 Ok(Some(o)) => Some(o),
                 Ok(None) => None,
@@ -672,14 +711,85 @@ impl<'a, 'e> Driver<'a, 'e> {
             &polls,
             self.ooda.config.confidence_threshold,
         );
+        let (assessed, chosen, guidance) = self.answer_instead_of_repeat(assessed, chosen)?;
         Ok(DecisionRecord {
             cycle,
             implicit: false,
-            guidance: None,
+            guidance,
             candidates: assessed,
             chosen,
             parse_error: proposal.parse_error,
         })
+    }
+
+    /// When the choice repeats an action that already succeeded, its output is in the world
+    /// model: the answer is written from the observations now instead of running it again (as
+    /// ReAct answers after a repeat). A 0.5B decider re-proposed a `size_model` call with the
+    /// answer on screen, which cost a whole cycle. The repeat stays in the record, refused.
+    fn answer_instead_of_repeat(
+        &mut self,
+        mut assessed: Vec<Assessment>,
+        chosen: Option<usize>,
+    ) -> Result<(Vec<Assessment>, Option<usize>, Option<String>), PlannerError> {
+        let tools = self.ooda.tools;
+        let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
+        let repeat = chosen.map(|i| &assessed[i]).filter(|a| {
+            !a.is_final
+                && !polls(&a.tool)
+                && self.s.world.completed.iter().any(|c| {
+                    c.fingerprint == a.fingerprint && c.status != crate::agent::audit::OutcomeStatus::Failed
+                })
+        });
+        let Some(i) = chosen.filter(|_| repeat.is_some()) else {
+            return Ok((assessed, chosen, None));
+        };
+        if self.ooda.config.answer != AnswerMode::Observations
+            || !self.steps.iter().any(crate::agent::answer::usable)
+        {
+            return Ok((assessed, chosen, None));
+        }
+        let written = match self.ooda.phases.decider().answer(
+            &self.s.task,
+            &self.steps,
+            Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
+            &self.ooda.cancel,
+        ) {
+            Ok(Some(o)) => o,
+            Ok(None) => return Ok((assessed, chosen, None)),
+            Err(PlannerError::Cancelled) => return Err(PlannerError::Cancelled),
+            Err(e) => {
+                tracing::warn!("answer step failed ({e}); running the repeat");
+                return Ok((assessed, chosen, None));
+            }
+        };
+        self.s.add_usage(&written.usage);
+        let why = format!(
+            "{} {} already succeeded: answered from the observations",
+            assessed[i].tool,
+            canonical_json(&assessed[i].args)
+        );
+        let candidate = Candidate {
+            thought: format!("{why} [the answer: {}]", written.how),
+            ..Candidate::answer(&written.answer)
+        };
+        let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
+        let (answer, answer_chosen) = assess(
+            &[candidate],
+            &self.s.world,
+            tools,
+            &self.ooda.config.policy,
+            &self.s.approvals,
+            &polls,
+            0.0,
+        );
+        let Some(_) = answer_chosen else {
+            return Ok((assessed, chosen, None));
+        };
+        self.prewritten = Some(written.answer);
+        assessed[i].dropped = Some(DropReason::Repeat);
+        let at = assessed.len();
+        assessed.extend(answer);
+        Ok((assessed, Some(at), Some(why)))
     }
 
     /// Audit each refused candidate and keep it in the world model so it is not proposed again.
