@@ -1032,7 +1032,14 @@ async fn a_repeat_of_a_done_action_is_answered_from_its_output_instead_of_run() 
         propose(vec![Candidate::tool("probe", json!({"n": 1}))]),
     ])
     .with_answers(["42 units".to_string()]);
-    let (r, _) = run_decided("What does the probe read?", &tools, &mut d, |_| {}, env.run_dir()).await;
+    let (r, _) = run_decided(
+        "What does the probe read?",
+        &tools,
+        &mut d,
+        |_| {},
+        env.run_dir(),
+    )
+    .await;
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Completed);
     assert_eq!(out.answer.as_deref(), Some("42 units"));

@@ -150,13 +150,13 @@ impl<'m> ModelPhases<'m> {
     pub fn orient_request(&self, input: &OrientInput<'_>, output: &str) -> GenRequest {
         let instructions = ORIENT_INSTRUCTIONS;
         let keys = input
-                .world
-                .facts
-                .keys()
-                .take(20)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ");
+            .world
+            .facts
+            .keys()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
         let output = truncate_str(output, 1500);
         let messages = if self.options.share_system {
             // The Decide prompt's system message and the world model's record open this

@@ -509,7 +509,10 @@ impl WorldModel {
         let mut s = String::new();
         s.push_str(&format!("Objective: {}\n", self.objective));
         if !self.overview.is_empty() {
-            s.push_str(&format!("Files in the workspace:\n{}\n", self.overview.trim_end()));
+            s.push_str(&format!(
+                "Files in the workspace:\n{}\n",
+                self.overview.trim_end()
+            ));
         }
         if !self.summary.is_empty() || !self.completed.is_empty() {
             s.push_str("Actions so far:\n");

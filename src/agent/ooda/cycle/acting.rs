@@ -132,16 +132,12 @@ impl Driver<'_, '_> {
         if self.ooda.config.answer != AnswerMode::Observations || self.steps.is_empty() {
             return Ok(None);
         }
-        let out = self
-            .ooda
-            .phases
-            .decider()
-            .answer(
-                    &self.s.task,
-                    &self.steps,
-                    Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
-                    &self.ooda.cancel,
-                );
+        let out = self.ooda.phases.decider().answer(
+            &self.s.task,
+            &self.steps,
+            Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
+            &self.ooda.cancel,
+        );
         match out {
             Ok(Some(o)) => {
                 self.s.add_usage(&o.usage);

@@ -41,6 +41,9 @@ use crate::agent::rundir::{utc_timestamp, RunDir};
 use crate::agent::tools::{truncate_str, ToolContext, Toolset, FINAL_ANSWER};
 use crate::agent::types::Step;
 
+/// The assessed candidates, the chosen one, and why the choice was changed (if it was).
+type Rechoice = (Vec<Assessment>, Option<usize>, Option<String>);
+
 /// How a session ended, before it is saved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Terminal {
@@ -645,17 +648,12 @@ impl<'a, 'e> Driver<'a, 'e> {
             && self.ooda.config.answer == AnswerMode::Observations
             && crate::agent::program::self_contained(&self.s.task);
         let written = if answer_only || word_problem {
-            match self
-                .ooda
-                .phases
-                .decider()
-                .answer(
-                    &self.s.task,
-                    &self.steps,
-                    Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
-                    &self.ooda.cancel,
-                )
-            {
+            match self.ooda.phases.decider().answer(
+                &self.s.task,
+                &self.steps,
+                Some(self.s.world.overview.as_str()).filter(|o| !o.is_empty()),
+                &self.ooda.cancel,
+            ) {
                 Ok(Some(o)) => Some(o),
                 Ok(None) => None,
                 Err(PlannerError::Cancelled) => return Err(PlannerError::Cancelled),
@@ -730,14 +728,15 @@ impl<'a, 'e> Driver<'a, 'e> {
         &mut self,
         mut assessed: Vec<Assessment>,
         chosen: Option<usize>,
-    ) -> Result<(Vec<Assessment>, Option<usize>, Option<String>), PlannerError> {
+    ) -> Result<Rechoice, PlannerError> {
         let tools = self.ooda.tools;
         let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
         let repeat = chosen.map(|i| &assessed[i]).filter(|a| {
             !a.is_final
                 && !polls(&a.tool)
                 && self.s.world.completed.iter().any(|c| {
-                    c.fingerprint == a.fingerprint && c.status != crate::agent::audit::OutcomeStatus::Failed
+                    c.fingerprint == a.fingerprint
+                        && c.status != crate::agent::audit::OutcomeStatus::Failed
                 })
         });
         let Some(i) = chosen.filter(|_| repeat.is_some()) else {
