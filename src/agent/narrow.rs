@@ -557,7 +557,68 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     if !untouched.is_empty() && out.iter().any(|t| FILE_TOOLS.contains(&t.name())) {
         out = out.without(FINAL_ANSWER);
     }
+    // Rules 11 and 12: the sizing model or a preset the task names is looked at first.
+    if untouched.is_empty() {
+        if let Some(first) = sizing_first(allowed, &out, task, steps) {
+            return first;
+        }
+    }
     out
+}
+
+/// Words of a question about a model's memory, fit or speed (rule 11).
+const SIZING_WORDS: &[&str] = &[
+    "fit", "fits", "memory", "vram", "gb", "gib", "run", "runs", "speed", "fast", "decode",
+    "tokens", "context", "much", "need", "needs",
+];
+
+/// Whether a successful call of `tool` is among `steps`.
+fn succeeded(tool: &str, steps: &[Step]) -> bool {
+    calls(steps).any(|(name, _, ok)| name == tool && ok)
+}
+
+/// Rules 11 and 12 over the narrowed set `out`:
+///
+/// 11. **A named model is sized first.** When the task names a model the sizing tool knows and
+///     asks about its memory, fit or speed, `size_model` is the only tool offered until it has
+///     answered: a 0.5B decider copied the calculator example's thought and divided the
+///     context length by 1024 seventeen times instead.
+/// 12. **Named hardware is described first.** When the task names hardware presets and no
+///     model, `hardware` is the only tool offered while a named preset is undescribed (rule 3
+///     drops each one described): a comparison of two presets was answered from one.
+fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) -> Option<Toolset> {
+    let named_in = |tool: &str, prop: &str| -> Vec<String> {
+        allowed
+            .get(tool)
+            .and_then(|t| enum_values(&t.args_schema()["properties"][prop]))
+            .map(|v| named_values(task, &v))
+            .unwrap_or_default()
+    };
+    let models = named_in("size_model", "model");
+    let w = super::words::words(task);
+    if !models.is_empty() {
+        let asks = w.iter().any(|x| SIZING_WORDS.contains(&x.as_str()));
+        let sizer = out.get("size_model")?;
+        if asks && !succeeded("size_model", steps) {
+            let mut only = Toolset::new();
+            only.add(sizer.clone());
+            return Some(only);
+        }
+        return None;
+    }
+    // "this" is a preset name and a common word: it does not name hardware by itself.
+    let presets: Vec<String> = named_in("hardware", "preset")
+        .into_iter()
+        .filter(|p| p != "this")
+        .collect();
+    let hw = out.get("hardware")?;
+    let left = enum_values(&hw.args_schema()["properties"]["preset"]).unwrap_or_default();
+    if presets.is_empty() || !left.iter().any(|p| presets.contains(p)) {
+        return None;
+    }
+    let mut only = Toolset::new();
+    only.add(hw.clone());
+    Some(only)
 }
 
 #[cfg(test)]
@@ -646,6 +707,62 @@ mod tests {
         assert!(schema["properties"].get("quant").is_none(), "{schema}");
         assert!(schema["properties"].get("kv_type").is_none(), "{schema}");
         assert!(schema["properties"].get("hw").is_some(), "{schema}");
+    }
+
+    #[test]
+    fn a_named_model_is_sized_first_and_named_hardware_described_first() {
+        let tools = Toolset::builtin(None);
+        let names = |t: &Toolset| t.iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
+        // Rule 11: only size_model until it has answered, then the rest comes back.
+        let task = "Roughly how many tokens per second would llama-3.1-8b at Q4_K_M decode on an rtx-3090 with an 8192-token context?";
+        assert_eq!(names(&narrow(&tools, task, &[], &[])), vec!["size_model"]);
+        let sized = vec![done(
+            1,
+            "size_model",
+            json!({"model": "llama-3.1-8b", "hw": "rtx-3090"}),
+            ObservationKind::Output,
+        )];
+        let after = narrow(&tools, task, &[], &sized);
+        assert!(after.get("calculator").is_some() && after.get(FINAL_ANSWER).is_some());
+        // A failed call has not answered.
+        let failed = vec![done(
+            1,
+            "size_model",
+            json!({"model": "llama-3.1-8b", "hw": "rtx-3090"}),
+            ObservationKind::ToolError {
+                kind: crate::agent::tools::ToolErrorKind::InvalidArgs,
+            },
+        )];
+        assert_eq!(
+            names(&narrow(&tools, task, &[], &failed)),
+            vec!["size_model"]
+        );
+        // Rule 12: a comparison of two presets describes both before anything else.
+        let task = "Which has more memory bandwidth, the H200 or the M2 Ultra?";
+        let n = narrow(&tools, task, &[], &[]);
+        assert_eq!(names(&n), vec!["hardware"]);
+        let one = vec![done(
+            1,
+            "hardware",
+            json!({"preset": "h200"}),
+            ObservationKind::Output,
+        )];
+        let n = narrow(&tools, task, &[], &one);
+        assert_eq!(names(&n), vec!["hardware"]);
+        assert_eq!(enum_of(&n, "hardware", "preset"), vec!["m2-ultra"]);
+        let both = vec![
+            one[0].clone(),
+            done(
+                2,
+                "hardware",
+                json!({"preset": "m2-ultra"}),
+                ObservationKind::Output,
+            ),
+        ];
+        assert!(narrow(&tools, task, &[], &both).get(FINAL_ANSWER).is_some());
+        // "this" alone names no hardware; a task naming neither leaves the set alone.
+        let n = narrow(&tools, "What is 17 * 23 on this calculator?", &[], &[]);
+        assert!(n.get("calculator").is_some() && n.get("hardware").is_some());
     }
 
     #[test]
