@@ -484,16 +484,32 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
             }
         }
     }
+    // "What pid did it get after the restart?": of two equally good lines (the service's
+    // start before and after it), the later one is asked for.
+    let later_first = asks_later(task);
     scored.sort_by(|a, b| {
+        let order = if later_first {
+            b.order.cmp(&a.order)
+        } else {
+            a.order.cmp(&b.order)
+        };
         a.comment
             .cmp(&b.comment)
             .then(b.score.cmp(&a.score))
-            .then(a.order.cmp(&b.order))
+            .then(order)
     });
     scored
         .into_iter()
         .map(|l| (l.score, l.shown, l.step))
         .collect()
+}
+
+/// Whether `task` asks for what came later ("after the restart", "the latest", "the last"):
+/// of equally good lines, the later one answers it.
+pub(crate) fn asks_later(task: &str) -> bool {
+    words(task)
+        .iter()
+        .any(|w| ["after", "latest", "last", "newest", "recent"].contains(&w.as_str()))
 }
 
 /// The answer to "what is the most recent released version in CHANGELOG.md?": the highest
@@ -1314,6 +1330,50 @@ fn missing_section(task: &str, steps: &[Step], first: &str) -> Option<String> {
     ))
 }
 
+/// How far past the event line [`line_after`] looks.
+const AFTER_LINES: usize = 200;
+
+/// For a question about what happened "after" an event ("what pid did it get after the
+/// restart?"): the first line after the best line (the event) in the same output that holds a
+/// word of the question the event line lacks ("pid"), said as such. The pid before the restart
+/// sits in the log's first line, which a small model copied.
+fn line_after(task: &str, steps: &[Step], event: &str) -> Option<String> {
+    if !words(task).iter().any(|w| w == "after") {
+        return None;
+    }
+    let event_words = words(event);
+    // "What pid …", "which port …": the asked noun, else every word of the question.
+    let tw = words(task);
+    let asked: Vec<String> = tw
+        .windows(2)
+        .filter(|p| p[0] == "what" || p[0] == "which")
+        .map(|p| p[1].clone())
+        .collect();
+    let wanted: Vec<String> = if asked.is_empty() {
+        keywords(task)
+    } else {
+        asked
+    }
+    .into_iter()
+    .filter(|k| !event_words.contains(k))
+    .collect();
+    for step in steps.iter().filter(|s| usable(s)) {
+        let lines: Vec<&str> = whole_text(step).lines().collect();
+        let content = |l: &str| super::tally::content(l).unwrap_or(l).trim().to_string();
+        let Some(at) = lines.iter().position(|l| content(l) == event.trim()) else {
+            continue;
+        };
+        for line in lines.iter().skip(at + 1).take(AFTER_LINES) {
+            let c = content(line);
+            let lw = words(&c);
+            if let Some(k) = wanted.iter().find(|k| lw.contains(k)) {
+                return Some(format!("The first line after it that names {k}:\n{c}"));
+            }
+        }
+    }
+    None
+}
+
 /// The messages of the answer step, or `None` when no step produced a usable observation.
 pub fn answer_messages(
     task: &str,
@@ -1344,6 +1404,9 @@ pub fn answer_messages(
             best.join("\n")
         )
     };
+    if let Some(after) = best.first().and_then(|b| line_after(task, steps, b)) {
+        hint.push_str(&format!("\n{after}\n"));
+    }
     for total in super::tally::totals(task, steps) {
         hint.push_str(&format!("\n{}\n", total.describe()));
     }
@@ -1735,6 +1798,44 @@ mod tests {
         assert!(!block.contains("path is required"));
         assert!(!block.contains("System guard"));
         assert!(block.find("[1]").expect("test value") < block.find("[2]").expect("test value"));
+    }
+
+    #[test]
+    fn of_two_equal_lines_a_question_about_what_came_after_ranks_the_later_first() {
+        let log = "service.log (4 lines):\n1: INFO main: service starting pid=1187\n\
+                   2: ERROR main: thread panicked\n\
+                   3: INFO supervisor: exited, restarting\n\
+                   4: INFO main: service starting pid=48213";
+        let steps = vec![step(1, "read_file", ObservationKind::Output, log)];
+        let pid_lines = |task: &str| -> Vec<String> {
+            ranked_lines(task, &steps)
+                .into_iter()
+                .map(|(_, line, _)| line)
+                .filter(|l| l.contains("pid="))
+                .collect()
+        };
+        let after = pid_lines("What pid did the service get after the restart?");
+        assert!(after[0].contains("48213"), "{after:?}");
+        let before = pid_lines("What pid did the service start with?");
+        assert!(before[0].contains("1187"), "{before:?}");
+    }
+
+    #[test]
+    fn a_question_about_what_came_after_an_event_is_shown_the_next_line_naming_it() {
+        let log = "service.log (5 lines):\n1: INFO main: service starting pid=1187\n\
+                   2: INFO http: GET / status=200\n\
+                   3: INFO supervisor: process exited, restarting in 2 s\n\
+                   4: INFO http: GET /a status=200\n\
+                   5: INFO main: service starting pid=48213";
+        let steps = vec![step(1, "read_file", ObservationKind::Output, log)];
+        let task = "The service was restarted once. What pid did it get after the restart?";
+        let event = "INFO supervisor: process exited, restarting in 2 s";
+        let after = line_after(task, &steps, event).expect("a line after");
+        assert!(
+            after.contains("pid=48213") && !after.contains("1187"),
+            "{after}"
+        );
+        assert!(line_after("What pid did the service start with?", &steps, event).is_none());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Ten
-//! rules, each over enum-typed arguments only:
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Twelve
+//! rules, each over enum-typed arguments or the set of tools offered:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those.
@@ -42,6 +42,12 @@
 //!     listed files not yet read (at most [`MAX_LISTED_READS`]) and only it and a search of
 //!     the folder are offered, until a search of the folder has found lines: the model read
 //!     one of the three and answered from it.
+//!
+//! 11. **A named model is sized first.** A question about the memory, fit or speed of a model
+//!     the task names offers only `size_model` until it has answered.
+//!
+//! 12. **Named hardware is described first.** A question that names hardware presets and no
+//!     model offers only `hardware` until each named preset is described (rule 3 drops each).
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
