@@ -1338,12 +1338,12 @@ const AFTER_LINES: usize = 200;
 /// word of the question the event line lacks ("pid"), said as such. The pid before the restart
 /// sits in the log's first line, which a small model copied.
 fn line_after(task: &str, steps: &[Step], event: &str) -> Option<String> {
-    if !words(task).iter().any(|w| w == "after") {
+    let tw = words(task);
+    if !tw.iter().any(|w| w == "after") {
         return None;
     }
     let event_words = words(event);
     // "What pid …", "which port …": the asked noun, else every word of the question.
-    let tw = words(task);
     let asked: Vec<String> = tw
         .windows(2)
         .filter(|p| p[0] == "what" || p[0] == "which")

@@ -343,9 +343,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             schema["properties"]["path"] = serde_json::json!({"enum": ["."]});
             schema["properties"]["recursive"] = serde_json::json!({"enum": [true]});
             schema["required"] = serde_json::json!(["path", "recursive"]);
-            let mut only = Toolset::new();
-            only.add(Arc::new(WithSchema::new(t.clone(), schema)));
-            return only;
+            return only(Arc::new(WithSchema::new(t.clone(), schema)));
         }
     }
     // Rule 2: task-named paths not yet touched by any file tool. A search that matched
@@ -600,17 +598,12 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
             .map(|v| named_values(task, &v))
             .unwrap_or_default()
     };
-    let models = named_in("size_model", "model");
-    let w = super::words::words(task);
-    if !models.is_empty() {
-        let asks = w.iter().any(|x| SIZING_WORDS.contains(&x.as_str()));
+    if !named_in("size_model", "model").is_empty() {
+        let asks = super::words::words(task)
+            .iter()
+            .any(|x| SIZING_WORDS.contains(&x.as_str()));
         let sizer = out.get("size_model")?;
-        if asks && !succeeded("size_model", steps) {
-            let mut only = Toolset::new();
-            only.add(sizer.clone());
-            return Some(only);
-        }
-        return None;
+        return (asks && !succeeded("size_model", steps)).then(|| only(sizer.clone()));
     }
     // "this" is a preset name and a common word: it does not name hardware by itself.
     let presets: Vec<String> = named_in("hardware", "preset")
@@ -622,9 +615,14 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
     if presets.is_empty() || !left.iter().any(|p| presets.contains(p)) {
         return None;
     }
-    let mut only = Toolset::new();
-    only.add(hw.clone());
-    Some(only)
+    Some(only(hw.clone()))
+}
+
+/// A tool set of `tool` alone.
+fn only(tool: Arc<dyn super::tools::Tool>) -> Toolset {
+    let mut set = Toolset::new();
+    set.add(tool);
+    set
 }
 
 #[cfg(test)]
