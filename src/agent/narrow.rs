@@ -10,7 +10,8 @@
 //!    preset, the model, the quant), the argument is narrowed to those.
 //! 2. **Task-named paths first.** While a file or folder the task names has not been touched,
 //!    the file tools may only touch such a path (a missing one too: its not-found error is the
-//!    answer to a question about it), and the final answer is not offered.
+//!    answer to a question about it), and neither the final answer nor the calculator is
+//!    offered.
 //! 3. **No second identical look.** A value of a tool's only required enum argument that
 //!    already succeeded (a file read, a folder listed recursively, a preset described) is left
 //!    out; a tool with no value left is not offered.
@@ -27,9 +28,10 @@
 //!    a folder ("each file in regions/ … in total"), `search_text`'s path is that folder: the
 //!    model searched the one file it had read, and a sum needs every file's line.
 //! 8. **A named identifier is searched for everywhere.** When the task names no path but an
-//!    identifier (`DEFAULT_REGION`, `MaxBatchSize`), `search_text`'s path is the whole
-//!    workspace until a search has found something: the model searched file after file
-//!    for a constant one search of `.` finds.
+//!    identifier (`DEFAULT_REGION`, `MaxBatchSize`; not a value a tool takes, like `Q4_K_M`),
+//!    the search is the only tool offered until one has run, and `search_text`'s path is the
+//!    whole workspace until a search has found something: the model searched file after file
+//!    for a constant one search of `.` finds, or read one unrelated file and gave up.
 //!
 //! 9. **A question about files of a type lists the workspace first.** When the task names no
 //!    path and asks which or how many files have an extension (".sql", "the .yaml files"),
@@ -74,6 +76,12 @@ const LISTING_WORDS: &[&str] = &[
     "size", "sizes", "bytes", "largest", "smallest", "biggest", "newest", "oldest",
 ];
 
+/// Words that, right after a listing word, make it about a figure the files hold ("the
+/// largest total", "the newest price").
+const CONTENT_FIGURES: &[&str] = &[
+    "total", "sum", "amount", "value", "count", "number", "score", "price", "cost", "balance",
+];
+
 /// Rule 10: the files a listing of a folder the task names shows and no step has read yet, when
 /// the task asks a figure worked out from what they hold.
 fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
@@ -81,10 +89,14 @@ fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
     let asks_figure = super::program::wants_program(task, steps)
         || super::tally::asks_for_total(task)
         || super::tally::asks_mean(task);
-    if !asks_figure
-        || super::program::counts_workspace(task)
-        || w.iter().any(|x| LISTING_WORDS.contains(&x.as_str()))
-    {
+    // "the largest total" asks about what the files hold; "the largest file" about the files.
+    let about_listing = w.iter().enumerate().any(|(i, x)| {
+        LISTING_WORDS.contains(&x.as_str())
+            && !w
+                .get(i + 1)
+                .is_some_and(|next| CONTENT_FIGURES.contains(&next.as_str()))
+    });
+    if !asks_figure || super::program::counts_workspace(task) || about_listing {
         return Vec::new();
     }
     let dirs = paths_in_task(task).1;
@@ -389,12 +401,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     }
     // Rule 8: an identifier the task names, searched for over the whole workspace first.
     let find_everywhere = named_paths.is_empty()
-        && task
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|w| {
-                (w.contains('_') && w.chars().any(char::is_alphabetic))
-                    || super::answer::camel_case(w)
-            })
+        && names_identifier(allowed, task)
         && !steps.iter().any(|s| {
             matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == SEARCH_TEXT)
                 && s.observation.kind == ObservationKind::Output
@@ -558,8 +565,10 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     }
     // Rule 2, continued: no answer before a file the task names has been looked at (a small
     // model otherwise answers a question about config.toml without reading it).
+    // Nor a calculation: its numbers are in the files (a small model "summed the prices"
+    // before reading the price list).
     if !untouched.is_empty() && out.iter().any(|t| FILE_TOOLS.contains(&t.name())) {
-        out = out.without(FINAL_ANSWER);
+        out = out.without(FINAL_ANSWER).without("calculator");
     }
     // Rules 11 and 12: the sizing model or a preset the task names is looked at first.
     if untouched.is_empty() {
@@ -567,7 +576,40 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             return first;
         }
     }
+    // Rule 8, first step of it: before any search, the search is the only look offered (the
+    // model read one unrelated file and answered "not found").
+    if find_everywhere && !calls(steps).any(|(name, _, _)| name == SEARCH_TEXT) {
+        if let Some(search) = out.get(SEARCH_TEXT) {
+            return only(search.clone());
+        }
+    }
     out
+}
+
+/// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a
+/// tool takes (`Q4_K_M` is a quant, not something to search files for).
+fn names_identifier(allowed: &Toolset, task: &str) -> bool {
+    let values: Vec<String> = allowed
+        .iter()
+        .filter_map(|t| {
+            let schema = t.args_schema();
+            let props = schema.get("properties")?.as_object()?.clone();
+            Some(
+                props
+                    .values()
+                    .filter_map(enum_values)
+                    .flatten()
+                    .map(|v| squash(&v))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .flatten()
+        .collect();
+    task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| {
+            (w.contains('_') && w.chars().any(char::is_alphabetic)) || super::answer::camel_case(w)
+        })
+        .any(|w| !values.contains(&squash(w)))
 }
 
 /// Words of a question about a model's memory, fit or speed (rule 11).
@@ -918,6 +960,12 @@ mod tests {
         let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
         let n = narrow(&tools, task, &[], &[]);
         assert_eq!(enum_of(&n, "search_text", "path"), vec!["."]);
+        // Before any search, the search is the only look offered.
+        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["search_text"]);
+        // A quant is a value a tool takes, not an identifier to search for.
+        let quant = "How much memory does qwen2.5-7b at Q4_K_M need?";
+        assert!(!names_identifier(&tools, quant));
         // Found: every path is open again.
         let steps = vec![done(
             1,
@@ -946,6 +994,10 @@ mod tests {
         assert!(
             n.get(FINAL_ANSWER).is_none(),
             "no answer before the named file is read"
+        );
+        assert!(
+            n.get("calculator").is_none(),
+            "no calculation before the named file is read"
         );
         let missing = ObservationKind::ToolError {
             kind: crate::agent::tools::ToolErrorKind::NotFound,
@@ -1028,6 +1080,17 @@ mod tests {
         assert!(narrow(&tools, task, &named_paths(task), &steps)
             .get(FINAL_ANSWER)
             .is_some());
+        // "The largest total" is a figure the files hold, "the largest file" a listing's.
+        let largest = "Which team in vendors/ has the largest total, and what is that total?";
+        assert_eq!(
+            listed_unread(largest, &steps[..1]),
+            ["vendors/a.txt", "vendors/b.json"]
+        );
+        assert!(listed_unread(
+            "Which is the largest file in vendors/ in total?",
+            &steps[..1]
+        )
+        .is_empty());
         // Counting the folder's files is the listing's work, not this rule's.
         let count = "How many files are in vendors/?";
         assert!(narrow(&tools, count, &named_paths(count), &steps[..1])

@@ -358,7 +358,13 @@ impl Decider for ScriptedDecider {
             .pop_front()
             .ok_or(PlannerError::ScriptExhausted)?
         {
+            // One "generated token" per candidate, so tests can follow usage into the record.
             ScriptedDecision::Propose(c) => Ok(Proposal {
+                usage: Usage {
+                    generated_tokens: c.len(),
+                    decode_passes: c.len(),
+                    ..Usage::default()
+                },
                 candidates: c,
                 ..Proposal::default()
             }),

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::lm::CancelToken;
+use crate::lm::{CancelToken, Usage};
 
 use super::approval::{self, ApprovalError, ApprovalKey};
 use super::audit::{AuditError, AuditEvent, AuditSink, ChainLog};
@@ -616,6 +616,8 @@ impl<'a> Ooda<'a> {
             elapsed_before: 0.0,
             last_action: Arc::new(Mutex::new(None)),
             usage_slot: Arc::new(Mutex::new(None)),
+            cycle_usage: Usage::default(),
+            cycle_start: Instant::now(),
             new_action: None,
             resumed: false,
             on_event,
@@ -730,6 +732,8 @@ impl<'a> Ooda<'a> {
             start: Instant::now(),
             last_action: Arc::new(Mutex::new(None)),
             usage_slot: Arc::new(Mutex::new(None)),
+            cycle_usage: Usage::default(),
+            cycle_start: Instant::now(),
             new_action: None,
             resumed: true,
             on_event,

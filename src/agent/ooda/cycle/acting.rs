@@ -3,8 +3,6 @@
 
 use std::time::Instant;
 
-use crate::lm::Usage;
-
 use super::super::act::{self, ActRequest, ActionReport};
 use super::super::decide::{assess, Assessment, Candidate, DecisionRecord, Tier};
 use super::super::hypothesis::Hypothesis;
@@ -277,11 +275,13 @@ impl Driver<'_, '_> {
             observation,
             fingerprint: Some(report.fingerprint.clone()),
             timings: StepTimings {
-                plan_s: 0.0,
+                // Orient and Decide of this cycle: its time up to the tool.
+                plan_s: (s.cycle_start.elapsed().as_secs_f64() - t0.elapsed().as_secs_f64())
+                    .max(0.0),
                 tool_s: report.elapsed_s,
-                total_s: t0.elapsed().as_secs_f64(),
+                total_s: s.cycle_start.elapsed().as_secs_f64(),
             },
-            usage: Usage::default(),
+            usage: s.cycle_usage.clone(),
         };
         s.run_dir.append(&Record::Step(step.clone()))?;
         self.steps.push(step);
@@ -392,8 +392,12 @@ impl Driver<'_, '_> {
             raw: String::new(),
             observation: Observation::new(ObservationKind::Final, text),
             fingerprint: Some(a.fingerprint.clone()),
-            timings: StepTimings::default(),
-            usage: Usage::default(),
+            timings: StepTimings {
+                plan_s: s.cycle_start.elapsed().as_secs_f64(),
+                tool_s: 0.0,
+                total_s: s.cycle_start.elapsed().as_secs_f64(),
+            },
+            usage: s.cycle_usage.clone(),
         }))?;
         Ok(())
     }

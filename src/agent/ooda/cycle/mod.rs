@@ -120,6 +120,9 @@ pub(super) struct RunState<'e> {
     pub(super) elapsed_before: f64,
     pub(super) last_action: LastActionSlot,
     pub(super) usage_slot: UsageSlot,
+    /// Model usage and start of the current cycle (the transcript step's usage and plan time).
+    pub(super) cycle_usage: Usage,
+    pub(super) cycle_start: Instant,
     pub(super) new_action: Option<ActionReport>,
     pub(super) resumed: bool,
     pub(super) on_event: &'e mut dyn FnMut(&OodaEvent<'_>),
@@ -151,6 +154,7 @@ impl RunState<'_> {
 
     fn add_usage(&mut self, u: &Usage) {
         self.counters.usage.add(u);
+        self.cycle_usage.add(u);
         if let Ok(mut g) = self.usage_slot.lock() {
             *g = Some(u.clone());
         }
@@ -327,6 +331,8 @@ impl<'a, 'e> Driver<'a, 'e> {
         }
         self.session_cycles += 1;
         self.s.world.loop_count += 1;
+        self.s.cycle_usage = Usage::default();
+        self.s.cycle_start = Instant::now();
         self.s.counters.cycles += 1;
         Ok(ControlFlow::Continue(self.s.world.loop_count))
     }
