@@ -1256,7 +1256,7 @@ async fn the_world_model_is_compressed_near_its_context_share_and_the_compressio
         "sum things",
         &tools,
         &mut d,
-        |ooda| ooda.config.world_tokens = 120,
+        |ooda| ooda.config.world_tokens = 60,
         env.run_dir(),
     )
     .await;

@@ -141,9 +141,12 @@ pub fn rule_claims(last: Option<&ActionReport>) -> Vec<FactClaim> {
 /// Confidence of a sensor reading as a fact.
 pub const SENSOR_CONFIDENCE: f64 = 0.9;
 
+/// The start of a file content hash's fact key.
+pub use super::world::FILE_HASH_PREFIX;
+
 /// The fact key of a workspace file's content hash.
 pub fn file_hash_key(path: &str) -> String {
-    format!("sha256 of {path}")
+    format!("{FILE_HASH_PREFIX}{path}")
 }
 
 /// The claims of this cycle's sensor readings: each watched file's content hash. A reading that

@@ -31,6 +31,9 @@ fn default_contradiction_threshold() -> f64 {
 /// Longest fact value kept.
 pub const VALUE_MAX: usize = 400;
 
+/// The start of a workspace file content hash's fact key (`orient::file_hash_key`).
+pub const FILE_HASH_PREFIX: &str = "sha256 of ";
+
 /// A known fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fact {
@@ -540,9 +543,23 @@ impl WorldModel {
     /// refusals, constraints and notes.
     pub fn render_state(&self) -> String {
         let mut s = String::new();
-        if !self.facts.is_empty() {
+        // An action's output is in the record above (more of it than its fact keeps), and a
+        // file's content hash only matters as a contradiction, which is listed below: neither
+        // is rendered again here. On a run of ten reads these were a thousand tokens that each
+        // Decide prefilled afresh.
+        let in_record: std::collections::HashSet<String> = self
+            .completed
+            .iter()
+            .map(|c| action_key(&c.tool, &c.args))
+            .collect();
+        let shown: Vec<&Fact> = self
+            .facts
+            .values()
+            .filter(|f| !in_record.contains(&f.key) && !f.key.starts_with(FILE_HASH_PREFIX))
+            .collect();
+        if !shown.is_empty() {
             s.push_str("Known facts:\n");
-            for f in self.facts.values() {
+            for f in shown {
                 let mark = if f.prior {
                     "[from an earlier run] "
                 } else {
@@ -712,6 +729,46 @@ mod tests {
         assert_eq!(kept, vec!["qty", "name"]);
         assert_eq!(refused.len(), 1);
         assert_eq!(refused[0].1, HOST_MEMORY_SOURCE);
+    }
+
+    #[test]
+    fn the_state_leaves_out_outputs_the_record_shows_and_file_hashes() {
+        let mut w = WorldModel::new("t", 10.0, None);
+        let report = super::super::act::ActionReport {
+            action_id: 1,
+            cycle: 1,
+            tool: "read_file".into(),
+            args: serde_json::json!({"path": "a.txt"}),
+            fingerprint: "f".into(),
+            status: OutcomeStatus::Verified,
+            output: "a.txt (1 lines):\n1: port = 8088".into(),
+            discrepancies: Vec::new(),
+            cost: 0.0,
+            elapsed_s: 0.0,
+            implicit: false,
+            approval: None,
+            error: None,
+        };
+        w.record_action(&report, false);
+        let mut r = OrientReport::default();
+        let key = action_key(&report.tool, &report.args);
+        w.apply_claims(
+            &[
+                FactClaim::new(&key, "a.txt (1 lines): 1: port = 8088", 0.95),
+                FactClaim::new(format!("{FILE_HASH_PREFIX}a.txt"), "ab12", 0.95),
+                FactClaim::new("port", "8088", 0.6),
+            ],
+            "action 1",
+            1,
+            false,
+            &mut r,
+        );
+        assert_eq!(w.facts.len(), 3);
+        let state = w.render_state();
+        assert!(state.contains("- port = 8088"), "{state}");
+        assert!(!state.contains(&key) && !state.contains("ab12"), "{state}");
+        // The output is still shown, once, in the record.
+        assert_eq!(w.render().matches("port = 8088").count(), 2, "{}", w.render());
     }
 
     #[test]
