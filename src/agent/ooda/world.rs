@@ -768,7 +768,12 @@ mod tests {
         assert!(state.contains("- port = 8088"), "{state}");
         assert!(!state.contains(&key) && !state.contains("ab12"), "{state}");
         // The output is still shown, once, in the record.
-        assert_eq!(w.render().matches("port = 8088").count(), 2, "{}", w.render());
+        assert_eq!(
+            w.render().matches("port = 8088").count(),
+            2,
+            "{}",
+            w.render()
+        );
     }
 
     #[test]
