@@ -591,19 +591,15 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
 fn names_identifier(allowed: &Toolset, task: &str) -> bool {
     let values: Vec<String> = allowed
         .iter()
-        .filter_map(|t| {
+        .flat_map(|t| {
             let schema = t.args_schema();
-            let props = schema.get("properties")?.as_object()?.clone();
-            Some(
-                props
-                    .values()
-                    .filter_map(enum_values)
-                    .flatten()
-                    .map(|v| squash(&v))
-                    .collect::<Vec<_>>(),
-            )
+            schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|props| props.values().filter_map(enum_values).flatten().collect())
+                .unwrap_or_else(Vec::new)
         })
-        .flatten()
+        .map(|v| squash(&v))
         .collect();
     task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| {
