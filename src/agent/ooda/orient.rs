@@ -12,6 +12,7 @@ use crate::lm::{CancelToken, Usage};
 
 use super::act::ActionReport;
 use super::observe::SensorReadings;
+use super::world::FILE_HASH_PREFIX;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::planner::PlannerError;
 use crate::agent::tools::{truncate_str, Toolset};
@@ -140,9 +141,6 @@ pub fn rule_claims(last: Option<&ActionReport>) -> Vec<FactClaim> {
 
 /// Confidence of a sensor reading as a fact.
 pub const SENSOR_CONFIDENCE: f64 = 0.9;
-
-/// The start of a file content hash's fact key.
-pub use super::world::FILE_HASH_PREFIX;
 
 /// The fact key of a workspace file's content hash.
 pub fn file_hash_key(path: &str) -> String {
