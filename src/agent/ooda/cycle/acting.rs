@@ -267,6 +267,7 @@ impl Driver<'_, '_> {
         }
         .condense(kind, report.output.clone(), &dir)
         .unwrap_or_else(|_| Observation::new(kind, truncate_str(&report.output, 1500)));
+        let cycle_s = s.cycle_start.elapsed().as_secs_f64();
         let step = Step {
             index: id as usize,
             thought: a.thought.clone(),
@@ -276,10 +277,9 @@ impl Driver<'_, '_> {
             fingerprint: Some(report.fingerprint.clone()),
             timings: StepTimings {
                 // Orient and Decide of this cycle: its time up to the tool.
-                plan_s: (s.cycle_start.elapsed().as_secs_f64() - t0.elapsed().as_secs_f64())
-                    .max(0.0),
+                plan_s: (cycle_s - t0.elapsed().as_secs_f64()).max(0.0),
                 tool_s: report.elapsed_s,
-                total_s: s.cycle_start.elapsed().as_secs_f64(),
+                total_s: cycle_s,
             },
             usage: s.cycle_usage.clone(),
         };
@@ -385,6 +385,7 @@ impl Driver<'_, '_> {
             },
             false,
         )?;
+        let cycle_s = s.cycle_start.elapsed().as_secs_f64();
         s.run_dir.append(&Record::Step(Step {
             index: id as usize,
             thought: a.thought.clone(),
@@ -393,9 +394,9 @@ impl Driver<'_, '_> {
             observation: Observation::new(ObservationKind::Final, text),
             fingerprint: Some(a.fingerprint.clone()),
             timings: StepTimings {
-                plan_s: s.cycle_start.elapsed().as_secs_f64(),
+                plan_s: cycle_s,
                 tool_s: 0.0,
-                total_s: s.cycle_start.elapsed().as_secs_f64(),
+                total_s: cycle_s,
             },
             usage: s.cycle_usage.clone(),
         }))?;
