@@ -717,6 +717,139 @@ fn holds_token(lower: &str, token: &str) -> bool {
     })
 }
 
+/// The answer to a look-up chain: "The backup log in logs/ records a failed backup with an
+/// error code. What does *that* code mean according to docs/error_codes.md?". The file the
+/// question names last (read whole) is where the answer is; the value to look up is in the
+/// best lines of the other outputs. The answer is the line of that file holding most of the
+/// best lines' identifiers (the rarer in it, the more they count), shown with the line it
+/// was found from. Shown both files, the 0.5B model answered with the code.
+pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
+    if super::program::wants_program(task, steps) || asks_count(task) {
+        return None;
+    }
+    // The file the task names last, read whole, after another path the task names.
+    let named = super::narrow::named_paths(task);
+    let first_named = named.iter().filter_map(|p| task.find(p.as_str())).min()?;
+    let (at, b_step) = steps
+        .iter()
+        .filter(|s| usable(s))
+        .filter(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "read_file"))
+        .filter(|s| is_whole_read(whole_text(s)))
+        .filter_map(|s| Some((task.rfind(call_path(s).filter(|p| p.len() >= 3)?)?, s)))
+        .max_by_key(|(at, _)| *at)?;
+    if at <= first_named {
+        return None;
+    }
+    // The question about it points back at a value found before ("that code", "it").
+    let clause_start = task[..at].rfind(['.', '?', ',', ';']).map_or(0, |i| i + 1);
+    let clause = words(&task[clause_start..at]);
+    if !clause
+        .iter()
+        .any(|w| super::narrow::BACK_REFERENCES.contains(&w.as_str()))
+    {
+        return None;
+    }
+    let b_path = call_path(b_step)?;
+    // The other outputs' best lines, with the path each came from (a file's name holds ids
+    // too: db/migrations/0016_checkout.sql).
+    let others: Vec<Step> = steps
+        .iter()
+        .filter(|s| call_path(s) != Some(b_path))
+        .cloned()
+        .collect();
+    let ranked = ranked_lines(task, &others);
+    let best: Vec<&(usize, String, usize)> = top(&ranked).iter().take(BEST_LINES).collect();
+    if best.is_empty() {
+        return None;
+    }
+    let task_lower = task.to_lowercase();
+    let mut tokens: Vec<String> = Vec::new();
+    for (_, line, index) in &best {
+        let path = steps
+            .iter()
+            .find(|s| s.index == *index)
+            .and_then(call_path)
+            .unwrap_or_default();
+        for t in format!("{line} {path}")
+            .split(|c: char| !(c.is_alphanumeric() || c == '-'))
+            .map(|t| t.trim_matches('-').to_lowercase())
+        {
+            let keep = t.chars().count() >= 3
+                && !task_lower.contains(&t)
+                && !super::words::STOPWORDS.contains(&t.as_str());
+            if keep && !tokens.contains(&t) {
+                tokens.push(t);
+            }
+        }
+    }
+    // B's lines (a CSV row as name=value pairs), and how often each token is in them.
+    let text = whole_text(b_step);
+    let mut header: Option<Vec<String>> = None;
+    let mut lines: Vec<(String, String)> = Vec::new();
+    for line in text.lines().skip(1) {
+        let Some(content) = super::tally::content(line) else {
+            continue;
+        };
+        let content = content.trim();
+        if content.is_empty() {
+            continue;
+        }
+        if line.starts_with("1: ")
+            && content.contains(',')
+            && content
+                .split(',')
+                .all(|f| !f.trim().is_empty() && !f.trim().contains(' '))
+        {
+            header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
+            continue;
+        }
+        let shown = header
+            .as_ref()
+            .and_then(|h| csv_row(h, content))
+            .unwrap_or_else(|| content.to_string());
+        lines.push((content.to_lowercase(), shown));
+    }
+    let df = |t: &str| lines.iter().filter(|(l, _)| holds_token(l, t)).count();
+    let weights: Vec<(String, f64)> = tokens
+        .iter()
+        .filter_map(|t| {
+            let n = df(t);
+            (n > 0).then(|| {
+                let id = if t.chars().any(|c| c.is_ascii_digit()) {
+                    2.0
+                } else {
+                    1.0
+                };
+                (t.clone(), id / n as f64)
+            })
+        })
+        .collect();
+    let mut scored: Vec<(f64, usize, usize)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, (l, _))| {
+            let held: Vec<&(String, f64)> =
+                weights.iter().filter(|(t, _)| holds_token(l, t)).collect();
+            (held.iter().map(|(_, w)| *w).sum::<f64>(), held.len(), i)
+        })
+        .filter(|(w, _, _)| *w > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let (w, held, i) = *scored.first()?;
+    let clear = scored.get(1).is_none_or(|(w2, _, _)| *w2 < w);
+    // One identifier only it holds, or two of the best lines' words.
+    if !clear || (w < 1.0 && held < 2) {
+        return None;
+    }
+    let from = best[0].1.as_str();
+    let answer = format!(
+        "{b_path}: {} (looked up from: {})",
+        lines[i].1,
+        super::tools::truncate_str(from, 120)
+    );
+    Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
+}
+
 /// Identifier-like values (`gpu-runner-07`, `pnguyen`, `bx-121`) to follow to another file,
 /// each with the file it came from: the values of the best lines, and every identifier of a
 /// file whose name holds an id the task gives (`4471`). None the task itself holds.
@@ -1568,7 +1701,7 @@ pub fn write_answer(
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 18] = [
+    let readers: [(&str, Reader); 19] = [
         ("the task's written-out expression", |t, _, _| {
             super::program::stated_answer(t)
         }),
@@ -1601,6 +1734,10 @@ pub fn write_answer(
         ("the highest version heading", |t, s, _| {
             latest_version_answer(t, s)
         }),
+        (
+            "a value looked up in the file the question names last",
+            |t, s, _| lookup_answer(t, s),
+        ),
         ("a listing's counts", |t, s, _| dir_count_answer(t, s)),
         ("the one file of its type", |t, s, _| odd_file_answer(t, s)),
         ("a CSV cell", |t, s, _| super::tally::csv_cell_answer(t, s)),
@@ -2107,6 +2244,57 @@ mod tests {
             action: Some(Action::tool(tool, args)),
             ..step(index, tool, ObservationKind::Output, text)
         }
+    }
+
+    #[test]
+    fn a_value_found_in_one_file_is_looked_up_in_the_file_the_question_names_last() {
+        let task = "The deploy log in logs/ records one rejected release with a reason code. What does that code mean according to docs/reasons.md?";
+        let table = call(
+            1,
+            "read_file",
+            json!({"path": "docs/reasons.md"}),
+            "docs/reasons.md (5 lines):\n1: | code | meaning |\n2: |---|---|\n3: | R210 | image signature missing |\n4: | R214 | quota for the region exhausted |\n5: | R290 | health check timed out |",
+        );
+        let hit = call(
+            2,
+            "search_text",
+            json!({"path": "logs/", "query": "rejected release"}),
+            "logs/deploy.log:812: 2026-04-01T10:00:00Z WARN deploy: release rejected reason=R214 env=prod\n(1 match of lines with all of the words [\"rejected\", \"release\"] in 1 text file under logs/)",
+        );
+        let steps = [table.clone(), hit.clone()];
+        let answer = lookup_answer(task, &steps).expect("a look-up");
+        assert!(
+            answer.contains("quota for the region exhausted"),
+            "{answer}"
+        );
+        assert!(
+            !answer.contains("R210") && !answer.contains("R290"),
+            "{answer}"
+        );
+        // Without the value's line there is nothing to look up.
+        assert_eq!(lookup_answer(task, std::slice::from_ref(&table)), None);
+        // A question that does not point back ("that code") is not a look-up.
+        let plain =
+            "The deploy log in logs/ records rejected releases. List the codes in docs/reasons.md.";
+        assert_eq!(lookup_answer(plain, &steps), None);
+
+        // A CSV row is shown with its header's names; the id in a file's name counts.
+        let task = "Which script in jobs/ rotates the api keys, and who approved it according to audit/approvals.csv?";
+        let rows = call(
+            1,
+            "read_file",
+            json!({"path": "audit/approvals.csv"}),
+            "audit/approvals.csv (4 lines):\n1: job,approved_by,date\n2: 0031,lmarsh,2026-01-12\n3: 0032,okoye,2026-02-02\n4: 0033,lmarsh,2026-02-20",
+        );
+        let hit = call(
+            2,
+            "search_text",
+            json!({"path": "jobs/", "query": "rotate api keys"}),
+            "jobs/0032_rotate_keys.sh:4: rotate_api_keys --all\n(1 match of lines with all of the words [\"rotate\", \"api\", \"keys\"] in 3 text files under jobs/)",
+        );
+        let answer = lookup_answer(task, &[rows, hit]).expect("a look-up");
+        assert!(answer.contains("approved_by=okoye"), "{answer}");
+        assert!(!answer.contains("lmarsh"), "{answer}");
     }
 
     #[test]

@@ -116,6 +116,19 @@ impl Condenser {
         text: String,
         blob_dir: &Path,
     ) -> std::io::Result<Observation> {
+        self.condense_with(kind, text, blob_dir, None)
+    }
+
+    /// [`Condenser::condense`], showing `preview` (what the tool's output holds for the task,
+    /// see `tools::files::long_read_preview`) in place of the head and tail when the output is
+    /// condensed.
+    pub fn condense_with(
+        &self,
+        kind: ObservationKind,
+        text: String,
+        blob_dir: &Path,
+        preview: Option<String>,
+    ) -> std::io::Result<Observation> {
         let chars = text.chars().count();
         if chars <= self.limit {
             return Ok(Observation::new(kind, text));
@@ -124,7 +137,12 @@ impl Condenser {
         let lines = text.lines().count();
         let note = truncation_note(text.len(), lines, &sha);
         let budget = self.limit.saturating_sub(note.len() + 16).max(200);
-        let preview = if lines >= 8 {
+        let focused = preview.is_some();
+        let preview = if let Some(p) = preview {
+            // No paging note: the model paged a 3,000-line log's blob 1,200 characters at a
+            // time instead of searching it.
+            head_chars(&p, self.limit).to_string()
+        } else if lines >= 8 {
             let head = head_chars(&text, budget * 2 / 3);
             let tail = tail_chars(&text, budget / 3);
             format!("{head}\n[...]\n{tail}\n{note}")
@@ -137,6 +155,7 @@ impl Condenser {
             text: preview,
             blob: Some(sha),
             collapsed: false,
+            focused,
             full: Some(text.into()),
         })
     }

@@ -415,9 +415,11 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             Vec::new()
         };
     // Blob ids are typed by the blobs this run holds (a 64-digit id is where a small model
-    // drops a digit).
+    // drops a digit); a focused preview's blob is not for paging (the model paged a log's
+    // blob instead of searching it).
     let blobs: Vec<String> = steps
         .iter()
+        .filter(|s| s.observation.collapsed || !s.observation.focused)
         .filter_map(|s| s.observation.blob.clone())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
@@ -583,7 +585,108 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             return only(search.clone());
         }
     }
+    // Rule 13: a look-up needs its key.
+    if let Some(sources) = lookup_sources(task) {
+        if !looked_into(task, &sources, steps) {
+            out = out.without(FINAL_ANSWER);
+            if let Some(t) = out.get(SEARCH_TEXT).cloned() {
+                let mut schema = t.args_schema();
+                let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
+                let inside: Vec<String> = values
+                    .into_iter()
+                    .filter(|v| sources.iter().any(|p| within(v, p)))
+                    .collect();
+                if !inside.is_empty() {
+                    schema["properties"]["path"] = serde_json::json!({ "enum": inside });
+                    out = out.without(SEARCH_TEXT);
+                    out.add(Arc::new(WithSchema::new(t.clone(), schema)));
+                }
+            }
+        }
+    }
     out
+}
+
+/// Words that point back at a value found before ("what is *that* ticket's status", "when was
+/// *it* applied").
+pub const BACK_REFERENCES: &[&str] = &["that", "it", "its", "this", "those", "these", "they"];
+
+/// Rule 13: the paths a look-up's key is in. A task that names a path, and then asks about
+/// "that X" in another path it names last ("One FIXME comment in the code under src/ cites a
+/// ticket. What is that ticket's status in tracker/tickets.csv?"), looks a value found in the
+/// first ones up in the last; these are the first ones. `None` for any other task.
+pub fn lookup_sources(task: &str) -> Option<Vec<String>> {
+    let mut at: Vec<(usize, String)> = named_paths(task)
+        .into_iter()
+        .filter_map(|p| Some((task.find(p.as_str())?, p)))
+        .collect();
+    at.sort();
+    let (last_at, last) = at.last()?.clone();
+    let clause_start = task[..last_at]
+        .rfind(['.', '?', ',', ';'])
+        .map_or(0, |i| i + 1);
+    let points_back = super::words::words(&task[clause_start..last_at])
+        .iter()
+        .any(|w| BACK_REFERENCES.contains(&w.as_str()));
+    let sources: Vec<String> = at
+        .into_iter()
+        .filter(|(i, p)| *i < clause_start && !within(&last, p) && !within(p, &last))
+        .map(|(_, p)| p)
+        .collect();
+    (points_back && !sources.is_empty()).then_some(sources)
+}
+
+/// Whether `path` is `root` or inside it.
+fn within(path: &str, root: &str) -> bool {
+    let (p, r) = (trim_rel(path), trim_rel(root).trim_end_matches('/'));
+    r.is_empty() || r == "." || p == r || p.starts_with(&format!("{r}/"))
+}
+
+/// Whether a read or a search in one of `sources` has shown what the task describes: a line
+/// holding one of the identifiers it names (`FIXME`, `discount_code`), or with none, one of
+/// its words. Reading another migration than the one that adds the column is not finding it.
+fn looked_into(task: &str, sources: &[String], steps: &[Step]) -> bool {
+    let paths = named_paths(task);
+    let tokens: Vec<&str> = task
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|t| t.chars().count() >= 3 && !paths.iter().any(|p| p.contains(*t)))
+        .collect();
+    let identifiers: Vec<String> = tokens
+        .iter()
+        .filter(|t| {
+            t.contains('_')
+                || (t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(char::is_alphabetic))
+                || t.chars().all(|c| c.is_ascii_uppercase())
+        })
+        .map(|t| t.to_lowercase())
+        .collect();
+    let marks: Vec<String> = if identifiers.is_empty() {
+        super::words::keywords(task)
+            .into_iter()
+            .filter(|k| !paths.iter().any(|p| p.to_lowercase().contains(k.as_str())))
+            .collect()
+    } else {
+        identifiers
+    };
+    steps.iter().any(|s| match &s.action {
+        Some(Action::ToolCall { name, args }) => {
+            let text = super::answer::whole_text(s);
+            (name == "read_file" || name == SEARCH_TEXT)
+                && s.observation.kind == ObservationKind::Output
+                && !text.trim_start().starts_with(NO_MATCHES)
+                && path_of(args).is_some_and(|a| sources.iter().any(|p| within(&a, p)))
+                && {
+                    // A read's first line names the file, not what it holds.
+                    let body = match name.as_str() {
+                        "read_file" => text.split_once('\n').map_or("", |x| x.1),
+                        _ => text,
+                    }
+                    .to_lowercase();
+                    marks.iter().any(|m| body.contains(m.as_str()))
+                }
+        }
+        _ => false,
+    })
 }
 
 /// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a
@@ -973,6 +1076,78 @@ mod tests {
         assert!(enum_of(&n, "search_text", "path").len() > 1);
         // No identifier: no narrowing.
         let n = narrow(&tools, "Which file sets the region?", &[], &[]);
+        assert!(enum_of(&n, "search_text", "path").len() > 1);
+    }
+
+    #[test]
+    fn a_look_up_is_not_answered_before_its_key_is_looked_for() {
+        let dir = tempfile::tempdir().expect("tmp");
+        for d in ["jobs", "audit"] {
+            std::fs::create_dir(dir.path().join(d)).expect("mkdir");
+        }
+        std::fs::write(dir.path().join("jobs/rotate.sh"), "# HACK(SEC-11): skip").expect("write");
+        std::fs::write(dir.path().join("audit/items.csv"), "id,state\nSEC-11,open").expect("write");
+        let task = "One HACK comment in jobs/ cites an audit item. What state is that item in according to audit/items.csv?";
+        assert_eq!(lookup_sources(task), Some(vec!["jobs".to_string()]));
+        // Not a look-up: nothing points back, or only one path.
+        assert_eq!(
+            lookup_sources("What state is item SEC-11 in according to audit/items.csv?"),
+            None
+        );
+        assert_eq!(
+            lookup_sources("Compare jobs/ with audit/items.csv and list what differs."),
+            None
+        );
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let named = named_paths(task);
+        // Both named paths touched: the folder listed, the table searched.
+        let listed = done(
+            1,
+            "list_dir",
+            json!({"path": "jobs/", "recursive": true}),
+            ObservationKind::Output,
+        );
+        let table = done(
+            2,
+            "read_file",
+            json!({"path": "audit/items.csv"}),
+            ObservationKind::Output,
+        );
+        let steps = vec![listed, table];
+        let n = narrow(&tools, task, &named, &steps);
+        assert!(
+            n.get(FINAL_ANSWER).is_none(),
+            "no answer before the key is looked for"
+        );
+        let paths = enum_of(&n, "search_text", "path");
+        assert!(
+            !paths.is_empty() && paths.iter().all(|p| p.starts_with("jobs")),
+            "{paths:?}"
+        );
+        // A read in the folder that does not show the comment has not found the key.
+        let mut steps = steps;
+        let mut other = done(
+            3,
+            "read_file",
+            json!({"path": "jobs/other.sh"}),
+            ObservationKind::Output,
+        );
+        other.observation.text = "jobs/other.sh (1 lines):\n1: echo audit item".into();
+        steps.push(other);
+        assert!(narrow(&tools, task, &named, &steps)
+            .get(FINAL_ANSWER)
+            .is_none());
+        // A search of the folder found the comment: the answer is offered again.
+        let mut hit = done(
+            4,
+            "search_text",
+            json!({"path": "jobs/", "query": "HACK"}),
+            ObservationKind::Output,
+        );
+        hit.observation.text = "jobs/rotate.sh:1: # HACK(SEC-11): skip".into();
+        steps.push(hit);
+        let n = narrow(&tools, task, &named, &steps);
+        assert!(n.get(FINAL_ANSWER).is_some());
         assert!(enum_of(&n, "search_text", "path").len() > 1);
     }
 

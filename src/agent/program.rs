@@ -163,7 +163,9 @@ pub fn wants_program(task: &str, steps: &[Step]) -> bool {
             || has("calculate")
             || has("compute"));
     let given = quantities(task, false).len() >= 2;
-    let worked = WORKED_OUT.iter().any(|x| has(x));
+    let worked = WORKED_OUT
+        .iter()
+        .any(|x| has(x) && !(*x == "mean" && super::words::mean_is_verb(&w)));
     let counts_workspace = counts_workspace(task);
     let sized = steps
         .iter()

@@ -167,9 +167,19 @@ struct Loop<'a> {
 
 impl Loop<'_> {
     fn observe(&self, kind: ObservationKind, text: String) -> Result<Observation, AgentError> {
+        self.observe_with(kind, text, None)
+    }
+
+    /// [`Loop::observe`] with the preview a condensed output shows instead of its head.
+    fn observe_with(
+        &self,
+        kind: ObservationKind,
+        text: String,
+        preview: Option<String>,
+    ) -> Result<Observation, AgentError> {
         let dir = self.run_dir.blob_dir();
         self.condenser
-            .condense(kind, text, &dir)
+            .condense_with(kind, text, &dir, preview)
             .map_err(|source| AgentError::Blob { dir, source })
     }
 }
@@ -524,7 +534,10 @@ pub fn run(
                             lp.audit.outcome(audited, &result)?;
                             match result {
                                 Ok(text) => {
-                                    let obs = lp.observe(ObservationKind::Output, text)?;
+                                    let preview =
+                                        super::tools::files::read_preview(t.name(), task, &text);
+                                    let obs =
+                                        lp.observe_with(ObservationKind::Output, text, preview)?;
                                     cache.record_success(&f, &obs.text);
                                     obs
                                 }
@@ -633,7 +646,10 @@ pub fn run(
 /// The tools shown to the planner for the next step: `read_blob` only once there is a blob to
 /// page (shown earlier, a small model pages blobs that do not exist).
 fn offered_tools(tools: &Toolset, steps: &[Step]) -> Toolset {
-    let has_blob = steps.iter().any(|s| s.observation.blob.is_some());
+    let has_blob = steps.iter().any(|s| {
+        let o = &s.observation;
+        o.blob.is_some() && (o.collapsed || !o.focused)
+    });
     if has_blob {
         tools.clone()
     } else {

@@ -808,7 +808,9 @@ fn amounts(text: &str) -> Vec<(f64, String, usize)> {
 
 /// Whether the task asks for a mean ("mean", "average").
 pub fn asks_mean(task: &str) -> bool {
-    words(task).iter().any(|w| w == "mean" || w == "average")
+    let w = words(task);
+    w.iter().any(|x| x == "average")
+        || (w.iter().any(|x| x == "mean") && !super::words::mean_is_verb(&w))
 }
 
 /// Decimals a task asks its answer rounded to: "round to one decimal", "two decimal places",

@@ -79,6 +79,11 @@ pub struct Observation {
     /// Whether the text was collapsed to a short preview to save context.
     #[serde(default)]
     pub collapsed: bool,
+    /// Whether `text` is the part of a long output that bears on the task (a long file's
+    /// lines for it, `tools::files::long_read_preview`), not a head to page through with
+    /// `read_blob`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub focused: bool,
     /// The whole output when `text` is a preview, kept in memory for the answer step (which
     /// looks for the lines that answer the question in all of it); the run's record has the
     /// blob instead.
@@ -96,6 +101,7 @@ impl Observation {
             text,
             blob: None,
             collapsed: false,
+            focused: false,
             full: None,
         }
     }

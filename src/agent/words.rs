@@ -351,6 +351,43 @@ const LOG_EVENTS: &[(&[&[&str]], &[&str])] = &[
         &[&["restarted"], &["restart"], &["crash", "loop"]],
         &["restart", "restarting", "back-off", "crashloopbackoff"],
     ),
+    (
+        &[
+            &["too", "big"],
+            &["too", "large"],
+            &["body", "limit"],
+            &["payload"],
+        ],
+        &[
+            "413",
+            "payload too large",
+            "request entity too large",
+            "entity too large",
+        ],
+    ),
+    (
+        &[
+            &["promoted"],
+            &["made", "admin"],
+            &["made", "administrator"],
+            &["granted", "admin"],
+            &["became", "admin"],
+        ],
+        &[
+            "new=admin",
+            "role=admin",
+            "granted admin",
+            "added to admins",
+        ],
+    ),
+    (
+        &[&["server", "error"], &["internal", "error"]],
+        &["500", "internal server error"],
+    ),
+    (
+        &[&["unavailable"], &["overloaded"]],
+        &["503", "service unavailable"],
+    ),
 ];
 
 /// The log terms of every event the question describes (see `LOG_EVENTS`), one list per event.
@@ -364,8 +401,32 @@ pub fn log_event_terms(task: &str) -> Vec<&'static [&'static str]> {
         .collect()
 }
 
+/// Whether "mean" in `w` (a text's [`words`]) is the verb ("what does that code *mean*"), not
+/// the average: a "do"/"does"/"did" up to four words before it.
+pub fn mean_is_verb(w: &[String]) -> bool {
+    w.iter().enumerate().any(|(i, x)| {
+        x == "mean"
+            && w[i.saturating_sub(4)..i]
+                .iter()
+                .any(|v| matches!(v.as_str(), "do" | "does" | "did"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mean_after_do_is_the_verb_not_the_average() {
+        let verb = |t: &str| super::mean_is_verb(&super::words(t));
+        assert!(verb("What does that code mean according to the table?"));
+        assert!(verb("What do these flags mean?"));
+        assert!(!verb("What is the mean latency in bench/?"));
+        assert!(!verb("Compute the mean of the three readings."));
+        assert!(super::super::tally::asks_mean("What is the mean latency?"));
+        assert!(!super::super::tally::asks_mean(
+            "What does exit code 3 mean?"
+        ));
+    }
+
     #[test]
     fn plain_descriptions_of_log_events_name_the_logs_terms() {
         let t = log_event_terms(
@@ -377,6 +438,10 @@ mod tests {
         let t = log_event_terms("requests turned away because the client went over its rate limit");
         assert!(t.iter().any(|terms| terms.contains(&"429")), "{t:?}");
         assert!(log_event_terms("What port does the web server listen on?").is_empty());
+        let t = log_event_terms("How many uploads were refused because the body was too big?");
+        assert!(t.iter().any(|terms| terms.contains(&"413")), "{t:?}");
+        let t = log_event_terms("Which account was promoted to administrator?");
+        assert!(t.iter().any(|terms| terms.contains(&"new=admin")), "{t:?}");
     }
 
     use super::*;

@@ -300,6 +300,10 @@ pub struct OrientReport {
     pub extraction_errors: Vec<String>,
 }
 
+/// Most characters of an output's preview the record keeps (a long file's lines for the
+/// objective; see `tools::files::long_read_preview`).
+const SHOWN_MAX: usize = 1400;
+
 impl WorldModel {
     /// A fresh world model.
     pub fn new(objective: &str, risk_budget: f64, deadline_s: Option<f64>) -> Self {
@@ -469,6 +473,21 @@ impl WorldModel {
 
     /// Remember a finished action.
     pub fn record_action(&mut self, r: &ActionReport, irreversible: bool) {
+        self.record_action_shown(r, irreversible, None);
+    }
+
+    /// [`WorldModel::record_action`], the record showing `shown` (what the output holds for the
+    /// objective: a long file's preview) instead of the output's head.
+    pub fn record_action_shown(
+        &mut self,
+        r: &ActionReport,
+        irreversible: bool,
+        shown: Option<&str>,
+    ) {
+        let output = match shown {
+            Some(p) => truncate_str(p, SHOWN_MAX).to_string(),
+            None => truncate_str(&r.output, 600).to_string(),
+        };
         self.completed.push(CompletedStep {
             cycle: r.cycle,
             action_id: r.action_id,
@@ -476,7 +495,7 @@ impl WorldModel {
             args: r.args.clone(),
             fingerprint: r.fingerprint.clone(),
             status: r.status,
-            output: truncate_str(&r.output, 600).to_string(),
+            output,
             implicit: r.implicit,
         });
         if matches!(r.status, OutcomeStatus::Failed | OutcomeStatus::TimedOut) {

@@ -6,7 +6,7 @@
 //! cannot stall a step. The output is shaped for small models: numbered lines, counts stated
 //! as a sentence, plain-word search that does not need a regex.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -250,6 +250,110 @@ impl Tool for ReadFile {
         }
         Ok(out)
     }
+}
+
+/// The preview a condensed output of `tool` shows for `task` ([`long_read_preview`] for a
+/// `read_file`; `None` for any other tool).
+pub fn read_preview(tool: &str, task: &str, output: &str) -> Option<String> {
+    (tool == "read_file")
+        .then(|| long_read_preview(task, output))
+        .flatten()
+}
+
+/// Most lines of each kind a long file's preview shows.
+const PREVIEW_LINES: usize = 6;
+
+/// Longest line a long file's preview shows.
+const PREVIEW_LINE_CHARS: usize = 170;
+
+/// What the model is shown of a whole `read_file` of a file longer than [`SHORT_FILE_LINES`]
+/// (`output` as `read_file` returned it, "app.log (1500 lines):" and numbered lines), in place
+/// of the condensed head and tail: the lines holding the most of the task's words (rarest
+/// words weighing most), then the rare lines ([`rare_in`]), then the first lines. The whole
+/// output stays the run's record (the answer step reads it). `None` for any other output, or
+/// when no line is either kind.
+pub fn long_read_preview(task: &str, output: &str) -> Option<String> {
+    let (header, body) = output.split_once('\n')?;
+    let (path, count) = header.strip_suffix(" lines):")?.rsplit_once(" (")?;
+    let total: usize = count.parse().ok()?;
+    if total <= SHORT_FILE_LINES {
+        return None;
+    }
+    // The file's own lines, without their numbers.
+    let content: Vec<&str> = body
+        .lines()
+        .map(|l| l.split_once(": ").map_or(l, |(_, t)| t))
+        .collect();
+    let mut worded: Vec<(u64, String)> = Vec::new();
+    if let Some(words) = task_words(task) {
+        let matcher = Matcher::Words(words);
+        for (i, line) in content.iter().enumerate() {
+            let hits = matcher.hits(line);
+            if hits != 0 {
+                worded.push((
+                    hits,
+                    format!(
+                        "{}: {}",
+                        i + 1,
+                        super::truncate_str(line.trim_end(), PREVIEW_LINE_CHARS)
+                    ),
+                ));
+            }
+        }
+        // Stable: rarest words first, then file order.
+        rank_partial(&mut worded, content.len());
+    }
+    let worded: Vec<String> = worded
+        .into_iter()
+        .take(PREVIEW_LINES)
+        .map(|(_, l)| l)
+        .collect();
+    let shown: HashSet<usize> = worded
+        .iter()
+        .filter_map(|l| l.split_once(':').and_then(|(n, _)| n.parse().ok()))
+        .collect();
+    let text = content.join("\n");
+    let rare: Vec<String> = rare_in(&text)
+        .into_iter()
+        .filter(|(n, _)| !shown.contains(n))
+        .take(PREVIEW_LINES)
+        .map(|(n, l)| {
+            format!(
+                "{n}: {}",
+                super::truncate_str(l.trim_end(), PREVIEW_LINE_CHARS)
+            )
+        })
+        .collect();
+    if worded.is_empty() && rare.is_empty() {
+        return None;
+    }
+    let mut out = format!("{path} ({total} lines), too long to show whole.\n");
+    if !worded.is_empty() {
+        out.push_str("Lines with the most of the task's words:\n");
+        for l in &worded {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    if !rare.is_empty() {
+        out.push_str(&format!(
+            "Rare lines (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):\n"
+        ));
+        for l in &rare {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out.push_str("First lines:\n");
+    for (i, l) in content.iter().take(3).enumerate() {
+        out.push_str(&format!(
+            "{}: {}\n",
+            i + 1,
+            super::truncate_str(l.trim_end(), PREVIEW_LINE_CHARS)
+        ));
+    }
+    out.push_str("Other parts: read_file with start_line and end_line, or search_text.");
+    Some(out)
 }
 
 /// `read_file`'s worked example for the Decide prompt (neutral placeholders). Numbered after the
@@ -780,17 +884,9 @@ fn rare_in(text: &str) -> Vec<(usize, &str)> {
 /// Most of the task's words a fallback search uses.
 const TASK_WORDS_MAX: usize = 12;
 
-/// The lines of `files` holding the most of the task's content words (three letters or more),
-/// rarest words weighing most; `None` without a task, for a regex search, or when no line
-/// holds any.
-fn task_word_lines(
-    ctx: &ToolContext,
-    files: &[PathBuf],
-    root: &Path,
-    regex: bool,
-) -> Option<Vec<String>> {
-    let task = ctx.task.as_deref().filter(|_| !regex)?;
-    // The task's words without its paths ("var/log/syslog" says where, not what).
+/// The task's content words (three letters or more, without its paths: "var/log/syslog" says
+/// where, not what), at most [`TASK_WORDS_MAX`]; `None` when fewer than two.
+fn task_words(task: &str) -> Option<Vec<String>> {
     let task: String = task
         .split_whitespace()
         .filter(|t| !t.contains('/') && !t.trim_end_matches(['.', ',', '?']).contains('.'))
@@ -801,10 +897,20 @@ fn task_word_lines(
         .filter(|w| w.chars().count() >= 3 && !w.contains('.'))
         .take(TASK_WORDS_MAX)
         .collect();
-    if words.len() < 2 {
-        return None;
-    }
-    let matcher = Matcher::Words(words);
+    (words.len() >= 2).then_some(words)
+}
+
+/// The lines of `files` holding the most of the task's content words (three letters or more),
+/// rarest words weighing most; `None` without a task, for a regex search, or when no line
+/// holds any.
+fn task_word_lines(
+    ctx: &ToolContext,
+    files: &[PathBuf],
+    root: &Path,
+    regex: bool,
+) -> Option<Vec<String>> {
+    let task = ctx.task.as_deref().filter(|_| !regex)?;
+    let matcher = Matcher::Words(task_words(task)?);
     let found = scan(&matcher, files, root, ctx);
     let all = matcher.all();
     let mut lines: Vec<(u64, String)> = found
@@ -1042,6 +1148,71 @@ mod tests {
                 .is_some_and(|l| l.contains("backup-7731")),
             "{out}"
         );
+    }
+
+    #[test]
+    fn a_long_files_preview_leads_with_the_tasks_lines_and_its_events() {
+        let t = tempfile::tempdir().expect("test value");
+        let mut log = String::new();
+        for i in 0..400 {
+            log.push_str(&format!(
+                "2026-05-01T09:{:02}:{:02}Z INFO worker: job {i} done\n",
+                i / 60,
+                i % 60
+            ));
+            if i == 333 {
+                log.push_str(
+                    "2026-05-01T09:05:33Z ERROR archiver: nightly archive failed code=A77\n",
+                );
+            }
+        }
+        std::fs::write(t.path().join("jobs.log"), log).expect("test value");
+        let ctx = ToolContext {
+            workspace: Some(crate::agent::tools::Sandbox::new(t.path()).expect("test value")),
+            blob_dir: t.path().join("blobs"),
+            cancel: crate::lm::CancelToken::new(),
+            task: None,
+        };
+        let out = ReadFile
+            .call(serde_json::json!({"path": "jobs.log"}), &ctx)
+            .expect("test value");
+        // The output itself stays whole (the answer step reads it).
+        assert!(
+            out.starts_with("jobs.log (401 lines):\n1: "),
+            "{}",
+            &out[..80]
+        );
+        let task = "Which code did the failed archive run log in jobs.log?";
+        let preview = read_preview("read_file", task, &out).expect("a preview");
+        let event = "335: 2026-05-01T09:05:33Z ERROR archiver: nightly archive failed code=A77";
+        let lines: Vec<&str> = preview.lines().collect();
+        assert_eq!(lines[0], "jobs.log (401 lines), too long to show whole.");
+        assert_eq!(lines[2], event, "{preview}");
+        // Shown once, not again among the rare lines; the first lines follow.
+        assert_eq!(preview.matches("code=A77").count(), 1, "{preview}");
+        assert!(preview.contains("\n1: 2026-05-01T09:00:00Z INFO worker: job 0 done\n"));
+        // Other tools, short files and ranged reads keep the usual condensed view.
+        assert_eq!(read_preview("search_text", task, &out), None);
+        let short = "a.txt (2 lines):\n1: x\n2: y";
+        assert_eq!(read_preview("read_file", task, short), None);
+        let part = ReadFile
+            .call(
+                serde_json::json!({"path": "jobs.log", "start_line": 1, "end_line": 300}),
+                &ctx,
+            )
+            .expect("test value");
+        assert_eq!(read_preview("read_file", task, &part), None);
+        // The condenser shows the preview in place of the head.
+        let obs = crate::agent::condense::Condenser::default()
+            .condense_with(
+                crate::agent::types::ObservationKind::Output,
+                out.clone(),
+                &t.path().join("blobs"),
+                Some(preview.clone()),
+            )
+            .expect("test value");
+        assert!(obs.text.contains(event), "{}", obs.text);
+        assert_eq!(obs.full.as_deref(), Some(out.as_str()));
     }
 
     #[test]

@@ -234,7 +234,13 @@ impl Driver<'_, '_> {
         if a.irreversible {
             s.counters.irreversible += 1;
         }
-        s.world.record_action(&report, a.irreversible);
+        let preview = crate::agent::tools::files::read_preview(
+            &report.tool,
+            &s.world.objective,
+            &report.output,
+        );
+        s.world
+            .record_action_shown(&report, a.irreversible, preview.as_deref());
         if let Some(h) = s.world.hypotheses.last_mut() {
             h.settle(&report);
             let h = h.clone();
@@ -265,7 +271,7 @@ impl Driver<'_, '_> {
         let observation = Condenser {
             limit: self.ooda.config.observation_limit,
         }
-        .condense(kind, report.output.clone(), &dir)
+        .condense_with(kind, report.output.clone(), &dir, preview)
         .unwrap_or_else(|_| Observation::new(kind, truncate_str(&report.output, 1500)));
         let cycle_s = s.cycle_start.elapsed().as_secs_f64();
         let step = Step {
