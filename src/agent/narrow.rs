@@ -3,8 +3,8 @@
 //! reused KV prefix) stays the same.
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
-//! the one the task names, and sizes the model on `this` machine when the task names a GPU. Twelve
-//! rules, each over enum-typed arguments or the set of tools offered:
+//! the one the task names, and sizes the model on `this` machine when the task names a GPU.
+//! Thirteen rules, each over enum-typed arguments or the set of tools offered:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those.
@@ -50,6 +50,13 @@
 //!
 //! 12. **Named hardware is described first.** A question that names hardware presets and no
 //!     model offers only `hardware` until each named preset is described (rule 3 drops each).
+//!
+//! 13. **A look-up needs its key.** When the task names paths and then asks about "that X" in
+//!     the path it names last ("One FIXME comment under src/ cites a ticket. What is that
+//!     ticket's status in tracker/tickets.csv?"), the final answer is not offered, and
+//!     `search_text` searches only the first paths, until a read or search there has shown a
+//!     line with an identifier the task names (`FIXME`), or with none, one of its words: the
+//!     model searched the ticket table for "src" and answered with its header.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
