@@ -1150,6 +1150,16 @@ mod tests {
         );
     }
 
+    /// A tool context over the workspace `root`, for no task.
+    fn ctx_in(root: &Path) -> ToolContext {
+        ToolContext {
+            workspace: Some(crate::agent::tools::Sandbox::new(root).expect("test value")),
+            blob_dir: root.join("blobs"),
+            cancel: crate::lm::CancelToken::new(),
+            task: None,
+        }
+    }
+
     #[test]
     fn a_long_files_preview_leads_with_the_tasks_lines_and_its_events() {
         let t = tempfile::tempdir().expect("test value");
@@ -1167,12 +1177,7 @@ mod tests {
             }
         }
         std::fs::write(t.path().join("jobs.log"), log).expect("test value");
-        let ctx = ToolContext {
-            workspace: Some(crate::agent::tools::Sandbox::new(t.path()).expect("test value")),
-            blob_dir: t.path().join("blobs"),
-            cancel: crate::lm::CancelToken::new(),
-            task: None,
-        };
+        let ctx = ctx_in(t.path());
         let out = ReadFile
             .call(serde_json::json!({"path": "jobs.log"}), &ctx)
             .expect("test value");
@@ -1233,12 +1238,7 @@ mod tests {
             }
         }
         std::fs::write(t.path().join("sys.log"), log).expect("test value");
-        let ctx = ToolContext {
-            workspace: Some(crate::agent::tools::Sandbox::new(t.path()).expect("test value")),
-            blob_dir: t.path().join("blobs"),
-            cancel: crate::lm::CancelToken::new(),
-            task: None,
-        };
+        let ctx = ctx_in(t.path());
         let out = SearchText
             .call(
                 serde_json::json!({"query": "illegal memory access", "path": "sys.log"}),
