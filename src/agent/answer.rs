@@ -291,6 +291,17 @@ fn whole_read_of_named<'a>(step: &'a Step, named: &[String]) -> Option<(&'a str,
     (is_read && whole && named.iter().any(|n| trim_rel(n) == path)).then_some((path, text))
 }
 
+/// The column names of a CSV header: `line` is a file's first read line ("1: id,state") and
+/// `content` its text. A header is names, not a sentence: a log's first line may hold commas
+/// too.
+fn csv_header(line: &str, content: &str) -> Option<Vec<String>> {
+    let names = content
+        .split(',')
+        .all(|f| !f.trim().is_empty() && !f.trim().contains(char::is_whitespace));
+    (line.starts_with("1: ") && content.contains(',') && names)
+        .then(|| content.split(',').map(|f| f.trim().to_string()).collect())
+}
+
 /// A CSV row under `header` as `name=value` pairs ("item=widget, qty=845"); `None` when its
 /// field count differs from the header's.
 pub(crate) fn csv_row(header: &[String], content: &str) -> Option<String> {
@@ -400,12 +411,8 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
                 section = Some(content.to_string());
                 continue;
             }
-            // A header is names, not a sentence: a log's first line may hold commas too.
-            let names = content
-                .split(',')
-                .all(|f| !f.trim().is_empty() && !f.trim().contains(char::is_whitespace));
-            if line.starts_with("1: ") && content.contains(',') && names {
-                header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
+            if let Some(h) = csv_header(line, content) {
+                header = Some(h);
                 continue;
             }
             if yaml && number.is_some() {
@@ -794,13 +801,8 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
         if content.is_empty() {
             continue;
         }
-        if line.starts_with("1: ")
-            && content.contains(',')
-            && content
-                .split(',')
-                .all(|f| !f.trim().is_empty() && !f.trim().contains(' '))
-        {
-            header = Some(content.split(',').map(|f| f.trim().to_string()).collect());
+        if let Some(h) = csv_header(line, content) {
+            header = Some(h);
             continue;
         }
         let shown = header

@@ -6,7 +6,7 @@
 //! cannot stall a step. The output is shaped for small models: numbered lines, counts stated
 //! as a sentence, plain-word search that does not need a regex.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -284,73 +284,60 @@ pub fn long_read_preview(task: &str, output: &str) -> Option<String> {
         .lines()
         .map(|l| l.split_once(": ").map_or(l, |(_, t)| t))
         .collect();
+    let numbered = |n: usize, line: &str| {
+        format!(
+            "{n}: {}",
+            super::truncate_str(line.trim_end(), PREVIEW_LINE_CHARS)
+        )
+    };
+    // (words held, line number), ranked rarest words first, then file order.
     let mut worded: Vec<(u64, String)> = Vec::new();
     if let Some(words) = task_words(task) {
         let matcher = Matcher::Words(words);
         for (i, line) in content.iter().enumerate() {
             let hits = matcher.hits(line);
             if hits != 0 {
-                worded.push((
-                    hits,
-                    format!(
-                        "{}: {}",
-                        i + 1,
-                        super::truncate_str(line.trim_end(), PREVIEW_LINE_CHARS)
-                    ),
-                ));
+                worded.push((hits, (i + 1).to_string()));
             }
         }
-        // Stable: rarest words first, then file order.
         rank_partial(&mut worded, content.len());
     }
-    let worded: Vec<String> = worded
-        .into_iter()
-        .take(PREVIEW_LINES)
-        .map(|(_, l)| l)
-        .collect();
-    let shown: HashSet<usize> = worded
+    let shown: Vec<usize> = worded
         .iter()
-        .filter_map(|l| l.split_once(':').and_then(|(n, _)| n.parse().ok()))
+        .take(PREVIEW_LINES)
+        .filter_map(|(_, n)| n.parse().ok())
         .collect();
     let text = content.join("\n");
-    let rare: Vec<String> = rare_in(&text)
+    let rare: Vec<(usize, &str)> = rare_in(&text)
         .into_iter()
         .filter(|(n, _)| !shown.contains(n))
         .take(PREVIEW_LINES)
-        .map(|(n, l)| {
-            format!(
-                "{n}: {}",
-                super::truncate_str(l.trim_end(), PREVIEW_LINE_CHARS)
-            )
-        })
         .collect();
-    if worded.is_empty() && rare.is_empty() {
+    if shown.is_empty() && rare.is_empty() {
         return None;
     }
     let mut out = format!("{path} ({total} lines), too long to show whole.\n");
-    if !worded.is_empty() {
-        out.push_str("Lines with the most of the task's words:\n");
-        for l in &worded {
+    let sections = [
+        (
+            "Lines with the most of the task's words:".to_string(),
+            shown.iter().map(|n| numbered(*n, content[n - 1])).collect::<Vec<_>>(),
+        ),
+        (
+            format!("Rare lines (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):"),
+            rare.iter().map(|(n, l)| numbered(*n, l)).collect(),
+        ),
+        (
+            "First lines:".to_string(),
+            content.iter().take(3).enumerate().map(|(i, l)| numbered(i + 1, l)).collect(),
+        ),
+    ];
+    for (heading, lines) in sections.iter().filter(|(_, l)| !l.is_empty()) {
+        out.push_str(heading);
+        out.push('\n');
+        for l in lines {
             out.push_str(l);
             out.push('\n');
         }
-    }
-    if !rare.is_empty() {
-        out.push_str(&format!(
-            "Rare lines (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):\n"
-        ));
-        for l in &rare {
-            out.push_str(l);
-            out.push('\n');
-        }
-    }
-    out.push_str("First lines:\n");
-    for (i, l) in content.iter().take(3).enumerate() {
-        out.push_str(&format!(
-            "{}: {}\n",
-            i + 1,
-            super::truncate_str(l.trim_end(), PREVIEW_LINE_CHARS)
-        ));
     }
     out.push_str("Other parts: read_file with start_line and end_line, or search_text.");
     Some(out)
@@ -1150,6 +1137,25 @@ mod tests {
         );
     }
 
+    /// `n` routine log lines (`routine(i)`), with `event` right after line `at` (0-based).
+    fn log_with_event(
+        n: usize,
+        routine: impl Fn(usize) -> String,
+        at: usize,
+        event: &str,
+    ) -> String {
+        let mut log = String::new();
+        for i in 0..n {
+            log.push_str(&routine(i));
+            log.push('\n');
+            if i == at {
+                log.push_str(event);
+                log.push('\n');
+            }
+        }
+        log
+    }
+
     /// A tool context over the workspace `root`, for no task.
     fn ctx_in(root: &Path) -> ToolContext {
         ToolContext {
@@ -1163,19 +1169,18 @@ mod tests {
     #[test]
     fn a_long_files_preview_leads_with_the_tasks_lines_and_its_events() {
         let t = tempfile::tempdir().expect("test value");
-        let mut log = String::new();
-        for i in 0..400 {
-            log.push_str(&format!(
-                "2026-05-01T09:{:02}:{:02}Z INFO worker: job {i} done\n",
-                i / 60,
-                i % 60
-            ));
-            if i == 333 {
-                log.push_str(
-                    "2026-05-01T09:05:33Z ERROR archiver: nightly archive failed code=A77\n",
-                );
-            }
-        }
+        let log = log_with_event(
+            400,
+            |i| {
+                format!(
+                    "2026-05-01T09:{:02}:{:02}Z INFO worker: job {i} done",
+                    i / 60,
+                    i % 60
+                )
+            },
+            333,
+            "2026-05-01T09:05:33Z ERROR archiver: nightly archive failed code=A77",
+        );
         std::fs::write(t.path().join("jobs.log"), log).expect("test value");
         let ctx = ctx_in(t.path());
         let out = ReadFile
@@ -1223,20 +1228,19 @@ mod tests {
     #[test]
     fn a_search_worded_unlike_the_log_shows_its_rare_lines() {
         let t = tempfile::tempdir().expect("test value");
-        let mut log = String::new();
-        for i in 0..300 {
-            let path = ["/a", "/b", "/c"][i % 3];
-            log.push_str(&format!(
-                "2026-03-02T08:{:02}:{:02}Z INFO http: GET {path} status=200 dur_ms={i}\n",
-                i / 60,
-                i % 60
-            ));
-            if i == 150 {
-                log.push_str(
-                    "2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4\n",
-                );
-            }
-        }
+        let log = log_with_event(
+            300,
+            |i| {
+                let path = ["/a", "/b", "/c"][i % 3];
+                format!(
+                    "2026-03-02T08:{:02}:{:02}Z INFO http: GET {path} status=200 dur_ms={i}",
+                    i / 60,
+                    i % 60
+                )
+            },
+            150,
+            "2026-03-02T08:02:30Z ERROR imgproxy[4411]: segfault at 0 ip 7f3a error 4",
+        );
         std::fs::write(t.path().join("sys.log"), log).expect("test value");
         let ctx = ctx_in(t.path());
         let out = SearchText
