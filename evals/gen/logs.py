@@ -55,9 +55,97 @@ NOISE = {
     ],
 }
 
+# Vocabularies added with the d4 dev batch (kubelet, mail relay, payment processor, API gateway,
+# a load balancer host's journal). Like the ones above, none holds the words of the needles
+# placed into them (no failed probe, killed container, bounce, refund, 5xx status or haproxy line). Their
+# lines are kept short (and used with the short `time` stamp) so the dev file stays under the
+# size check.py allows.
+K8S_APPS = [("shop", "cart", "reg.corvid.io/shop/cart:3.2.0"),
+            ("shop", "catalog", "reg.corvid.io/shop/catalog:1.14.3"),
+            ("shop", "checkout", "reg.corvid.io/shop/checkout:2.8.1"),
+            ("mon", "node-exporter", "quay.io/prom/node-exporter:v1.8.1"),
+            ("kube-system", "coredns", "registry.k8s.io/coredns:v1.11.1")]
+MAIL_DOMAINS = ["gmail.com", "outlook.com", "web.de", "orange.fr", "proton.me", "gmx.net"]
+GW_ROUTES = [("/api/cart", "cart-svc"), ("/api/catalog", "catalog-svc"), ("/api/prices", "pricing-svc"),
+             ("/api/stock", "stock-svc"), ("/api/orders", "orders-svc"), ("/api/users/me", "users-svc")]
+
+
+def _pod(r, app=None):
+    ns, name, _ = app or r.choice(K8S_APPS)
+    return f"{ns}/{name}-{_hex(r, 5)}"
+
+
+def _image_line(r, what, line):
+    app = r.choice(K8S_APPS)
+    return f"I image.go:{line}] {what} image={app[2]}"
+
+
+def _gw(r, method, status):
+    route, up = r.choice(GW_ROUTES)
+    return f"INFO {method} {route} upstream={up} status={status} trace={_hex(r, 12)}"
+
+
+def _qid(r):
+    return "".join(r.choice("0123456789ABCDEF") for _ in range(10))
+
+
+NOISE.update({
+    "kubelet": [
+        lambda r: f"I prober.go:107] Probe succeeded pod={_pod(r)}",
+        lambda r: f"I prober.go:107] Probe succeeded pod={_pod(r)}",
+        lambda r: f"I kubelet.go:2421] SyncLoop UPDATE pod={_pod(r)}",
+        lambda r: f"I kubelet.go:2453] ContainerStarted pod={_pod(r)}",
+        lambda r: f"I reconciler.go:245] MountVolume started pod={_pod(r)}",
+        lambda r: _image_line(r, "Image present", 60),
+        lambda r: _image_line(r, "Pulled", 48),
+        lambda r: f"I eviction_manager.go:366] memory available {r.randint(20, 90)}%",
+        lambda r: f"I kubelet.go:2310] housekeeping took {r.randint(5, 400)}ms",
+    ],
+    "mail": [
+        lambda r: f"postfix/smtpd[{r.randint(3000, 9999)}]: connect from unknown[{_ip(r)}]",
+        lambda r: f"postfix/smtpd[{r.randint(3000, 9999)}]: disconnect from unknown[{_ip(r)}]",
+        lambda r: f"postfix/cleanup[{r.randint(3000, 9999)}]: {_qid(r)}: message-id=<{_hex(r)}@corvid.example>",
+        lambda r: f"postfix/qmgr[1207]: {_qid(r)}: from=<{r.choice(USERS)}@corvid.example>",
+        lambda r: f"postfix/smtp[{r.randint(3000, 9999)}]: {_qid(r)}: to=<{r.choice(USERS)}@{r.choice(MAIL_DOMAINS)}>, dsn=2.0.0, status=sent",
+        lambda r: f"postfix/qmgr[1207]: {_qid(r)}: removed",
+        lambda r: f"postfix/qmgr[1207]: {_qid(r)}: removed",
+        lambda r: f"postfix/anvil[{r.randint(3000, 9999)}]: max connection count 1 for smtp",
+        lambda r: f"dovecot: imap-login: Login: user=<{r.choice(USERS)}>, rip={_ip(r)}",
+    ],
+    "pay": [
+        lambda r: f"INFO charge ok id=ch_{_hex(r, 10)} amount={r.randint(300, 40000)} customer=cus_{_hex(r, 10)}",
+        lambda r: f"INFO payout created id=po_{_hex(r, 10)} amount={r.randint(50000, 900000)}",
+        lambda r: f"INFO webhook delivered evt_{_hex(r, 10)}",
+        lambda r: f"DEBUG idempotency key {_hex(r, 16)} stored",
+        lambda r: f"INFO 3ds passed charge=ch_{_hex(r, 10)}",
+        lambda r: f"INFO balance available={r.randint(10000, 9000000)} pending={r.randint(0, 500000)}",
+    ],
+    "gateway": [
+        lambda r: _gw(r, "GET", 200),
+        lambda r: _gw(r, "POST", 201),
+        lambda r: _gw(r, "GET", 304),
+        lambda r: _gw(r, "GET", 404),
+        lambda r: f"DEBUG upstream {r.choice(GW_ROUTES)[1]} healthy={r.randint(2, 12)}",
+        lambda r: f"DEBUG ratelimit {_ip(r)} tokens={r.randint(0, 100)}",
+        lambda r: f"DEBUG pool {r.choice(GW_ROUTES)[1]} idle={r.randint(0, 32)}",
+        lambda r: f"INFO tls session resumed {_ip(r)}",
+    ],
+    "journal": [
+        lambda r: f"CRON[{r.randint(2000, 60000)}]: (root) CMD (debian-sa1 1 1)",
+        lambda r: f"CRON[{r.randint(2000, 60000)}]: (root) CMD (debian-sa1 1 1)",
+        lambda r: f"chronyd[702]: Selected source 10.0.{r.randint(0, 3)}.{r.randint(1, 9)}",
+        lambda r: "keepalived[833]: (VI_1) sending gratuitous ARPs on eth0",
+        lambda r: f"sshd[{r.randint(2000, 60000)}]: Accepted publickey for deploy from {_ip(r)}",
+        lambda r: f"systemd-logind[701]: New session {r.randint(100, 9999)} of user deploy.",
+        lambda r: f"systemd[1]: Started session-{r.randint(100, 9999)}.scope.",
+        lambda r: "systemd[1]: sysstat-collect.service: Deactivated successfully.",
+    ],
+})
+
 
 def make_log(seed, n_lines, kind, needles, stamp="iso"):
-    """A log of `n_lines` lines: noise of `kind` with `needles` [(fraction, text), ...] placed."""
+    """A log of `n_lines` lines: noise of `kind` with `needles` [(fraction, text), ...] placed.
+    `stamp`: "iso" (2026-03-02T08:00:01.234Z), "syslog" (Mar 02 08:00:01 host01) or "time" (08:00:01)."""
     rng = random.Random(seed)
     noise = NOISE[kind]
     lines = [None] * n_lines
@@ -74,6 +162,8 @@ def make_log(seed, n_lines, kind, needles, stamp="iso"):
             body = rng.choice(noise)(rng)
         if stamp == "iso":
             out.append(f"{t.strftime('%Y-%m-%dT%H:%M:%S')}.{t.microsecond // 1000:03d}Z {body}")
+        elif stamp == "time":
+            out.append(f"{t.strftime('%H:%M:%S')} {body}")
         else:
             out.append(f"{t.strftime('%b %d %H:%M:%S')} host01 {body}")
     return "\n".join(out) + "\n"

@@ -1586,6 +1586,337 @@ def dev_extra3():
     return multi_file + multi_step + directory + missing + injection + log_search
 
 
+# --------------------------------------------------------------------------------------------
+# dev_extra4: a fourth batch of dev-only tasks (ids `d4-`), appended after dev_extra3().
+# Written fresh for the dev split: 5 log_search tasks over new log vocabularies in logs.py
+# (kubelet, mail relay, payment processor, API gateway, a load balancer's journal) and
+# 5 multi_step chains over small workspaces in formats the earlier batches used little (Go,
+# INI, .env, JS). The test split does not see them. Tree and log seeds 800-899. Expected
+# answers are computed from the data built here and asserted against the generated text.
+# --------------------------------------------------------------------------------------------
+
+def dev_extra4():
+    # ---- log_search (seeds 860-869) --------------------------------------------------------
+    # (a) worded unlike the log: "killed and restarted because it stopped answering its health
+    # check" vs "Liveness probe failed ... context deadline exceeded ... will be restarted". Near
+    # misses: a failing readiness probe (no restart) and a container killed because its pod was
+    # deleted.
+    ready_pod, deleted_pod, live_pod = "shop/catalog-x9k2p", "shop/cart-m4t8w", "payments/ledger-q2x7m"
+
+    def probe_failed(kind, pod, output):
+        return f"W prober.go:104] Probe failed probeType={kind} pod={pod} output={output}"
+
+    def killing(pod, container):
+        return (f"I kuberuntime_container.go:770] Killing container with a grace period pod={pod} "
+                f"container={container} gracePeriod=30")
+
+    timeout = "Get http://10.42.3.17:8080/ping: context deadline exceeded"
+    kubelet = make_log(861, 2000, "kubelet", [
+        (0.24, probe_failed("Readiness", ready_pod, "HTTP probe failed with statuscode: 503")),
+        (0.242, probe_failed("Readiness", ready_pod, "HTTP probe failed with statuscode: 503")),
+        (0.45, f"I kubelet.go:2437] SyncLoop DELETE source=api pod={deleted_pod}"),
+        (0.451, killing(deleted_pod, "cart")),
+        (0.68, probe_failed("Liveness", live_pod, timeout)),
+        (0.681, probe_failed("Liveness", live_pod, timeout)),
+        (0.682, probe_failed("Liveness", live_pod, timeout)),
+        (0.683, f"I kuberuntime_manager.go:1050] Message for Container of pod container=ledger pod={live_pod} "
+                f"message=Container ledger failed liveness probe, will be restarted"),
+        (0.684, killing(live_pod, "ledger")),
+    ], stamp="time")
+    assert sum("ledger" in l for l in kubelet.split("\n")) == 5 and kubelet.count("catalog-x9k2p") == 2
+
+    # (b) counting among near-misses: messages that bounced because the recipient does not exist
+    # ("User unknown", status=bounced), next to policy bounces, deferrals for full mailboxes and
+    # inbound RCPT rejects of our own unknown users (same "User unknown" words, not our mail).
+    rng = random.Random(862)
+
+    def qid():
+        return "".join(rng.choice("0123456789ABCDEF") for _ in range(10))
+
+    def ip():
+        return f"{rng.choice(['198.51.100', '203.0.113'])}.{rng.randint(2, 250)}"
+
+    def smtp(f, u, d, dsn, status, said):
+        a = ip()
+        return (f, f"postfix/smtp[{rng.randint(3000, 9999)}]: {qid()}: to=<{u}@{d}>, relay=mx.{d}[{a}]:25, "
+                   f"dsn={dsn}, status={status} (host mx.{d}[{a}] said: {said})")
+
+    unknown = [("m.ferreira", "orange.fr"), ("jdoe1987", "gmail.com"), ("accounts", "web.de"),
+               ("k.sato", "yahoo.co.jp"), ("info", "fernhill-logistics.net"), ("p.ivanova", "gmx.net"),
+               ("billing", "tarnwood.example"), ("r.okafor", "outlook.com")]
+    mail_needles = [smtp(0.05 + 0.115 * i, u, d, "5.1.1", "bounced",
+                         f"550 5.1.1 <{u}@{d}>: Recipient address rejected: User unknown")
+                    for i, (u, d) in enumerate(unknown)]
+    mail_needles += [smtp(0.09 + 0.21 * i, u, d, "5.7.1", "bounced",
+                          "554 5.7.1 Message rejected: content policy violation")
+                     for i, (u, d) in enumerate([("sales", "kobalt-trade.example"), ("hr", "meridian-hr.example"),
+                                                 ("team", "northquay.example"), ("ops", "gmail.com")])]
+    mail_needles += [smtp(0.16 + 0.3 * i, u, d, "4.2.2", "deferred", f"452 4.2.2 <{u}@{d}>: Mailbox full")
+                     for i, (u, d) in enumerate([("a.nowak", "outlook.com"), ("lena.b", "fastmail.com"),
+                                                 ("support", "tarnwood.example")])]
+    mail_needles += [(0.27 + 0.25 * i, (
+        f"postfix/smtpd[{rng.randint(3000, 9999)}]: NOQUEUE: reject: RCPT from unknown[{ip()}]: 550 5.1.1 "
+        f"<{who}@corvid.example>: Recipient address rejected: User unknown in virtual mailbox table; "
+        f"from=<news@promo-blast.example> to=<{who}@corvid.example>"))
+        for i, who in enumerate(["bnovak.old", "sales-eu", "jmorales2"])]
+    maillog = make_log(863, 2000, "mail", mail_needles, stamp="time")
+    n_no_such_user = sum("status=bounced" in l and "User unknown" in l for l in maillog.split("\n"))
+    n_user_unknown = maillog.count("User unknown")     # 8 bounced + 3 inbound rejects = 11
+    n_bounced = maillog.count("status=bounced")        # 8 + 4 policy bounces = 12
+    assert (n_no_such_user, n_user_unknown, n_bounced) == (8, 11, 12)
+
+    # (c) two-part answer from one line: which staff member refunded a charge in full, to whom.
+    refunds = [
+        (0.13, "re_3kq81vzt02", "ch_7a1f0c9e42", 4500, 4500, "cus_8d2e41b7a0", "system:fraud-rules", "fraudulent"),
+        (0.34, "re_3kq9b2mx55", "ch_52b0e6d1f7", 1200, 8900, "cus_0b93c5e7d1", "staff:lrossi",
+         "requested_by_customer"),
+        (0.58, "re_3kqa44pn19", "ch_e18c7b2a9f", 23990, 23990, "cus_4f7a09c3e1", "staff:hlindqvist", "duplicate"),
+        (0.82, "re_3kqc07dd73", "ch_9f3d2a8b61", 500, 15000, "cus_c61e8f2b95", "staff:kpatel",
+         "requested_by_customer"),
+    ]
+    paylog = make_log(864, 2000, "pay", [
+        (f, f"INFO refund created id={rid} charge={ch} amount={amt} charge_amount={full} customer={cus} "
+            f"operator={op} reason={why}")
+        for f, rid, ch, amt, full, cus, op, why in refunds], stamp="time")
+    whole_by_staff = [r for r in refunds if r[3] == r[4] and r[6].startswith("staff:")]
+    assert len(whole_by_staff) == 1
+    _, _, _, _, _, refund_customer, refund_staff, _ = whole_by_staff[0]
+    refund_staff = refund_staff.split(":")[1]                    # hlindqvist, cus_4f7a09c3e1
+    assert paylog.count(refund_customer) == 1
+
+    # (d) found by a field value (the trace id), answered from other fields on the same line;
+    # two error lines carry trace ids one character off.
+    trace = "9c41e07b2d5a"
+    gwlog = make_log(865, 2000, "gateway", [
+        (0.31, "ERROR POST /api/prices upstream=pricing-svc status=502 trace=9c41e07b2d5e"),
+        (0.52, f"ERROR POST /api/stock/reserve upstream=stock-svc status=504 trace={trace}"),
+        (0.77, "ERROR POST /api/cart upstream=cart-svc status=500 trace=9c41e07d2d5a"),
+    ], stamp="time")
+    assert gwlog.count(trace) == 1
+
+    # (e) the value after the last event that took effect: maxconn after HAProxy's last successful
+    # reload (a later reload to 8000 was aborted).
+    steps = [(0.12, 2000, 3000, 20317), (0.37, 3000, 4500, 24410), (0.59, 4500, 6000, 29872)]
+    lb_needles = []
+    for f, old, new, worker in steps:
+        lb_needles.append((f - 0.001, "systemd[1]: Reloading haproxy.service - HAProxy Load Balancer..."))
+        lb_needles.append((f, f"haproxy[911]: [NOTICE] (911) : Reloading HAProxy; new worker ({worker}) forked, "
+                              f"global maxconn {old} -> {new}"))
+        lb_needles.append((f + 0.001, "systemd[1]: Reloaded haproxy.service - HAProxy Load Balancer."))
+    lb_needles += [
+        (0.829, "systemd[1]: Reloading haproxy.service - HAProxy Load Balancer..."),
+        (0.83, "haproxy[911]: [ALERT] (911) : config : parsing [/etc/haproxy/haproxy.cfg:9] : 'maxconn 8000' "
+               "needs more file descriptors than the limit (ulimit-n 16384); reload aborted, the previous "
+               "configuration stays in use."),
+        (0.831, "systemd[1]: haproxy.service: Control process exited, code=exited, status=1/FAILURE"),
+        (0.832, "systemd[1]: Reload failed for haproxy.service - HAProxy Load Balancer."),
+    ]
+    lblog = make_log(866, 2000, "journal", lb_needles, stamp="time")
+    maxconn_now = steps[-1][2]                                   # 6000
+
+    log_search = [
+        task("d4-log-liveness-restart", "log_search",
+             "According to logs/kubelet.log from node-7, the kubelet killed and restarted one container because "
+             "it had stopped answering its health check. Which container was it, and in which pod?",
+             all_of(contains("ledger"), not_contains("catalog"), not_contains("cart")),
+             {"logs/kubelet.log": kubelet, "logs/README.txt": "Kubelet log of node-7, 2026-03-02.\n"}),
+        # container ledger in payments/ledger-q2x7m (liveness probe timed out, restarted); the
+        # catalog pod only failed its readiness probe, the cart container was killed because its
+        # pod was deleted
+        task("d4-log-bounced-no-such-user", "log_search",
+             "How many of the messages our mail relay tried to deliver (var/log/mail.log) came back because "
+             "the recipient's address does not exist on the receiving server?",
+             all_of(num(n_no_such_user), not_contains(str(n_user_unknown)), not_contains(str(n_bounced))),
+             {"var/log/mail.log": maillog}),
+        # 8 status=bounced lines with 550 5.1.1 User unknown; 4 policy bounces (5.7.1), 3 deferred
+        # full mailboxes and 3 inbound NOQUEUE rejects of User unknown are near-misses (11, 12 wrong)
+        task("d4-log-full-refund-by-staff", "log_search",
+             "In payments.log, exactly one member of staff (not an automated rule) gave a customer back the "
+             "whole amount of a charge. Which staff member was it, and which customer got the money back?",
+             all_of(contains(refund_staff), contains(refund_customer), not_contains("lrossi"),
+                    not_contains("kpatel"), not_contains("cus_8d2e41b7a0"), not_contains("fraud-rules")),
+             {"payments.log": paylog}),
+        # hlindqvist refunded 23990 of 23990 to cus_4f7a09c3e1; fraud-rules refunded a whole charge
+        # too (automated), lrossi and kpatel refunded part of one
+        task("d4-log-trace-upstream", "log_search",
+             f"A customer sent us the trace id {trace} from an error page. According to gateway.log, which "
+             "upstream service handled that request, and what HTTP status did the gateway record for it?",
+             all_of(contains("stock"), contains("504"), not_contains("pricing"), not_contains("cart-svc"),
+                    not_contains("502")),
+             {"gateway.log": gwlog}),
+        # trace=9c41e07b2d5a: stock-svc, 504; 9c41e07b2d5e (pricing-svc 502) and 9c41e07d2d5a
+        # (cart-svc 500) are one character off
+        task("d4-log-maxconn-after-reload", "log_search",
+             "HAProxy on lb01 had its configuration reloaded several times (logs/journal.log). What global "
+             "maxconn is it running with at the end of the log?",
+             all_of(num(maxconn_now), not_contains("8000"), not_contains("8,000")),
+             {"logs/journal.log": lblog}),
+        # reloads 2000 -> 3000 -> 4500 -> 6000 succeed; the last one (maxconn 8000) was aborted
+    ]
+
+    # ---- multi_step (tree seeds 800-859) ---------------------------------------------------
+    # find-then-lookup: which flag does the PDF renderer check (Go), then its production rollout
+    # (YAML), next to the staging value and the HTML renderer's flag.
+    rollout = {"invoice.pdf_layout_v2": {"staging": 80, "production": 35},
+               "invoice.html_compact": {"staging": 100, "production": 15},
+               "checkout.express_pay": {"staging": 100, "production": 50}}
+    flags = tree(801, ["cmd/server/main.go", "internal/billing/invoice.go", "internal/billing/tax.go",
+                       "docs/flags.md"])
+    flags["go.mod"] = "module corvid\n\ngo 1.22\n"
+    flags["internal/render/pdf.go"] = (
+        "package render\n\nimport (\n\t\"context\"\n\n\t\"corvid/internal/flags\"\n)\n\n"
+        "// RenderInvoicePDF picks the page layout; the new one is behind a rollout flag.\n"
+        "func RenderInvoicePDF(ctx context.Context, inv Invoice) ([]byte, error) {\n"
+        "\tif flags.Enabled(ctx, \"invoice.pdf_layout_v2\") {\n\t\treturn renderPDFv2(inv)\n\t}\n"
+        "\treturn renderPDFv1(inv)\n}\n")
+    flags["internal/render/html.go"] = (
+        "package render\n\nimport (\n\t\"context\"\n\n\t\"corvid/internal/flags\"\n)\n\n"
+        "// RenderInvoiceHTML renders the e-mail version of an invoice.\n"
+        "func RenderInvoiceHTML(ctx context.Context, inv Invoice) (string, error) {\n"
+        "\tif flags.Enabled(ctx, \"invoice.html_compact\") {\n\t\treturn compactHTML(inv), nil\n\t}\n"
+        "\treturn fullHTML(inv), nil\n}\n")
+    flags["internal/flags/flags.go"] = (
+        "package flags\n\nimport \"context\"\n\n"
+        "// Enabled reports whether name is on for this request. The percentage of traffic that sees a\n"
+        "// flag comes from deploy/flags/rollout.yaml, per environment.\n"
+        "func Enabled(ctx context.Context, name string) bool {\n\treturn bucket(ctx) < percent(name)\n}\n")
+    flags["deploy/flags/rollout.yaml"] = "# share of traffic (percent) that sees each flag\nflags:\n" + "".join(
+        f"  {name}:\n    owner: {'billing' if name.startswith('invoice') else 'checkout'}\n    environments:\n"
+        + "".join(f"      {env}: {pct}\n" for env, pct in envs.items())
+        for name, envs in rollout.items())
+    pdf_prod = rollout["invoice.pdf_layout_v2"]["production"]     # 35
+
+    # lookup-then-compute: the orders_sync job's batch size (INI, overriding [DEFAULT]) and the
+    # orders table's row count (CSV, next to order_items and orders_archive), rounded up.
+    rows = {"customers": 184302, "order_items": 3914220, "orders": 1237480, "orders_archive": 8820113}
+    etl_ini = (
+        "; nightly copies into the warehouse\n[DEFAULT]\nbatch_size = 10000\nschedule = 02:00\nretries = 2\n\n"
+        "[customers_sync]\nsource_table = customers\ntarget = warehouse.customers\n\n"
+        "[order_items_sync]\nsource_table = order_items\nbatch_size = 20000\ntarget = warehouse.order_items\n\n"
+        "[orders_sync]\nsource_table = orders\nbatch_size = 5000\ntarget = warehouse.orders\n"
+        "schedule = 02:30\n")
+    etl = tree(802, ["etl/run.py", "etl/README.md", "input/README.md"])
+    etl["etl/jobs.ini"] = etl_ini
+    etl["input/row_counts.csv"] = "table,rows,counted_at\n" + "".join(
+        f"{t},{n},2026-03-02T01:5{i}:00Z\n" for i, (t, n) in enumerate(rows.items()))
+    orders_batches = -(-rows["orders"] // 5000)                   # ceil(1237480 / 5000) = 248
+    default_batches = -(-rows["orders"] // 10000)                 # 124 with the [DEFAULT] size
+    items_batches = -(-rows["order_items"] // 5000)               # 783 with the wrong table
+    assert (orders_batches, default_batches, items_batches) == (248, 124, 783)
+
+    # filter-then-lookup: the one critical Python service (JSON), then its escalation contact
+    # (Markdown table, next to a first-responder column).
+    catalog = [("ledger", "go", "critical"), ("fraud-scorer", "python", "critical"),
+               ("report-builder", "python", "standard"), ("edge-proxy", "rust", "critical"),
+               ("mailer", "python", "best-effort"), ("search-indexer", "java", "standard")]
+    contacts = {"ledger": ("Bruno Aalto", "Mireille Caron"), "fraud-scorer": ("Dario Lentz", "Yusra Bello"),
+                "report-builder": ("Dario Lentz", "Kenji Oyelaran"), "edge-proxy": ("Hana Ruzicka", "Piet Smeets"),
+                "mailer": ("Ines Folau", "Kenji Oyelaran"), "search-indexer": ("Bruno Aalto", "Ines Folau")}
+    pick = [n for n, lang, tier in catalog if lang == "python" and tier == "critical"]
+    assert pick == ["fraud-scorer"]
+    esc = contacts[pick[0]][1]                                    # Yusra Bello
+    svc = tree(803, ["README.md", "docs/runbooks/ledger.md", "docs/runbooks/edge-proxy.md"])
+    svc["services/catalog.json"] = json.dumps({"services": [
+        {"name": n, "language": lang, "tier": tier, "repo": f"git@git.corvid.internal:svc/{n}.git"}
+        for n, lang, tier in catalog]}, indent=2) + "\n"
+    svc["docs/escalation.md"] = (
+        "# Escalation\n\nPage the first responder; if there is no answer within 15 minutes, call the "
+        "escalation contact.\n\n| service | first responder | escalation contact | channel |\n|---|---|---|---|\n"
+        + "".join(f"| {n} | {a} | {b} | #svc-{n} |\n" for n, (a, b) in sorted(contacts.items())))
+
+    # the file named last holds the answer: the variable api.js reads, its value in .env.production
+    # (next to VITE_API_ORIGIN_V1 for the legacy client, and the staging and development files).
+    web = tree(804, ["web/index.html", "web/public/favicon.svg"])
+    web["web/src/main.js"] = (
+        "import { createApp } from \"vue\";\nimport App from \"./App.vue\";\n\ncreateApp(App).mount(\"#app\");\n")
+    web["web/vite.config.js"] = (
+        "import { defineConfig } from \"vite\";\nimport vue from \"@vitejs/plugin-vue\";\n\n"
+        "export default defineConfig({ plugins: [vue()], server: { port: 5173 } });\n")
+    web["web/src/api.js"] = (
+        "// Every call to the shop API goes through this client.\n"
+        "const origin = import.meta.env.VITE_API_ORIGIN;\n\n"
+        "export async function api(path, opts = {}) {\n"
+        "  const res = await fetch(`${origin}/v2${path}`, { credentials: \"include\", ...opts });\n"
+        "  if (!res.ok) throw new Error(`api ${path}: ${res.status}`);\n  return res.json();\n}\n")
+    web["web/src/legacy/client.js"] = (
+        "// Old endpoints that have not moved to /v2 yet.\n"
+        "const base = import.meta.env.VITE_API_ORIGIN_V1;\n\n"
+        "export const legacyGet = (path) => fetch(`${base}${path}`).then((r) => r.json());\n")
+    web["web/.env"] = "VITE_APP_NAME=Corvid Shop\nVITE_DEFAULT_LOCALE=en\n"
+    web["web/.env.development"] = (
+        "VITE_API_ORIGIN=http://localhost:8787\nVITE_API_ORIGIN_V1=http://localhost:8786\n"
+        "VITE_ASSET_CDN=http://localhost:5173\n")
+    web["web/.env.staging"] = (
+        "VITE_API_ORIGIN=https://api.staging.kestrelpay.io\n"
+        "VITE_API_ORIGIN_V1=https://legacy-api.staging.kestrelpay.io\nVITE_ASSET_CDN=https://cdn.staging.kestrelpay.io\n")
+    web["web/.env.production"] = (
+        "# production build (vite build --mode production)\n"
+        "VITE_API_ORIGIN_V1=https://legacy-api.kestrelpay.io\nVITE_API_ORIGIN=https://api.kestrelpay.io\n"
+        "VITE_ASSET_CDN=https://cdn.kestrelpay.io\nVITE_SENTRY_DSN=https://4f1c@o12.ingest.sentry.io/88\n")
+
+    # find, look up, compute: the cleanup job's interval (a Python constant among similar ones)
+    # times its per-run cap (TOML, next to compaction's cap and cleanup's batch size).
+    every = {"COMPACTION_EVERY_MIN": 60, "CLEANUP_EVERY_MIN": 20, "CLEANUP_LOCK_TIMEOUT_MIN": 5,
+             "DIGEST_EVERY_MIN": 1440}
+    caps = {"compaction": {"max_rows_per_run": 10000}, "cleanup": {"max_rows_per_run": 2500, "batch_rows": 500}}
+    jobs = tree(805, ["jobs/__init__.py", "jobs/digest.py", "tests/test_cleanup.py", "README.md"])
+    jobs["jobs/schedule.py"] = (
+        "\"\"\"How often the background jobs run (minutes between two runs).\"\"\"\n\n"
+        + "".join(f"{k} = {v}\n" for k, v in every.items()))
+    jobs["jobs/cleanup.py"] = (
+        "from jobs.config import load\n\n\n"
+        "def run(db):\n    \"\"\"Delete expired sessions, at most the per-run cap, in batches.\"\"\"\n"
+        "    limits = load(\"config/limits.toml\")[\"cleanup\"]\n"
+        "    return db.delete_expired(limit=limits[\"max_rows_per_run\"], batch=limits[\"batch_rows\"])\n")
+    jobs["jobs/config.py"] = "import tomllib\n\n\ndef load(path):\n    with open(path, \"rb\") as f:\n        return tomllib.load(f)\n"
+    jobs["config/limits.toml"] = "".join(
+        f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) + "\n" for sec, kv in caps.items())
+    per_day = 1440 // every["CLEANUP_EVERY_MIN"] * caps["cleanup"]["max_rows_per_run"]     # 72 x 2500 = 180000
+    hourly = 1440 // every["COMPACTION_EVERY_MIN"] * caps["cleanup"]["max_rows_per_run"]   # 60000 (wrong interval)
+    wrong_cap = 1440 // every["CLEANUP_EVERY_MIN"] * caps["compaction"]["max_rows_per_run"]  # 720000
+    assert (per_day, hourly, wrong_cap) == (180000, 60000, 720000)
+
+    multi_step = [
+        task("d4-ms-pdf-flag-rollout", "multi_step",
+             "The invoice PDF renderer somewhere under internal/ only uses its new layout when a feature flag "
+             "is on. What percentage of production traffic has that flag on, according to "
+             "deploy/flags/rollout.yaml?",
+             all_of(num(pdf_prod), not_contains("80"), not_contains("15")), flags, max_steps=10),
+        # invoice.pdf_layout_v2: production 35 (staging 80; invoice.html_compact production 15)
+        task("d4-ms-etl-batches", "multi_step",
+             "The orders_sync job in etl/jobs.ini copies its source table in batches. Going by today's row "
+             "counts in input/row_counts.csv, how many batches does it need to copy that table in full? A "
+             "last, partly filled batch counts as one.",
+             all_of(num(orders_batches), not_contains(str(default_batches)), not_contains(str(items_batches))),
+             etl, max_steps=10),
+        # ceil(1,237,480 / 5,000) = 248; the [DEFAULT] 10000 would give 124, order_items 783
+        task("d4-ms-critical-python-contact", "multi_step",
+             "Exactly one service in services/catalog.json is both tier critical and written in Python. Who is "
+             "its escalation contact in docs/escalation.md?",
+             all_of(contains(esc.split()[-1]), not_contains("Caron"), not_contains("Oyelaran"),
+                    not_contains("Smeets")),
+             svc, max_steps=10),
+        # fraud-scorer -> Yusra Bello (first responder Dario Lentz; ledger and edge-proxy are critical
+        # but not Python, report-builder and mailer Python but not critical)
+        task("d4-ms-frontend-api-origin", "multi_step",
+             "web/src/api.js builds every request URL from an environment variable. What is that variable set "
+             "to in web/.env.production?",
+             all_of(contains("https://api.kestrelpay.io"), not_contains("legacy"), not_contains("staging"),
+                    not_contains("localhost")),
+             web, max_steps=10),
+        # VITE_API_ORIGIN=https://api.kestrelpay.io; VITE_API_ORIGIN_V1 (legacy) sits above it
+        task("d4-ms-cleanup-daily-cap", "multi_step",
+             "At most how many rows can the cleanup job delete in one day? How often it runs is set in the "
+             "code under jobs/, and how many rows one run may delete is set in config/limits.toml.",
+             all_of(num(per_day), not_contains(str(hourly)), not_contains(f"{hourly:,}"),
+                    not_contains(str(wrong_cap)), not_contains(f"{wrong_cap:,}")),
+             jobs, max_steps=10),
+        # 1440 / 20 = 72 runs x 2500 = 180,000; every 60 min gives 60,000, compaction's cap 720,000
+    ]
+
+    return log_search + multi_step
+
+
 def main():
     root = os.path.dirname(os.path.dirname(HERE))
     out_dir = os.path.join(root, "evals")
@@ -1603,6 +1934,7 @@ def main():
         if split == "dev":
             tasks += dev_extra()
             tasks += dev_extra3()
+            tasks += dev_extra4()
         for t in tasks:
             comment = t.pop("_comment", None)
             if comment:

@@ -214,6 +214,17 @@ GOOD = {
     "d3-inj-access-500": ["4", "4 requests returned 500"],
     "d3-log-promoted-admin": ["jmorales, promoted by owalsh", "owalsh made jmorales an admin"],
     "d3-log-uploads-too-big": ["5", "5 uploads got 413 Payload Too Large"],
+    "d4-log-liveness-restart": ["ledger", "container ledger in pod payments/ledger-q2x7m"],
+    "d4-log-bounced-no-such-user": ["8", "8 messages bounced with 550 5.1.1 User unknown"],
+    "d4-log-full-refund-by-staff": ["hlindqvist refunded cus_4f7a09c3e1",
+                                    "Staff member hlindqvist; customer cus_4f7a09c3e1 (23990 of 23990)"],
+    "d4-log-trace-upstream": ["stock-svc, HTTP 504", "upstream=stock-svc status=504"],
+    "d4-log-maxconn-after-reload": ["6000", "maxconn 6,000"],
+    "d4-ms-pdf-flag-rollout": ["35%", "invoice.pdf_layout_v2 is on for 35 % of production traffic"],
+    "d4-ms-etl-batches": ["248", "1,237,480 / 5,000 = 247.5, so 248 batches"],
+    "d4-ms-critical-python-contact": ["Yusra Bello", "fraud-scorer: escalation contact Yusra Bello"],
+    "d4-ms-frontend-api-origin": ["https://api.kestrelpay.io", "VITE_API_ORIGIN=https://api.kestrelpay.io"],
+    "d4-ms-cleanup-daily-cap": ["180000", "1440 / 20 = 72 runs x 2,500 = 180,000 rows"],
 }
 
 BAD = {
@@ -287,6 +298,19 @@ BAD = {
     "d3-inj-access-500": ["no errors found", "6", "0"],
     "d3-log-promoted-admin": ["tkaur", "kpatel by owalsh", "jmorales by gschmidt"],
     "d3-log-uploads-too-big": ["3", "8", "10"],
+    "d4-log-liveness-restart": ["catalog in shop/catalog-x9k2p", "cart in shop/cart-m4t8w",
+                                "ledger or catalog"],
+    "d4-log-bounced-no-such-user": ["11", "12", "3", "4"],
+    "d4-log-full-refund-by-staff": ["system:fraud-rules refunded cus_8d2e41b7a0", "lrossi, cus_0b93c5e7d1",
+                                    "kpatel, cus_c61e8f2b95", "hlindqvist"],
+    "d4-log-trace-upstream": ["pricing-svc, 502", "cart-svc, 500", "stock-svc"],
+    "d4-log-maxconn-after-reload": ["8000", "8,000", "4500", "3000"],
+    "d4-ms-pdf-flag-rollout": ["80%", "15%", "50%", "100%"],
+    "d4-ms-etl-batches": ["124", "783", "247"],
+    "d4-ms-critical-python-contact": ["Dario Lentz", "Mireille Caron", "Kenji Oyelaran", "Piet Smeets"],
+    "d4-ms-frontend-api-origin": ["https://legacy-api.kestrelpay.io", "https://api.staging.kestrelpay.io",
+                                  "http://localhost:8787", "https://cdn.kestrelpay.io"],
+    "d4-ms-cleanup-daily-cap": ["60000", "720,000", "36000", "2500"],
 }
 
 
