@@ -21,6 +21,9 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     let cli = boyd::cli::Cli::parse();
+    if cli.command.only_prints() {
+        end_quietly_on_a_closed_pipe();
+    }
     boyd::cli::init_tracing(cli.verbose);
     match boyd::cli::run(cli) {
         Ok(code) => code,
@@ -32,6 +35,26 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Let a closed stdout end the process quietly (`boyd runs show ID | head`) instead of a
+/// panic report: Rust starts with SIGPIPE ignored, so a write to a closed pipe is an error,
+/// and the print macros panic on it. A panic for any other reason is reported as before.
+fn end_quietly_on_a_closed_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            // What a process killed by SIGPIPE reports to its shell (128 + 13).
+            std::process::exit(141);
+        }
+        report(info);
+    }));
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {

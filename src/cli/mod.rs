@@ -136,6 +136,23 @@ pub enum Command {
     Perplexity(perplexity::Args),
 }
 
+impl Command {
+    /// Whether the command only prints reports (no server socket, no tool processes, no
+    /// files it could leave half written): such a command may end quietly when its reader
+    /// goes away (`boyd runs show ID | head`), as Unix tools do.
+    pub fn only_prints(&self) -> bool {
+        matches!(
+            self,
+            Command::Runs(_)
+                | Command::Models(_)
+                | Command::Size(_)
+                | Command::Probe(_)
+                | Command::Audit(_)
+                | Command::Approve(_)
+        )
+    }
+}
+
 /// Cancel `token` on the first Ctrl-C; a second Ctrl-C exits at once (status 130).
 pub fn cancel_on_ctrl_c(token: &crate::lm::CancelToken) {
     let token = token.clone();

@@ -774,3 +774,23 @@ fn stale_temporaries_from_a_killed_fetch_are_removed() {
         "a temporary another fetch may be writing is kept"
     );
 }
+
+/// A report piped into a reader that has gone (`boyd models list | head -0`) ends quietly:
+/// no panic from the print macros, no error message.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_report_into_a_closed_pipe_ends_without_a_panic() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let home = tempfile::tempdir().expect("tmp");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_boyd"))
+        .args(["models", "list"])
+        .env("BOYD_HOME", home.path())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run boyd");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+}
