@@ -359,14 +359,13 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
     // Whole reads first: a line a search also hit is then shown as the read showed it (under
     // its section), and counted once.
     let usable_steps: Vec<&Step> = steps.iter().filter(|s| usable(s)).collect();
-    let is_search = |s: &Step| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "search_text");
     let ordered = usable_steps
         .iter()
-        .filter(|s| !is_search(s))
-        .chain(usable_steps.iter().filter(|s| is_search(s)));
+        .filter(|s| !is_search_step(s))
+        .chain(usable_steps.iter().filter(|s| is_search_step(s)));
     for step in ordered {
         let path = call_path(step).unwrap_or_default().to_string();
-        let searched = is_search(step);
+        let searched = is_search_step(step);
         let yaml = !searched && (path.ends_with(".yaml") || path.ends_with(".yml"));
         let mut section: Option<String> = None;
         // A YAML file's open mappings: (indent, key).
@@ -509,6 +508,11 @@ fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String, usize)> {
         .into_iter()
         .map(|l| (l.score, l.shown, l.step))
         .collect()
+}
+
+/// Whether `step` ran `search_text` (its lines are shown under their file, "[path] text").
+fn is_search_step(step: &Step) -> bool {
+    matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "search_text")
 }
 
 /// Whether `task` asks for what came later ("after the restart", "the latest", "the last"):
@@ -667,6 +671,62 @@ pub fn quoted_name_answer(task: &str, steps: &[Step]) -> Option<String> {
     )
 }
 
+/// Whether `line` starts like a log record: a date (`2026-03-02T08:46:47Z`, `2026/03/02`), a
+/// clock time (`08:28:46`) or a syslog stamp (`Mar 02 08:45:27`), optionally in brackets.
+fn is_log_record(line: &str) -> bool {
+    use std::sync::OnceLock;
+    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(
+            r"^\[?(\d{4}[-/]\d{2}[-/]\d{2}|\d{2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}:\d{2})",
+        )
+        .ok()
+    })
+    .as_ref()
+    .is_some_and(|re| re.is_match(line.trim_start()))
+}
+
+/// The answer to "which account was promoted, and who promoted it?" over a log: the one line
+/// that matches the question best, when it is a log record, with its `key=value` fields
+/// first. Shown that line first in a long log's preview, the 0.5B model answered with the
+/// name of the log's README; the line itself names both.
+pub fn log_line_answer(task: &str, steps: &[Step]) -> Option<String> {
+    let w = words(task);
+    // One file or none named: with two, the line is a key to look up in the other.
+    if !w.iter().any(|x| x == "which" || x == "who")
+        || asks_count(task)
+        || super::narrow::named_paths(task).len() > 1
+    {
+        return None;
+    }
+    let ranked = ranked_lines(task, steps);
+    let [(_, line, _)] = top(&ranked) else {
+        return None;
+    };
+    // `[file] line` for a search hit.
+    let record = match line.strip_prefix('[') {
+        Some(rest) if !is_log_record(line) => rest.split_once("] ").map_or(line.as_str(), |x| x.1),
+        _ => line.as_str(),
+    };
+    if !is_log_record(record) {
+        return None;
+    }
+    let fields: Vec<&str> = record
+        .split_whitespace()
+        .filter(|t| {
+            t.split_once('=').is_some_and(|(k, v)| {
+                !k.is_empty() && !v.is_empty() && !w.contains(&v.to_lowercase())
+            })
+        })
+        .collect();
+    let answer = if fields.is_empty() {
+        format!("the log line: {record}")
+    } else {
+        format!("{} (the log line: {record})", fields.join(", "))
+    };
+    Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
+}
+
 /// For each line of a read's output, whether it sits in a brace block (`server { … }`, at any
 /// depth below the top) that also holds one of `terms`: the `client_max_body_size` of the
 /// `server` block whose `server_name` the task names, not the first of three.
@@ -724,6 +784,22 @@ fn holds_token(lower: &str, token: &str) -> bool {
     })
 }
 
+/// Most lines of a source file whose every line is a candidate key of a look-up.
+const SHORT_SOURCE_LINES: usize = 40;
+
+/// [`holds_token`], where a token with an underscore (`vite_api_origin`) is one identifier:
+/// it is not held by `vite_api_origin_v1`.
+fn holds_word(lower: &str, token: &str) -> bool {
+    if !token.contains('_') {
+        return holds_token(lower, token);
+    }
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    lower.match_indices(token).any(|(i, _)| {
+        !lower[..i].chars().next_back().is_some_and(word)
+            && !lower[i + token.len()..].chars().next().is_some_and(word)
+    })
+}
+
 /// The answer to a look-up chain: "The backup log in logs/ records a failed backup with an
 /// error code. What does *that* code mean according to docs/error_codes.md?". The file the
 /// question names last (read whole) is where the answer is; the value to look up is in the
@@ -742,14 +818,15 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
         .filter(|s| usable(s))
         .filter(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "read_file"))
         .filter(|s| is_whole_read(whole_text(s)))
+        // A path the task names, not a prefix of one (`web/.env` of `web/.env.production`).
+        .filter(|s| call_path(s).is_some_and(|p| named.iter().any(|n| trim_rel(n) == p)))
         .filter_map(|s| Some((task.rfind(call_path(s).filter(|p| p.len() >= 3)?)?, s)))
         .max_by_key(|(at, _)| *at)?;
     if at <= first_named {
         return None;
     }
-    // The question about it points back at a value found before ("that code", "it").
-    let clause_start = task[..at].rfind(['.', '?', ',', ';']).map_or(0, |i| i + 1);
-    let clause = words(&task[clause_start..at]);
+    // The sentence asking about it points back at a value found before ("that code", "it").
+    let clause = words(&task[super::narrow::sentence_start(task, at)..at]);
     if !clause
         .iter()
         .any(|w| super::narrow::BACK_REFERENCES.contains(&w.as_str()))
@@ -764,23 +841,91 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
         .filter(|s| call_path(s) != Some(b_path))
         .cloned()
         .collect();
-    let ranked = ranked_lines(task, &others);
-    let best: Vec<&(usize, String, usize)> = top(&ranked).iter().take(BEST_LINES).collect();
+    // The key is in the files the task names first (rule 13's sources): a search over the
+    // whole workspace also shows B's own header, and a listing of the sources shows folder
+    // names, neither of which is the key. When the task names an identifier (`FIXME`), only
+    // a line holding it is the key, even a comment, which the ranking puts after data lines.
+    let sources = super::narrow::lookup_sources(task).unwrap_or_default();
+    let identifiers: Vec<String> = super::narrow::task_identifiers(task)
+        .iter()
+        .map(|t| t.to_lowercase())
+        .collect();
+    let mut ranked: Vec<(usize, String, usize)> = ranked_lines(task, &others)
+        .into_iter()
+        .filter(|(_, shown, index)| {
+            let step = steps.iter().find(|s| s.index == *index);
+            let file = match step {
+                Some(s) if is_search_step(s) => shown
+                    .strip_prefix('[')
+                    .and_then(|r| r.split_once(']'))
+                    .map(|x| x.0),
+                Some(s) => call_path(s),
+                None => None,
+            };
+            file.is_some_and(|f| {
+                trim_rel(f) != b_path
+                    && (sources.is_empty() || sources.iter().any(|r| super::narrow::within(f, r)))
+            })
+        })
+        .collect();
+    let holds_identifier = |line: &str| {
+        identifiers
+            .iter()
+            .any(|t| holds_token(&line.to_lowercase(), t))
+    };
+    if !identifiers.is_empty() {
+        // Not found yet: a folder's names or another comment are not the key.
+        ranked.retain(|(_, l, _)| holds_identifier(l));
+    }
+    let mut best: Vec<(String, usize)> = top(&ranked)
+        .iter()
+        .take(BEST_LINES)
+        .map(|(_, l, i)| (l.clone(), *i))
+        .collect();
+    if best.is_empty() && identifiers.is_empty() {
+        // Code that shares no word with the question ("builds every request URL from an
+        // environment variable": `const origin = import.meta.env.VITE_API_ORIGIN;`): every
+        // line of a short source file read whole is a candidate key.
+        for s in steps.iter().filter(|s| usable(s) && !is_search_step(s)) {
+            let Some(path) = call_path(s) else { continue };
+            let text = whole_text(s);
+            let short = text.lines().count() <= SHORT_SOURCE_LINES + 1;
+            if path == b_path || !is_whole_read(text) || !short {
+                continue;
+            }
+            if sources.iter().any(|r| super::narrow::within(path, r)) {
+                best.extend(
+                    text.lines()
+                        .skip(1)
+                        .filter_map(super::tally::content)
+                        .filter(|l| !l.trim().is_empty())
+                        .map(|l| (l.trim().to_string(), s.index)),
+                );
+            }
+        }
+    }
     if best.is_empty() {
         return None;
     }
     let task_lower = task.to_lowercase();
     let mut tokens: Vec<String> = Vec::new();
-    for (_, line, index) in &best {
+    for (line, index) in &best {
         let path = steps
             .iter()
             .find(|s| s.index == *index)
             .and_then(call_path)
             .unwrap_or_default();
-        for t in format!("{line} {path}")
+        // `VITE_API_ORIGIN` is a token of its own (besides `vite`, `api` and `origin`): it is
+        // not `VITE_API_ORIGIN_V1`.
+        let text = format!("{line} {path}");
+        let identifiers = text
+            .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+            .map(|t| t.trim_matches(['-', '_']).to_lowercase())
+            .filter(|t| t.contains('_'));
+        let parts = text
             .split(|c: char| !(c.is_alphanumeric() || c == '-'))
-            .map(|t| t.trim_matches('-').to_lowercase())
-        {
+            .map(|t| t.trim_matches('-').to_lowercase());
+        for t in identifiers.chain(parts) {
             let keep = t.chars().count() >= 3
                 && !task_lower.contains(&t)
                 && !super::words::STOPWORDS.contains(&t.as_str());
@@ -811,13 +956,13 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
             .unwrap_or_else(|| content.to_string());
         lines.push((content.to_lowercase(), shown));
     }
-    let df = |t: &str| lines.iter().filter(|(l, _)| holds_token(l, t)).count();
+    let df = |t: &str| lines.iter().filter(|(l, _)| holds_word(l, t)).count();
     let weights: Vec<(String, f64)> = tokens
         .iter()
         .filter_map(|t| {
             let n = df(t);
             (n > 0).then(|| {
-                let id = if t.chars().any(|c| c.is_ascii_digit()) {
+                let id = if t.chars().any(|c| c.is_ascii_digit() || c == '_') {
                     2.0
                 } else {
                     1.0
@@ -831,7 +976,7 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
         .enumerate()
         .map(|(i, (l, _))| {
             let held: Vec<&(String, f64)> =
-                weights.iter().filter(|(t, _)| holds_token(l, t)).collect();
+                weights.iter().filter(|(t, _)| holds_word(l, t)).collect();
             (held.iter().map(|(_, w)| *w).sum::<f64>(), held.len(), i)
         })
         .filter(|(w, _, _)| *w > 0.0)
@@ -843,7 +988,19 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
     if !clear || (w < 1.0 && held < 2) {
         return None;
     }
-    let from = best[0].1.as_str();
+    // The key line: the best line holding most of what the answer's line holds.
+    let answer_line = &lines[i].0;
+    let from = best
+        .iter()
+        .max_by_key(|(l, _)| {
+            let l = l.to_lowercase();
+            let n = weights
+                .iter()
+                .filter(|(t, _)| holds_word(&l, t) && holds_word(answer_line, t))
+                .count();
+            (n, std::cmp::Reverse(l.len()))
+        })
+        .map_or("", |(l, _)| l.as_str());
     let answer = format!(
         "{b_path}: {} (looked up from: {})",
         lines[i].1,
@@ -1703,7 +1860,7 @@ pub fn write_answer(
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 19] = [
+    let readers: [(&str, Reader); 20] = [
         ("the task's written-out expression", |t, _, _| {
             super::program::stated_answer(t)
         }),
@@ -1735,6 +1892,9 @@ pub fn write_answer(
         }),
         ("the highest version heading", |t, s, _| {
             latest_version_answer(t, s)
+        }),
+        ("the one log line the question is about", |t, s, _| {
+            log_line_answer(t, s)
         }),
         (
             "a value looked up in the file the question names last",
@@ -2249,6 +2409,52 @@ mod tests {
     }
 
     #[test]
+    fn a_look_ups_key_is_a_line_in_the_files_named_first_even_a_comment() {
+        let task = "One FIXME comment in the code under src/ cites a ticket. What is that ticket's status in tracker/tickets.csv?";
+        let listing = call(
+            1,
+            "list_dir",
+            json!({"path": "src/"}),
+            "total: 0 files and 2 folders directly in src; 5 files in src\nsrc/api/ (2 files)\nsrc/sync/ (3 files)",
+        );
+        let table = call(
+            2,
+            "read_file",
+            json!({"path": "tracker/tickets.csv"}),
+            "tracker/tickets.csv (4 lines):\n1: id,title,status,assignee\n2: OPS-2240,Bound the sync queue,wontfix,akimura\n3: OPS-2291,Merge drops conflicting edits,blocked,dokafor\n4: OPS-2302,Retry token refresh,in-progress,lrossi",
+        );
+        // A search of the whole workspace shows the table's header among its best lines.
+        let everywhere = call(
+            3,
+            "search_text",
+            json!({"query": "src"}),
+            "no matches: searched 7 text files under . for lines with all of the words [\"src\"] (any order, any case).\nLines with the most of the task's words instead:\nsrc/sync/merge.py:2:     # FIXME(OPS-2291): conflicting edits to the same field are dropped silently\ntracker/tickets.csv:1: id,title,status,assignee",
+        );
+        let source = call(
+            4,
+            "read_file",
+            json!({"path": "src/sync/merge.py"}),
+            "src/sync/merge.py (3 lines):\n1: def merge(local, remote):\n2:     # FIXME(OPS-2291): conflicting edits to the same field are dropped silently\n3:     return dict(remote)",
+        );
+        for steps in [
+            vec![listing.clone(), table.clone(), everywhere.clone()],
+            vec![
+                listing.clone(),
+                table.clone(),
+                everywhere.clone(),
+                source.clone(),
+            ],
+            vec![listing.clone(), table.clone(), source.clone()],
+        ] {
+            let answer = lookup_answer(task, &steps).expect("a look-up");
+            assert!(answer.contains("status=blocked"), "{answer}");
+            assert!(!answer.contains("wontfix"), "{answer}");
+        }
+        // The folder listing alone holds no key ("sync" is not the ticket).
+        assert_eq!(lookup_answer(task, &[listing, table]), None);
+    }
+
+    #[test]
     fn a_value_found_in_one_file_is_looked_up_in_the_file_the_question_names_last() {
         let task = "The deploy log in logs/ records one rejected release with a reason code. What does that code mean according to docs/reasons.md?";
         let table = call(
@@ -2297,6 +2503,28 @@ mod tests {
         let answer = lookup_answer(task, &[rows, hit]).expect("a look-up");
         assert!(answer.contains("approved_by=okoye"), "{answer}");
         assert!(!answer.contains("lmarsh"), "{answer}");
+
+        // Code that shares no word with the question: each line of the short source is a
+        // candidate key, and an identifier is not held by a longer one.
+        let task = "web/src/api.js builds every request URL from an environment variable. What is that variable set to in web/.env.production?";
+        let env = call(
+            1,
+            "read_file",
+            json!({"path": "web/.env.production"}),
+            "web/.env.production (3 lines):\n1: VITE_API_ORIGIN_V1=https://legacy.example.org\n2: VITE_API_ORIGIN=https://api.example.org\n3: VITE_CDN=https://cdn.example.org",
+        );
+        let code = call(
+            2,
+            "read_file",
+            json!({"path": "web/src/api.js"}),
+            "web/src/api.js (2 lines):\n1: const origin = import.meta.env.VITE_API_ORIGIN;\n2: export const get = (p) => fetch(`${origin}${p}`);",
+        );
+        let answer = lookup_answer(task, &[env, code]).expect("a look-up");
+        assert!(
+            answer.contains("VITE_API_ORIGIN=https://api.example.org"),
+            "{answer}"
+        );
+        assert!(!answer.contains("legacy"), "{answer}");
     }
 
     #[test]
@@ -2472,6 +2700,45 @@ mod tests {
         );
         assert_eq!(best.len(), 1);
         assert!(best[0].contains("imgproxy[4411]: segfault"), "{best:?}");
+    }
+
+    #[test]
+    fn the_one_best_log_record_answers_who_with_its_fields() {
+        let log = "logs/audit.log (4 lines):\n1: 2026-03-02T08:11:44Z INFO audit: role changed user=kpatel old=viewer new=editor by=owalsh\n2: 2026-03-02T08:29:35Z INFO audit: role changed user=tkaur old=admin new=viewer by=gschmidt\n3: 2026-03-02T08:46:47Z WARN audit: role changed user=jmorales old=viewer new=admin by=owalsh\n4: 2026-03-02T08:50:00Z INFO auth: logout user=pnguyen";
+        let read = call(1, "read_file", json!({"path": "logs/audit.log"}), log);
+        let task = "Going by logs/audit.log, which account was promoted to administrator, and who promoted it?";
+        let a = log_line_answer(task, std::slice::from_ref(&read)).expect("an answer");
+        assert!(a.starts_with("user=jmorales, "), "{a}");
+        assert!(
+            a.contains("by=owalsh") && !a.contains("tkaur") && !a.contains("kpatel"),
+            "{a}"
+        );
+        // A count, or a line that is not a log record (a config file), is not this reader's.
+        assert_eq!(
+            log_line_answer(
+                "How many accounts were promoted to administrator in logs/audit.log?",
+                std::slice::from_ref(&read)
+            ),
+            None
+        );
+        let conf = call(
+            1,
+            "read_file",
+            json!({"path": "roles.conf"}),
+            "roles.conf (2 lines):\n1: admin_promoted_by = owalsh\n2: viewer = kpatel",
+        );
+        assert_eq!(
+            log_line_answer("Who promoted the admin, according to roles.conf?", &[conf]),
+            None
+        );
+        // Two paths named: the line is a key to look up elsewhere.
+        assert_eq!(
+            log_line_answer("Which account in logs/audit.log was promoted, and which team is it in according to teams.csv?", &[read]),
+            None
+        );
+        assert!(is_log_record("Mar 02 08:45:27 host01 kernel: oops"));
+        assert!(is_log_record("[2026-03-02 08:45:27] error"));
+        assert!(!is_log_record("[pool] size = 3"));
     }
 
     #[test]

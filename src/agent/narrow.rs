@@ -54,9 +54,12 @@
 //! 13. **A look-up needs its key.** When the task names paths and then asks about "that X" in
 //!     the path it names last ("One FIXME comment under src/ cites a ticket. What is that
 //!     ticket's status in tracker/tickets.csv?"), the final answer is not offered, and
-//!     `search_text` searches only the first paths, until a read or search there has shown a
-//!     line with an identifier the task names (`FIXME`), or with none, one of its words: the
-//!     model searched the ticket table for "src" and answered with its header.
+//!     `search_text` searches only the first paths (for the identifiers the task names, when
+//!     it names any), until a read or search there has shown a line with an identifier the
+//!     task names (`FIXME`), or with none, one of its words: the model searched the ticket
+//!     table for "src" and answered with its header. Once the key is found, the path named
+//!     last is read whole before anything else (only `read_file` of it is offered): the model
+//!     found the FIXME and then searched for it again until the step limit.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
@@ -592,9 +595,24 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             return only(search.clone());
         }
     }
-    // Rule 13: a look-up needs its key.
-    if let Some(sources) = lookup_sources(task) {
-        if !looked_into(task, &sources, steps) {
+    // Rule 13: a look-up needs its key, then the file to look it up in.
+    if let Some((sources, target)) = lookup_parts(task) {
+        let key_found = looked_into(task, &sources, steps);
+        if key_found && !read_whole(&target, steps) {
+            if let Some(read) = out.get("read_file").cloned() {
+                let mut schema = read.args_schema();
+                let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
+                let target_values: Vec<String> = values
+                    .into_iter()
+                    .filter(|v| same_path(v, &target))
+                    .collect();
+                if !target_values.is_empty() {
+                    schema["properties"]["path"] = serde_json::json!({ "enum": target_values });
+                    return only(Arc::new(WithSchema::new(read, schema)));
+                }
+            }
+        }
+        if !key_found {
             out = out.without(FINAL_ANSWER);
             if let Some(t) = out.get(SEARCH_TEXT).cloned() {
                 let mut schema = t.args_schema();
@@ -605,6 +623,12 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                     .collect();
                 if !inside.is_empty() {
                     schema["properties"]["path"] = serde_json::json!({ "enum": inside });
+                    // The key is searched by the identifier the task names: the model
+                    // searched src/ for "src" until the guard stopped it.
+                    let identifiers = task_identifiers(task);
+                    if !identifiers.is_empty() && schema["properties"].get("query").is_some() {
+                        schema["properties"]["query"] = serde_json::json!({ "enum": identifiers });
+                    }
                     out = out.without(SEARCH_TEXT);
                     out.add(Arc::new(WithSchema::new(t.clone(), schema)));
                 }
@@ -623,30 +647,80 @@ pub const BACK_REFERENCES: &[&str] = &["that", "it", "its", "this", "those", "th
 /// ticket. What is that ticket's status in tracker/tickets.csv?"), looks a value found in the
 /// first ones up in the last; these are the first ones. `None` for any other task.
 pub fn lookup_sources(task: &str) -> Option<Vec<String>> {
+    lookup_parts(task).map(|(sources, _)| sources)
+}
+
+/// [`lookup_sources`] and the path the task names last (where the key is looked up).
+fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
     let mut at: Vec<(usize, String)> = named_paths(task)
         .into_iter()
         .filter_map(|p| Some((task.find(p.as_str())?, p)))
         .collect();
     at.sort();
     let (last_at, last) = at.last()?.clone();
-    let clause_start = task[..last_at]
-        .rfind(['.', '?', ',', ';'])
-        .map_or(0, |i| i + 1);
-    let points_back = super::words::words(&task[clause_start..last_at])
+    // The sentence that names the last path points back ("What percentage has that flag on,
+    // according to deploy/flags/rollout.yaml?"); the paths before it hold the key.
+    let sentence = sentence_start(task, last_at);
+    let points_back = super::words::words(&task[sentence..last_at])
         .iter()
         .any(|w| BACK_REFERENCES.contains(&w.as_str()));
     let sources: Vec<String> = at
         .into_iter()
-        .filter(|(i, p)| *i < clause_start && !within(&last, p) && !within(p, &last))
+        .filter(|(i, p)| *i < last_at && !within(&last, p) && !within(p, &last))
         .map(|(_, p)| p)
         .collect();
-    (points_back && !sources.is_empty()).then_some(sources)
+    (points_back && !sources.is_empty()).then_some((sources, last))
+}
+
+/// Whether `path` has been read whole ("tracker/tickets.csv (4 lines):"), not searched or read
+/// in part.
+fn read_whole(path: &str, steps: &[Step]) -> bool {
+    steps.iter().any(|s| match &s.action {
+        Some(Action::ToolCall { name, args }) => {
+            name == "read_file"
+                && s.observation.kind == ObservationKind::Output
+                && path_of(args).is_some_and(|a| same_path(&a, path))
+                && super::answer::is_whole_read(super::answer::whole_text(s))
+        }
+        _ => false,
+    })
+}
+
+/// Where the sentence holding byte `at` of `text` starts: after the last ". ", "? ", "! " or
+/// "; " before it (a dot inside a file name does not end a sentence).
+pub(crate) fn sentence_start(text: &str, at: usize) -> usize {
+    [". ", "? ", "! ", "; "]
+        .iter()
+        .filter_map(|end| text[..at].rfind(end).map(|i| i + end.len()))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Whether `path` is `root` or inside it.
-fn within(path: &str, root: &str) -> bool {
+pub(crate) fn within(path: &str, root: &str) -> bool {
     let (p, r) = (trim_rel(path), trim_rel(root).trim_end_matches('/'));
     r.is_empty() || r == "." || p == r || p.starts_with(&format!("{r}/"))
+}
+
+/// Words in capitals that name a format or protocol, not a marker in the files.
+const FORMAT_ACRONYMS: &[&str] = &["HTTP", "HTTPS", "JSON", "YAML", "TOML", "HTML", "UUID"];
+
+/// The identifiers a task names that are not in its paths, as written: `FIXME`,
+/// `discount_code`, `ADV-2026-004` (four or more capitals, an underscore, or letters with
+/// digits; `URL` and `PDF` are words of the question, not markers to search for).
+pub(crate) fn task_identifiers(task: &str) -> Vec<String> {
+    let paths = named_paths(task);
+    task.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|t| t.chars().count() >= 3 && !paths.iter().any(|p| p.contains(*t)))
+        .filter(|t| {
+            t.contains('_')
+                || (t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(char::is_alphabetic))
+                || (t.len() >= 4
+                    && t.chars().all(|c| c.is_ascii_uppercase())
+                    && !FORMAT_ACRONYMS.contains(t))
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether a read or a search in one of `sources` has shown what the task describes: a line
@@ -654,17 +728,8 @@ fn within(path: &str, root: &str) -> bool {
 /// its words. Reading another migration than the one that adds the column is not finding it.
 fn looked_into(task: &str, sources: &[String], steps: &[Step]) -> bool {
     let paths = named_paths(task);
-    let tokens: Vec<&str> = task
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-        .filter(|t| t.chars().count() >= 3 && !paths.iter().any(|p| p.contains(*t)))
-        .collect();
-    let identifiers: Vec<String> = tokens
+    let identifiers: Vec<String> = task_identifiers(task)
         .iter()
-        .filter(|t| {
-            t.contains('_')
-                || (t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(char::is_alphabetic))
-                || t.chars().all(|c| c.is_ascii_uppercase())
-        })
         .map(|t| t.to_lowercase())
         .collect();
     let marks: Vec<String> = if identifiers.is_empty() {
@@ -1096,6 +1161,14 @@ mod tests {
         std::fs::write(dir.path().join("audit/items.csv"), "id,state\nSEC-11,open").expect("write");
         let task = "One HACK comment in jobs/ cites an audit item. What state is that item in according to audit/items.csv?";
         assert_eq!(lookup_sources(task), Some(vec!["jobs".to_string()]));
+        // The pointing back may come before a comma in the sentence that names the last path,
+        // and a dot in a file name does not end that sentence.
+        let flag = "The PDF renderer under internal/ uses a flag. What share of traffic has that flag on, according to deploy/rollout.yaml?";
+        assert_eq!(lookup_sources(flag), Some(vec!["internal".to_string()]));
+        assert_eq!(
+            lookup_sources("The owner in team.yaml, is it listed in people/roster.csv?"),
+            Some(vec!["team.yaml".to_string()])
+        );
         // Not a look-up: nothing points back, or only one path.
         assert_eq!(
             lookup_sources("What state is item SEC-11 in according to audit/items.csv?"),
@@ -1114,12 +1187,13 @@ mod tests {
             json!({"path": "jobs/", "recursive": true}),
             ObservationKind::Output,
         );
-        let table = done(
+        let mut table = done(
             2,
             "read_file",
             json!({"path": "audit/items.csv"}),
             ObservationKind::Output,
         );
+        table.observation.text = "audit/items.csv (2 lines):\n1: id,state\n2: SEC-11,open".into();
         let steps = vec![listed, table];
         let n = narrow(&tools, task, &named, &steps);
         assert!(
@@ -1130,6 +1204,11 @@ mod tests {
         assert!(
             !paths.is_empty() && paths.iter().all(|p| p.starts_with("jobs")),
             "{paths:?}"
+        );
+        // ... for the identifier the task names, not for the folder's name.
+        assert_eq!(
+            enum_of(&n, "search_text", "query"),
+            vec!["HACK".to_string()]
         );
         // A read in the folder that does not show the comment has not found the key.
         let mut steps = steps;
@@ -1156,6 +1235,22 @@ mod tests {
         let n = narrow(&tools, task, &named, &steps);
         assert!(n.get(FINAL_ANSWER).is_some());
         assert!(enum_of(&n, "search_text", "path").len() > 1);
+        let query = &n.get("search_text").expect("tool").args_schema()["properties"]["query"];
+        assert_eq!(enum_values(query), None, "the query is free again: {query}");
+        // With the key found but the table only searched, reading the table is all there is.
+        let mut searched = steps.clone();
+        searched[1] = done(
+            2,
+            "search_text",
+            json!({"path": "audit/items.csv", "query": "jobs"}),
+            ObservationKind::Output,
+        );
+        let n = narrow(&tools, task, &named, &searched);
+        assert_eq!(n.names(), vec!["read_file"]);
+        assert_eq!(
+            enum_of(&n, "read_file", "path"),
+            vec!["audit/items.csv".to_string()]
+        );
     }
 
     #[test]

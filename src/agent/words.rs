@@ -381,6 +381,21 @@ const LOG_EVENTS: &[(&[&[&str]], &[&str])] = &[
         ],
     ),
     (
+        &[
+            &["health", "check"],
+            &["healthcheck"],
+            &["liveness"],
+            &["stopped", "answering"],
+            &["stopped", "responding"],
+        ],
+        &[
+            "liveness",
+            "unhealthy",
+            "health check failed",
+            "healthcheck failed",
+        ],
+    ),
+    (
         &[&["server", "error"], &["internal", "error"]],
         &["500", "internal server error"],
     ),

@@ -300,8 +300,9 @@ pub struct OrientReport {
     pub extraction_errors: Vec<String>,
 }
 
-/// Most characters of an output's preview the record keeps (a long file's lines for the
-/// objective; see `tools::files::long_read_preview`).
+/// Most characters of an output the record keeps: a long file's preview (its lines for the
+/// objective; see `tools::files::long_read_preview`) or the output's head. ReAct's condenser
+/// shows 1,500; a record that kept 600 cut a search's hits after the third line.
 const SHOWN_MAX: usize = 1400;
 
 impl WorldModel {
@@ -486,7 +487,7 @@ impl WorldModel {
     ) {
         let output = match shown {
             Some(p) => truncate_str(p, SHOWN_MAX).to_string(),
-            None => truncate_str(&r.output, 600).to_string(),
+            None => truncate_str(&r.output, SHOWN_MAX).to_string(),
         };
         self.completed.push(CompletedStep {
             cycle: r.cycle,
