@@ -282,7 +282,10 @@ pub(crate) fn is_whole_read(text: &str) -> bool {
 
 /// The path and whole output of `step` when it read a whole file the task names (`named`):
 /// "app.log (3000 lines):", not a range of it ("lines 1-12 of 3000").
-fn whole_read_of_named<'a>(step: &'a Step, named: &[String]) -> Option<(&'a str, &'a str)> {
+pub(crate) fn whole_read_of_named<'a>(
+    step: &'a Step,
+    named: &[String],
+) -> Option<(&'a str, &'a str)> {
     let is_read =
         matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
     let path = call_path(step)?;
@@ -777,10 +780,14 @@ struct Scored {
 
 /// Whether `lower` holds `token` with no letter or digit right before or after it.
 fn holds_token(lower: &str, token: &str) -> bool {
+    holds_bounded(lower, token, char::is_alphanumeric)
+}
+
+/// Whether `lower` holds `token` with no `word` character right before or after it.
+fn holds_bounded(lower: &str, token: &str, word: impl Fn(char) -> bool) -> bool {
     lower.match_indices(token).any(|(i, _)| {
-        let before = lower[..i].chars().next_back();
-        let after = lower[i + token.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        !lower[..i].chars().next_back().is_some_and(&word)
+            && !lower[i + token.len()..].chars().next().is_some_and(&word)
     })
 }
 
@@ -790,14 +797,11 @@ const SHORT_SOURCE_LINES: usize = 40;
 /// [`holds_token`], where a token with an underscore (`vite_api_origin`) is one identifier:
 /// it is not held by `vite_api_origin_v1`.
 fn holds_word(lower: &str, token: &str) -> bool {
-    if !token.contains('_') {
-        return holds_token(lower, token);
+    if token.contains('_') {
+        holds_bounded(lower, token, |c: char| c.is_alphanumeric() || c == '_')
+    } else {
+        holds_token(lower, token)
     }
-    let word = |c: char| c.is_alphanumeric() || c == '_';
-    lower.match_indices(token).any(|(i, _)| {
-        !lower[..i].chars().next_back().is_some_and(word)
-            && !lower[i + token.len()..].chars().next().is_some_and(word)
-    })
 }
 
 /// The answer to a look-up chain: "The backup log in logs/ records a failed backup with an
@@ -816,11 +820,10 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
     let (at, b_step) = steps
         .iter()
         .filter(|s| usable(s))
-        .filter(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "read_file"))
-        .filter(|s| is_whole_read(whole_text(s)))
         // A path the task names, not a prefix of one (`web/.env` of `web/.env.production`).
-        .filter(|s| call_path(s).is_some_and(|p| named.iter().any(|n| trim_rel(n) == p)))
-        .filter_map(|s| Some((task.rfind(call_path(s).filter(|p| p.len() >= 3)?)?, s)))
+        .filter_map(|s| Some((whole_read_of_named(s, &named)?.0, s)))
+        .filter(|(p, _)| p.len() >= 3)
+        .filter_map(|(p, s)| Some((task.rfind(p)?, s)))
         .max_by_key(|(at, _)| *at)?;
     if at <= first_named {
         return None;

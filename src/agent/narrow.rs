@@ -675,14 +675,10 @@ fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
 /// Whether `path` has been read whole ("tracker/tickets.csv (4 lines):"), not searched or read
 /// in part.
 fn read_whole(path: &str, steps: &[Step]) -> bool {
-    steps.iter().any(|s| match &s.action {
-        Some(Action::ToolCall { name, args }) => {
-            name == "read_file"
-                && s.observation.kind == ObservationKind::Output
-                && path_of(args).is_some_and(|a| same_path(&a, path))
-                && super::answer::is_whole_read(super::answer::whole_text(s))
-        }
-        _ => false,
+    let path = [trim_rel(path).to_string()];
+    steps.iter().any(|s| {
+        s.observation.kind == ObservationKind::Output
+            && super::answer::whole_read_of_named(s, &path).is_some()
     })
 }
 
