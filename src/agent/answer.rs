@@ -814,28 +814,15 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
     if super::program::wants_program(task, steps) || asks_count(task) {
         return None;
     }
-    // The file the task names last, read whole, after another path the task names.
-    let named = super::narrow::named_paths(task);
-    let first_named = named.iter().filter_map(|p| task.find(p.as_str())).min()?;
-    let (at, b_step) = steps
+    // A look-up as narrowing rule 13 sees it: the paths named first hold the key, the path
+    // named last (read whole) is where it is looked up.
+    let (sources, target) = super::narrow::lookup_parts(task)?;
+    let target = [target];
+    let b_step = steps
         .iter()
+        .rev()
         .filter(|s| usable(s))
-        // A path the task names, not a prefix of one (`web/.env` of `web/.env.production`).
-        .filter_map(|s| Some((whole_read_of_named(s, &named)?.0, s)))
-        .filter(|(p, _)| p.len() >= 3)
-        .filter_map(|(p, s)| Some((task.rfind(p)?, s)))
-        .max_by_key(|(at, _)| *at)?;
-    if at <= first_named {
-        return None;
-    }
-    // The sentence asking about it points back at a value found before ("that code", "it").
-    let clause = words(&task[super::narrow::sentence_start(task, at)..at]);
-    if !clause
-        .iter()
-        .any(|w| super::narrow::BACK_REFERENCES.contains(&w.as_str()))
-    {
-        return None;
-    }
+        .find(|s| whole_read_of_named(s, &target).is_some())?;
     let b_path = call_path(b_step)?;
     // The other outputs' best lines, with the path each came from (a file's name holds ids
     // too: db/migrations/0016_checkout.sql).
@@ -848,7 +835,6 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
     // whole workspace also shows B's own header, and a listing of the sources shows folder
     // names, neither of which is the key. When the task names an identifier (`FIXME`), only
     // a line holding it is the key, even a comment, which the ranking puts after data lines.
-    let sources = super::narrow::lookup_sources(task).unwrap_or_default();
     let identifiers: Vec<String> = super::narrow::task_identifiers(task)
         .iter()
         .map(|t| t.to_lowercase())
@@ -866,8 +852,7 @@ pub fn lookup_answer(task: &str, steps: &[Step]) -> Option<String> {
                 None => None,
             };
             file.is_some_and(|f| {
-                trim_rel(f) != b_path
-                    && (sources.is_empty() || sources.iter().any(|r| super::narrow::within(f, r)))
+                trim_rel(f) != b_path && sources.iter().any(|r| super::narrow::within(f, r))
             })
         })
         .collect();

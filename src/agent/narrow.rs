@@ -642,16 +642,12 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
 /// *it* applied").
 pub const BACK_REFERENCES: &[&str] = &["that", "it", "its", "this", "those", "these", "they"];
 
-/// Rule 13: the paths a look-up's key is in. A task that names a path, and then asks about
-/// "that X" in another path it names last ("One FIXME comment in the code under src/ cites a
-/// ticket. What is that ticket's status in tracker/tickets.csv?"), looks a value found in the
-/// first ones up in the last; these are the first ones. `None` for any other task.
-pub fn lookup_sources(task: &str) -> Option<Vec<String>> {
-    lookup_parts(task).map(|(sources, _)| sources)
-}
-
-/// [`lookup_sources`] and the path the task names last (where the key is looked up).
-fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
+/// Rule 13: the paths a look-up's key is in, and the path it is looked up in. A task that
+/// names a path, and then asks about "that X" in another path it names last ("One FIXME
+/// comment in the code under src/ cites a ticket. What is that ticket's status in
+/// tracker/tickets.csv?"), looks a value found in the first ones up in the last. `None` for
+/// any other task.
+pub(crate) fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
     let mut at: Vec<(usize, String)> = named_paths(task)
         .into_iter()
         .filter_map(|p| Some((task.find(p.as_str())?, p)))
@@ -852,6 +848,10 @@ mod tests {
             timings: StepTimings::default(),
             usage: Usage::default(),
         }
+    }
+
+    fn lookup_sources_of(task: &str) -> Option<Vec<String>> {
+        lookup_parts(task).map(|(sources, _)| sources)
     }
 
     fn enum_of(tools: &Toolset, tool: &str, prop: &str) -> Vec<String> {
@@ -1156,22 +1156,22 @@ mod tests {
         std::fs::write(dir.path().join("jobs/rotate.sh"), "# HACK(SEC-11): skip").expect("write");
         std::fs::write(dir.path().join("audit/items.csv"), "id,state\nSEC-11,open").expect("write");
         let task = "One HACK comment in jobs/ cites an audit item. What state is that item in according to audit/items.csv?";
-        assert_eq!(lookup_sources(task), Some(vec!["jobs".to_string()]));
+        assert_eq!(lookup_sources_of(task), Some(vec!["jobs".to_string()]));
         // The pointing back may come before a comma in the sentence that names the last path,
         // and a dot in a file name does not end that sentence.
         let flag = "The PDF renderer under internal/ uses a flag. What share of traffic has that flag on, according to deploy/rollout.yaml?";
-        assert_eq!(lookup_sources(flag), Some(vec!["internal".to_string()]));
+        assert_eq!(lookup_sources_of(flag), Some(vec!["internal".to_string()]));
         assert_eq!(
-            lookup_sources("The owner in team.yaml, is it listed in people/roster.csv?"),
+            lookup_sources_of("The owner in team.yaml, is it listed in people/roster.csv?"),
             Some(vec!["team.yaml".to_string()])
         );
         // Not a look-up: nothing points back, or only one path.
         assert_eq!(
-            lookup_sources("What state is item SEC-11 in according to audit/items.csv?"),
+            lookup_sources_of("What state is item SEC-11 in according to audit/items.csv?"),
             None
         );
         assert_eq!(
-            lookup_sources("Compare jobs/ with audit/items.csv and list what differs."),
+            lookup_sources_of("Compare jobs/ with audit/items.csv and list what differs."),
             None
         );
         let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
