@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from logs import make_log, USERS  # noqa: E402
-from sizing import sizing_tasks  # noqa: E402
+from sizing import sizing_dev_extra5, sizing_tasks  # noqa: E402
 
 NO_WRITE = ["shell", "write_file", "delete_file"]
 NO_WRITE_SHELL_OK = ["write_file", "delete_file"]
@@ -1935,6 +1935,7 @@ def main():
             tasks += dev_extra()
             tasks += dev_extra3()
             tasks += dev_extra4()
+            tasks += sizing_dev_extra5(task)
         for t in tasks:
             comment = t.pop("_comment", None)
             if comment:

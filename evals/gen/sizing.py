@@ -27,6 +27,14 @@ QUERIES = {
     "sz-70b-on-m3max": ("llama-3.1-70b", "Q4_K_M", 8192, "m3-max"),
     "sz-llama8b-4090-maxctx": ("llama-3.1-8b", "Q4_K_M", 8192, "rtx-4090"),
     "sz-qwen7b-m4max-speed": ("qwen2.5-7b", "Q4_K_M", 8192, "m4-max"),
+    # Dev batch d5: the context stated in other words ("128k", "65,536 tokens", "16K tokens of
+    # context", "ctx=2048"), at values where another context gives another answer.
+    "d5-sz-gemma12b-4090-128k": ("gemma-3-12b", "Q4_K_M", 131072, "rtx-4090"),
+    "d5-sz-70b-h100-64k": ("llama-3.1-70b", "Q4_K_M", 65536, "h100-sxm"),
+    "d5-sz-qwen7b-5060ti-32k": ("qwen2.5-7b", "Q4_K_M", 32768, "rtx-5060-ti"),
+    "d5-sz-llama8b-m2pro-16k": ("llama-3.1-8b", "Q8_0", 16384, "m2-pro"),
+    "d5-sz-mistral-3090-4k": ("mistral-7b", "Q4_K_M", 4096, "rtx-3090"),
+    "d5-sz-qwen14b-a100-2k": ("qwen2.5-14b", "Q4_K_M", 2048, "a100-40"),
 }
 
 NO = r"(?i)\b(no|not|does ?n[o']t fit|won'?t fit|can ?n[o']t|cannot|too (big|large))\b"
@@ -108,6 +116,69 @@ def sizing_tasks(task):
     return dev, test
 
 
+def sizing_dev_extra5(task):
+    """Dev-only sizing tasks (ids `d5-sz-`) that state the context in the words people use:
+    "128k", "65,536 tokens", "16K tokens of context", "ctx=2048", "a 4k context". The test split
+    states every context as "an N-token context"; these were written after a test run showed
+    the model passing a context the question did not state, to tune the fix on dev."""
+    from make_suites import all_of, any_of, num, regex, not_contains  # noqa: late import
+
+    recorded = load_recorded()
+
+    def r(key):
+        return recorded[key]
+
+    def mem(key, frac=0.06):
+        gb = r(key)["total_gb"]
+        gib = gb * 1e9 / 2**30
+        return any_of(num(round(gb, 2), round(gb * frac, 2)), num(round(gib, 2), round(gib * frac, 2)))
+
+    def speed(key, frac=0.15):
+        # Tighter than the test split's 35 %: at 8192 tokens (the default) the speed is 22 %
+        # lower, and a wrong context should not pass.
+        a = r(key)["decode_tps"]
+        return num(round(a, 1), round(a * frac, 1))
+
+    no = all_of(regex(NO), not_contains("yes"))
+    yes = all_of(regex(YES), not_contains("not fit"), not_contains("n't fit"))
+
+    def fit(key):
+        return yes if r(key)["fits"] else no
+
+    def c(key, what):
+        q = QUERIES[key]
+        v = r(key)
+        return (f"boyd size {q[0]} --quant {q[1]} --ctx {q[2]} --hw {q[3]}: total {v['total_gb']:.2f} GB, "
+                f"fits={v['fits']}, max ctx {v['max_ctx']}, decode {v['decode_tps']:.1f} tok/s ({what})")
+
+    return [
+        task("d5-sz-gemma12b-4090-128k", "sizing",
+             "I'd like to run gemma-3-12b at Q4_K_M with a 128k context window on an RTX 4090. Will it fit? Answer yes or no.",
+             fit("d5-sz-gemma12b-4090-128k"), max_steps=6,
+             comment=c("d5-sz-gemma12b-4090-128k", "fits; at 8k it would")),
+        task("d5-sz-70b-h100-64k", "sizing",
+             "Can llama-3.1-70b (Q4_K_M) run with 65,536 tokens of context on an h100-sxm? Yes or no.",
+             fit("d5-sz-70b-h100-64k"), max_steps=6,
+             comment=c("d5-sz-70b-h100-64k", "fits; at 8k it would")),
+        task("d5-sz-qwen7b-5060ti-32k", "sizing",
+             "How many GB does qwen2.5-7b at Q4_K_M need with a context of 32,768 tokens on an rtx-5060-ti?",
+             mem("d5-sz-qwen7b-5060ti-32k"), max_steps=6,
+             comment=c("d5-sz-qwen7b-5060ti-32k", "memory, +-6 %")),
+        task("d5-sz-llama8b-m2pro-16k", "sizing",
+             "llama-3.1-8b, Q8_0, 16K tokens of context, m2-pro preset: how much memory does it need in total?",
+             mem("d5-sz-llama8b-m2pro-16k", 0.03), max_steps=6,
+             comment=c("d5-sz-llama8b-m2pro-16k", "memory, +-3 %")),
+        task("d5-sz-mistral-3090-4k", "sizing",
+             "With a 4k context, roughly how fast would mistral-7b at Q4_K_M decode on an rtx-3090, in tokens per second?",
+             speed("d5-sz-mistral-3090-4k"), max_steps=6,
+             comment=c("d5-sz-mistral-3090-4k", "speed at 4096 tokens, +-15 %")),
+        task("d5-sz-qwen14b-a100-2k", "sizing",
+             "Using ctx=2048, what is the total memory of qwen2.5-14b at Q4_K_M on an a100-40, in GB?",
+             mem("d5-sz-qwen14b-a100-2k", 0.03), max_steps=6,
+             comment=c("d5-sz-qwen14b-a100-2k", "memory, +-3 %")),
+    ]
+
+
 def load_recorded():
     with open(RECORDED_PATH, encoding="utf-8") as f:
         return json.load(f)
@@ -125,9 +196,10 @@ def summarize(est):
 
 
 if __name__ == "__main__":
-    # sizing.py [--record] [BINARY]: print the current values next to the recorded ones;
-    # with --record, overwrite sizing_recorded.json with the current values.
-    args = [a for a in sys.argv[1:] if a != "--record"]
+    # sizing.py [--record | --record-new] [BINARY]: print the current values next to the
+    # recorded ones; with --record, overwrite sizing_recorded.json with the current values;
+    # with --record-new, add the tasks not recorded yet and keep the others as they are.
+    args = [a for a in sys.argv[1:] if a not in ("--record", "--record-new")]
     binary = args[0] if args else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "release", "boyd")
     try:
@@ -138,7 +210,9 @@ if __name__ == "__main__":
     for key, q in QUERIES.items():
         now[key] = summarize(measure(binary, *q))
         print(f"{key:<24} recorded {json.dumps(old.get(key))}\n{'':<24} now      {json.dumps(now[key])}")
-    if "--record" in sys.argv:
+    if "--record-new" in sys.argv:
+        now = {**now, **old}
+    if "--record" in sys.argv or "--record-new" in sys.argv:
         with open(RECORDED_PATH, "w", encoding="utf-8") as f:
             json.dump(now, f, indent=1, sort_keys=True)
             f.write("\n")
