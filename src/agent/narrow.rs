@@ -7,7 +7,10 @@
 //! Thirteen rules, each over enum-typed arguments or the set of tools offered:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
-//!    preset, the model, the quant), the argument is narrowed to those.
+//!    preset, the model, the quant), the argument is narrowed to those. A context length the
+//!    task states ("8k", "65,536 tokens of context", "ctx=2048") is `ctx`'s only value; with
+//!    none stated, `ctx` is not offered (the tool's default): the model passed 137,400 for "an
+//!    8192-token context" and 4090 for "a 4k context … on an rtx-3090".
 //! 2. **Task-named paths first.** While a file or folder the task names has not been touched,
 //!    the file tools may only touch such a path (a missing one too: its not-found error is the
 //!    answer to a question about it), and neither the final answer nor the calculator is
@@ -46,7 +49,8 @@
 //!     one of the three and answered from it.
 //!
 //! 11. **A named model is sized first.** A question about the memory, fit or speed of a model
-//!     the task names offers only `size_model` until it has answered.
+//!     the task names offers only `size_model` until it has answered for each named preset,
+//!     then only the answer (and the calculator, for a comparison).
 //!
 //! 12. **Named hardware is described first.** A question that names hardware presets and no
 //!     model offers only `hardware` until each named preset is described (rule 3 drops each).
@@ -157,6 +161,9 @@ fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
         .collect()
 }
 
+/// The context-length argument rule 1 narrows to the contexts a task states.
+const CTX: &str = "ctx";
+
 /// The search tool rule 7 points at a folder.
 const SEARCH_TEXT: &str = "search_text";
 
@@ -172,11 +179,28 @@ fn squash(s: &str) -> String {
 /// fewer than two letters or digits are never "named").
 pub fn named_values(task: &str, choices: &[String]) -> Vec<String> {
     let t = squash(task);
+    // A short value ("f32", "Q8_0", "h200") is named only as a word of its own: "a context of
+    // 32,768 tokens" squashes to "…contextof32768…", which holds "f32".
+    let task_words: Vec<String> = task
+        .split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    ',' | ';' | '?' | '!' | '(' | ')' | '"' | '\'' | ':' | '/'
+                )
+        })
+        .map(|w| squash(w.trim_end_matches('.')))
+        .filter(|w| !w.is_empty())
+        .collect();
     let exact: Vec<String> = choices
         .iter()
         .filter(|c| {
             let s = squash(c);
-            s.chars().count() >= 2 && t.contains(&s)
+            match s.chars().count() {
+                0 | 1 => false,
+                2..=4 => task_words.contains(&s),
+                _ => t.contains(&s),
+            }
         })
         .cloned()
         .collect();
@@ -475,6 +499,23 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
         let mut emptied = false;
         let mut newly_required: Vec<String> = Vec::new();
         let mut dropped: Vec<String> = Vec::new();
+        // Rule 1 for a context length: the contexts the task states are the only values, and
+        // stated; with none stated the argument is left to its default (rule 4).
+        if let Some(ctx) = props.get_mut(CTX) {
+            let contexts = super::words::stated_contexts(task);
+            if contexts.is_empty() {
+                if !required.iter().any(|r| r == CTX) {
+                    dropped.push(CTX.to_string());
+                    changed = true;
+                }
+            } else {
+                ctx["enum"] = Value::from(contexts);
+                if !required.iter().any(|r| r == CTX) {
+                    newly_required.push(CTX.to_string());
+                }
+                changed = true;
+            }
+        }
         let enum_required: Vec<&String> = required
             .iter()
             .filter(|r| {
@@ -781,17 +822,15 @@ const SIZING_WORDS: &[&str] = &[
     "tokens", "context", "much", "need", "needs",
 ];
 
-/// Whether a successful call of `tool` is among `steps`.
-fn succeeded(tool: &str, steps: &[Step]) -> bool {
-    calls(steps).any(|(name, _, ok)| name == tool && ok)
-}
-
 /// Rules 11 and 12 over the narrowed set `out`:
 ///
 /// 11. **A named model is sized first.** When the task names a model the sizing tool knows and
 ///     asks about its memory, fit or speed, `size_model` is the only tool offered until it has
-///     answered: a 0.5B decider copied the calculator example's thought and divided the
-///     context length by 1024 seventeen times instead.
+///     answered for each named model on each named preset: a 0.5B decider copied the
+///     calculator example's thought and divided the context length by 1024 seventeen times
+///     instead. Then only the answer is offered (and the calculator, when the question
+///     compares or sizes more than one pair): the model sized the same model again and
+///     described the GPU until the guard stopped the run.
 /// 12. **Named hardware is described first.** When the task names hardware presets and no
 ///     model, `hardware` is the only tool offered while a named preset is undescribed (rule 3
 ///     drops each one described): a comparison of two presets was answered from one.
@@ -803,12 +842,68 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
             .map(|v| named_values(task, &v))
             .unwrap_or_default()
     };
-    if !named_in("size_model", "model").is_empty() {
+    let models = named_in("size_model", "model");
+    if !models.is_empty() {
         let asks = super::words::words(task)
             .iter()
             .any(|x| SIZING_WORDS.contains(&x.as_str()));
-        let sizer = out.get("size_model")?;
-        return (asks && !succeeded("size_model", steps)).then(|| only(sizer.clone()));
+        if !asks {
+            return None;
+        }
+        // Each named model on each named preset (on any, when the task names none).
+        let presets: Vec<String> = named_in("size_model", "hw")
+            .into_iter()
+            .filter(|p| p != "this")
+            .collect();
+        let sized: Vec<(String, Option<String>)> = calls(steps)
+            .filter(|(name, _, ok)| *name == "size_model" && *ok)
+            .filter_map(|(_, args, _)| {
+                let model = args.get("model")?.as_str()?.to_string();
+                let hw = args.get("hw").and_then(Value::as_str).map(str::to_string);
+                Some((model, hw))
+            })
+            .collect();
+        let not_sized: Vec<(&String, Option<&String>)> = models
+            .iter()
+            .flat_map(|m| {
+                let hws: Vec<Option<&String>> = if presets.is_empty() {
+                    vec![None]
+                } else {
+                    presets.iter().map(Some).collect()
+                };
+                hws.into_iter().map(move |h| (m, h))
+            })
+            .filter(|(m, h)| {
+                !sized
+                    .iter()
+                    .any(|(sm, sh)| sm == *m && h.is_none_or(|h| sh.as_ref() == Some(h)))
+            })
+            .collect();
+        if !not_sized.is_empty() {
+            let sizer = out.get("size_model")?;
+            // One model: the presets it has not been sized on yet.
+            let left: Vec<&String> = not_sized.iter().filter_map(|(_, h)| *h).collect();
+            if models.len() == 1 && !left.is_empty() && left.len() < presets.len() {
+                let mut schema = sizer.args_schema();
+                schema["properties"]["hw"] = serde_json::json!({ "enum": left });
+                return Some(only(Arc::new(WithSchema::new(sizer.clone(), schema))));
+            }
+            return Some(only(sizer.clone()));
+        }
+        // Everything asked is sized: the answer, or a calculation first when the question
+        // compares figures (the model sized the same model again, then described the GPU,
+        // until the guard stopped it).
+        let pairs = models.len() * presets.len().max(1);
+        let mut answer = Toolset::new();
+        for name in [FINAL_ANSWER, "calculator"] {
+            if name == "calculator" && !(pairs > 1 || super::tally::asks_to_compare(task)) {
+                continue;
+            }
+            if let Some(t) = out.get(name) {
+                answer.add(t.clone());
+            }
+        }
+        return (!answer.is_empty()).then_some(answer);
     }
     // "this" is a preset name and a common word: it does not name hardware by itself.
     let presets: Vec<String> = named_in("hardware", "preset")
@@ -920,6 +1015,52 @@ mod tests {
         assert!(schema["properties"].get("quant").is_none(), "{schema}");
         assert!(schema["properties"].get("kv_type").is_none(), "{schema}");
         assert!(schema["properties"].get("hw").is_some(), "{schema}");
+        // A short value is named by a word of its own, not by letters across two words: "of
+        // 32,768" does not name the f32 KV type; "Q8_0" and "h200" still name themselves.
+        let n = narrow(
+            &tools,
+            "How many GB does qwen2.5-7b at Q4_K_M need with a context of 32,768 tokens on an h200?",
+            &[],
+            &[],
+        );
+        let schema = n.get("size_model").expect("size_model").args_schema();
+        assert!(schema["properties"].get("kv_type").is_none(), "{schema}");
+        assert_eq!(enum_of(&n, "size_model", "hw"), vec!["h200"]);
+        assert_eq!(enum_of(&n, "size_model", "quant"), vec!["Q4_K_M"]);
+        let n = narrow(
+            &tools,
+            "Does mistral-7b fit on an m1-pro with an f16 KV cache?",
+            &[],
+            &[],
+        );
+        assert_eq!(enum_of(&n, "size_model", "kv_type"), vec!["f16"]);
+    }
+
+    #[test]
+    fn a_stated_context_is_the_only_ctx_and_none_stated_leaves_the_default() {
+        let tools = Toolset::builtin(None);
+        let ctx_of = |task: &str| {
+            let n = narrow(&tools, task, &[], &[]);
+            n.get("size_model").expect("size_model").args_schema()
+        };
+        let schema = ctx_of("With a 4k context, how fast would mistral-7b decode on an rtx-3090?");
+        assert_eq!(schema["properties"][CTX]["enum"], json!([4096]), "{schema}");
+        assert!(
+            schema["required"]
+                .as_array()
+                .expect("required")
+                .contains(&json!(CTX)),
+            "{schema}"
+        );
+        let schema = ctx_of("Can llama-3.1-70b run with 65,536 tokens of context on an h100-sxm?");
+        assert_eq!(
+            schema["properties"][CTX]["enum"],
+            json!([65536]),
+            "{schema}"
+        );
+        // No context stated: the tool's default, not a number the model makes up.
+        let schema = ctx_of("What is the largest context llama-3.1-8b can use on an rtx-4090?");
+        assert!(schema["properties"].get(CTX).is_none(), "{schema}");
     }
 
     #[test]
@@ -935,8 +1076,27 @@ mod tests {
             json!({"model": "llama-3.1-8b", "hw": "rtx-3090"}),
             ObservationKind::Output,
         )];
+        // Sized: only the answer (the model sized it again and described the GPU instead).
         let after = narrow(&tools, task, &[], &sized);
+        assert_eq!(names(&after), vec![FINAL_ANSWER]);
+        // Two presets: each is sized, the other one next, then the answer and the calculator.
+        let two = "How fast would llama-3.1-8b decode on an rtx-3090 and on an h200?";
+        assert_eq!(
+            enum_of(&narrow(&tools, two, &[], &sized), "size_model", "hw"),
+            vec!["h200"]
+        );
+        let both = vec![
+            sized[0].clone(),
+            done(
+                2,
+                "size_model",
+                json!({"model": "llama-3.1-8b", "hw": "h200"}),
+                ObservationKind::Output,
+            ),
+        ];
+        let after = narrow(&tools, two, &[], &both);
         assert!(after.get("calculator").is_some() && after.get(FINAL_ANSWER).is_some());
+        assert!(after.get("size_model").is_none());
         // A failed call has not answered.
         let failed = vec![done(
             1,

@@ -750,6 +750,10 @@ pub fn multiple_answer(task: &str, steps: &[Step]) -> Option<String> {
     if *n < 2.0 || n.fract() != 0.0 {
         return None;
     }
+    // A context length is not a count of cards ("Using ctx=2048, what is the total memory").
+    if super::words::stated_contexts(task).contains(&(*n as u64)) {
+        return None;
+    }
     // Figures of the sizing tools only: "the two teams in team_a.txt and team_b.txt" counts
     // files, whose figures the totals add.
     let tool_steps: Vec<Step> = steps
@@ -1214,6 +1218,12 @@ mod tests {
         assert!(
             multiple_answer("How much memory do four rtx-5060-ti cards have?", &steps).is_none()
         );
+        // A stated context is not a count of cards.
+        assert!(multiple_answer(
+            "Using ctx=2048, what is the total memory of the rtx-5060-ti?",
+            &steps
+        )
+        .is_none());
         // "The two teams" of two files is a sum over the files, not two times one of them.
         let teams = vec![read(
             2,

@@ -212,6 +212,107 @@ pub fn quantities(text: &str, units: bool) -> Vec<f64> {
     out
 }
 
+/// The context lengths `text` states, in tokens, each once in order: "an 8192-token context",
+/// "8k context", "a 128k context window", "65,536 tokens of context", "a context of 32,768
+/// tokens", "ctx=2048"; `k` is 1024 tokens, `m` 1024². A number that only reads as a context
+/// ("at 8k", "with 16384 tokens") counts when none is stated outright; "30 tokens per second"
+/// never does. A 0.5B model passed 137,400 tokens for "an 8192-token context", 4090 for "a 4k
+/// context" (the GPU's name) and 16000 for "16K tokens".
+pub fn stated_contexts(text: &str) -> Vec<u64> {
+    use std::sync::OnceLock;
+    static NUMBER: OnceLock<regex::Regex> = OnceLock::new();
+    let number = NUMBER.get_or_init(|| {
+        regex::Regex::new(r"(?i)(\d{1,3}(?:,\d{3})+|\d+)(k|m)?").expect("a valid pattern")
+    });
+    let lower = text.to_lowercase();
+    let (mut outright, mut likely) = (Vec::new(), Vec::new());
+    for m in number.captures_iter(&lower) {
+        let whole = m.get(0).expect("the match");
+        let before = &lower[..whole.start()];
+        let after = &lower[whole.end()..];
+        // Part of a name or version ("rtx-4090", "llama-3.1-8b", "Q4_K_M", "$2k").
+        let glued_before = before
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '$'))
+            || (before.ends_with('-')
+                && before[..before.len() - 1]
+                    .chars()
+                    .next_back()
+                    .is_some_and(char::is_alphanumeric));
+        let glued_after = after.chars().next().is_some_and(|c| {
+            c.is_alphanumeric()
+                || c == '_'
+                || (c == '.' && after[1..].starts_with(|d: char| d.is_ascii_digit()))
+        });
+        if glued_before || glued_after {
+            continue;
+        }
+        let Ok(n) = m[1].replace(',', "").parse::<u64>() else {
+            continue;
+        };
+        let scale = match m.get(2).map(|s| s.as_str()) {
+            Some("k") => 1 << 10,
+            Some("m") => 1 << 20,
+            _ => 1,
+        };
+        let tokens = n.saturating_mul(scale);
+        if !(64..=1 << 24).contains(&tokens) {
+            continue;
+        }
+        let next: Vec<&str> = after
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(3)
+            .collect();
+        let prev: Vec<&str> = before
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .rev()
+            .take(3)
+            .collect();
+        let is_context = |w: &&str| matches!(*w, "context" | "ctx" | "window");
+        let is_tokens = |w: &&str| matches!(*w, "token" | "tokens" | "tok");
+        let per_second = next
+            .iter()
+            .skip_while(|w| is_tokens(w))
+            .next()
+            .is_some_and(|w| matches!(*w, "per" | "a" | "s" | "each" | "second" | "sec"))
+            || after.trim_start().starts_with("tok/s")
+            || after.trim_start().starts_with("tokens/s");
+        if per_second {
+            continue;
+        }
+        // "8192-token context", "16k tokens of context", "8k ctx"; "context of 32,768",
+        // "ctx=2048", "context length 16384".
+        let context_after = next
+            .iter()
+            .skip_while(|w| is_tokens(w) || **w == "of")
+            .next()
+            .is_some_and(is_context);
+        let context_before = prev
+            .iter()
+            .skip_while(|w| matches!(**w, "of" | "is" | "length" | "size" | "to" | "at"))
+            .next()
+            .is_some_and(is_context);
+        let list = if context_after || context_before {
+            &mut outright
+        } else if scale > 1 || next.first().is_some_and(is_tokens) {
+            &mut likely
+        } else {
+            continue;
+        };
+        if !list.contains(&tokens) {
+            list.push(tokens);
+        }
+    }
+    if outright.is_empty() {
+        likely
+    } else {
+        outright
+    }
+}
+
 /// The counts `text` writes as words ("four GPUs", "twelve racks"): two to twelve. "One" is
 /// left out: it is more often a pronoun ("one of the files") than a quantity.
 pub fn number_words(text: &str) -> Vec<f64> {
@@ -486,6 +587,37 @@ mod tests {
         assert_eq!(stem("bus"), "bus");
         assert_eq!(stem("address"), "address");
         assert_eq!(stem("used"), "used");
+    }
+
+    #[test]
+    fn contexts_are_read_as_people_write_them() {
+        let cases: &[(&str, &[u64])] = &[
+            ("Does Llama-3-70B at Q4_K_M with 8k context fit on an RTX 4090?", &[8192]),
+            ("Does llama-3.1-70b at Q4_K_M with an 8192-token context fit on an rtx-4090?", &[8192]),
+            ("gemma-3-12b at Q4_K_M with a 128k context window on an RTX 4090", &[131072]),
+            ("Can llama-3.1-70b (Q4_K_M) run with 65,536 tokens of context on an h100-sxm?", &[65536]),
+            ("How many GB with a context of 32,768 tokens on an rtx-5060-ti?", &[32768]),
+            ("llama-3.1-8b, Q8_0, 16K tokens of context, m2-pro preset", &[16384]),
+            ("With a 4k context, how fast would mistral-7b decode on an rtx-3090?", &[4096]),
+            ("Using ctx=2048, what is the total memory of qwen2.5-14b on an a100-40?", &[2048]),
+            ("context length 16384 on an m3-max", &[16384]),
+            ("Does it fit at 8k and at 32k?", &[8192, 32768]),
+            ("Will it fit with 16384 tokens on an rtx-3090?", &[16384]),
+            ("a 1M-token context", &[1 << 20]),
+            // Not contexts: names, versions, speeds, prices, the context's absence.
+            ("What is the largest context length (in tokens) llama-3.1-8b can use on an rtx-4090?", &[]),
+            ("How fast, at 30 tokens per second, is qwen2.5-7b on the m4-max?", &[]),
+            ("It decodes 45 tokens/s on an rtx-4090 with 24 GB.", &[]),
+            ("A $2k budget for qwen2.5-32b at Q4_K_M", &[]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(stated_contexts(text), *want, "{text}");
+        }
+        // A context stated outright wins over a number that only might be one.
+        assert_eq!(
+            stated_contexts("Generate 512 tokens with an 8k context."),
+            vec![8192]
+        );
     }
 
     #[test]

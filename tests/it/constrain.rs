@@ -164,6 +164,41 @@ fn json_schema_output_matches_whatever_the_logits() {
 }
 
 #[test]
+fn a_stated_context_is_the_only_ctx_the_sizing_action_can_carry() {
+    // Narrowing rule 1 makes `ctx` an integer enum of the task's context; whatever the logits,
+    // the action sizes that context (the model passed 137400 for "an 8192-token context").
+    let task = "Does llama-3.1-70b at Q4_K_M with an 8192-token context fit on an m3-max?";
+    let tools = boyd::agent::narrow::narrow(&Toolset::builtin(None), task, &[], &[]);
+    assert_eq!(
+        tools
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect::<Vec<_>>(),
+        ["size_model"]
+    );
+    let vocab = toy_vocab();
+    let g = vocab
+        .compile(&Constraint::JsonSchema(action_schema(&tools, 12)))
+        .expect("compiles");
+    let mut finished = 0;
+    for seed in 0..30 {
+        let mut c = g.clone();
+        let (tokens, ended) = random_walk(&mut c, seed, 300, vocab.vocab_size());
+        if !ended {
+            continue;
+        }
+        finished += 1;
+        let text = String::from_utf8(toy_bytes(&tokens)).expect("UTF-8");
+        let v: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("seed {seed}: {text:?} does not parse: {e}"));
+        assert_eq!(v["args"]["ctx"], json!(8192), "seed {seed}: {text}");
+        assert_eq!(v["args"]["model"], json!("llama-3.1-70b"), "{text}");
+        assert_eq!(v["args"]["hw"], json!("m3-max"), "{text}");
+    }
+    assert!(finished >= 20, "only {finished} of 30 walks finished");
+}
+
+#[test]
 fn lark_output_matches_whatever_the_logits() {
     let vocab = toy_vocab();
     let g = vocab
