@@ -372,6 +372,39 @@ pub fn named_paths(task: &str) -> Vec<String> {
     files.into_iter().chain(dirs).collect()
 }
 
+/// [`named_paths`], and the files without an extension the task names by a path with a folder
+/// ("network/hosts", "deploy/Dockerfile") that are files in the workspace at `root`: the
+/// text alone cannot tell them from folders, and the model answered from the first file
+/// without reading the second.
+pub fn named_paths_in(task: &str, root: Option<&Path>) -> Vec<String> {
+    use std::sync::OnceLock;
+    static BARE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let mut named = named_paths(task);
+    let (Some(root), Some(re)) = (
+        root,
+        BARE.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_-]+").ok())
+            .as_ref(),
+    ) else {
+        return named;
+    };
+    for m in re.find_iter(task) {
+        let rest = &task[m.end()..];
+        let continues = rest.starts_with('/')
+            || (rest.starts_with('.') && rest[1..].starts_with(char::is_alphanumeric));
+        if task[..m.start()].ends_with(['/', '.', '@']) || continues {
+            continue;
+        }
+        let p = trim_rel(m.as_str());
+        if p.is_empty() || p.starts_with('/') || p.split('/').any(|c| c == "..") {
+            continue;
+        }
+        if root.join(p).is_file() && !named.iter().any(|n| same_path(n, p)) {
+            named.push(p.to_string());
+        }
+    }
+    named
+}
+
 /// `allowed` with its enum arguments narrowed by the rules above for the next step. `task` is
 /// the user's task (not the overview under it); `named_paths` the files and folders it names.
 pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[Step]) -> Toolset {
@@ -1034,6 +1067,25 @@ mod tests {
             &[],
         );
         assert_eq!(enum_of(&n, "size_model", "kv_type"), vec!["f16"]);
+    }
+
+    #[test]
+    fn a_file_without_an_extension_is_named_when_the_workspace_has_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("network")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join("fleet/racks")).expect("mkdir");
+        std::fs::write(dir.path().join("network/hosts"), "10.0.0.1 web-1\n").expect("write");
+        std::fs::write(dir.path().join("fleet/hosts.json"), "[]").expect("write");
+        let task = "Which host in fleet/hosts.json has the fullest disk? Give its IP address from network/hosts.";
+        assert_eq!(named_paths(task), vec!["fleet/hosts.json"]);
+        assert_eq!(
+            named_paths_in(task, Some(dir.path())),
+            vec!["fleet/hosts.json", "network/hosts"]
+        );
+        // A folder, or a path that is not there, is not a file the task names.
+        let task = "Count the files in fleet/racks and read network/routes.";
+        assert!(named_paths_in(task, Some(dir.path())).is_empty());
+        assert_eq!(named_paths_in(task, None), named_paths(task));
     }
 
     #[test]

@@ -245,7 +245,7 @@ pub fn run(
     );
     let tools = &shaped;
     let original_task = task;
-    let named_paths = super::narrow::named_paths(task);
+    let named_paths = super::narrow::named_paths_in(task, ctx.workspace.as_ref().map(|w| w.root()));
     let task = planner_task.as_str();
     let mut steps: Vec<Step> = Vec::new();
     let mut cache = ActionCache::new(limits.stuck_after);

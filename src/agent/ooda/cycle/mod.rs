@@ -255,7 +255,7 @@ impl<'a, 'e> Driver<'a, 'e> {
                     &s.task,
                     true,
                 ),
-                narrow::named_paths(&s.task),
+                narrow::named_paths_in(&s.task, ooda.workspace.as_ref().map(|w| w.root())),
             )
         } else {
             (ooda.tools.clone(), Vec::new())
