@@ -164,6 +164,16 @@ fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
 /// The context-length argument rule 1 narrows to the contexts a task states.
 const CTX: &str = "ctx";
 
+/// The KV-cache type argument, named only by a task that speaks of the cache.
+const KV_TYPE: &str = "kv_type";
+
+/// Whether `task` speaks of the KV cache ("KV", "cache").
+fn mentions_kv_cache(task: &str) -> bool {
+    super::words::words(task)
+        .iter()
+        .any(|w| matches!(w.as_str(), "kv" | "cache" | "kvcache"))
+}
+
 /// The search tool rule 7 points at a folder.
 const SEARCH_TEXT: &str = "search_text";
 
@@ -588,7 +598,13 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                     }
                 }
             } else {
-                let named = named_values(task, &keep);
+                let mut named = named_values(task, &keep);
+                // "Q8_0" names the weights' quantization; it names the KV cache's type only
+                // when the task speaks of the cache (the model sized a q8_0 cache for "mistral-7b
+                // quantized to Q8_0").
+                if key == KV_TYPE && !mentions_kv_cache(task) {
+                    named.clear();
+                }
                 // Rule 4: an optional enum of a tool that has required arguments is a modifier
                 // (a quant, a KV type): offered only when the task names one of its values.
                 if named.is_empty() && !required.contains(key) && !required.is_empty() {
@@ -1067,6 +1083,23 @@ mod tests {
             &[],
         );
         assert_eq!(enum_of(&n, "size_model", "kv_type"), vec!["f16"]);
+        // "Q8_0" alone is the weights' quantization, not the cache's type.
+        let n = narrow(
+            &tools,
+            "Will mistral-7b quantized to Q8_0 run on the m1-pro?",
+            &[],
+            &[],
+        );
+        let schema = n.get("size_model").expect("size_model").args_schema();
+        assert!(schema["properties"].get("kv_type").is_none(), "{schema}");
+        assert_eq!(enum_of(&n, "size_model", "quant"), vec!["Q8_0"]);
+        let n = narrow(
+            &tools,
+            "mistral-7b at Q8_0 with a q8_0 KV cache on the m1-pro?",
+            &[],
+            &[],
+        );
+        assert_eq!(enum_of(&n, "size_model", "kv_type"), vec!["q8_0"]);
     }
 
     #[test]
