@@ -867,8 +867,8 @@ fn names_identifier(allowed: &Toolset, task: &str) -> bool {
 
 /// Words of a question about a model's memory, fit or speed (rule 11).
 const SIZING_WORDS: &[&str] = &[
-    "fit", "fits", "memory", "vram", "gb", "gib", "run", "runs", "speed", "fast", "decode",
-    "tokens", "context", "much", "need", "needs",
+    "fit", "fits", "memory", "vram", "gb", "gib", "run", "runs", "speed", "fast", "faster",
+    "decode", "decodes", "tokens", "context", "much", "need", "needs",
 ];
 
 /// Rules 11 and 12 over the narrowed set `out`:
@@ -930,14 +930,25 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
             .collect();
         if !not_sized.is_empty() {
             let sizer = out.get("size_model")?;
-            // One model: the presets it has not been sized on yet.
-            let left: Vec<&String> = not_sized.iter().filter_map(|(_, h)| *h).collect();
-            if models.len() == 1 && !left.is_empty() && left.len() < presets.len() {
-                let mut schema = sizer.args_schema();
-                schema["properties"]["hw"] = serde_json::json!({ "enum": left });
-                return Some(only(Arc::new(WithSchema::new(sizer.clone(), schema))));
+            // The models not sized everywhere yet; for one model, the presets left.
+            let mut left_models: Vec<&String> = not_sized.iter().map(|(m, _)| *m).collect();
+            left_models.dedup();
+            let left_presets: Vec<&String> = not_sized.iter().filter_map(|(_, h)| *h).collect();
+            let mut schema = sizer.args_schema();
+            let mut narrowed = false;
+            if left_models.len() < models.len() {
+                schema["properties"]["model"] = serde_json::json!({ "enum": left_models });
+                narrowed = true;
             }
-            return Some(only(sizer.clone()));
+            if models.len() == 1 && !left_presets.is_empty() && left_presets.len() < presets.len() {
+                schema["properties"]["hw"] = serde_json::json!({ "enum": left_presets });
+                narrowed = true;
+            }
+            return Some(only(if narrowed {
+                Arc::new(WithSchema::new(sizer.clone(), schema))
+            } else {
+                sizer.clone()
+            }));
         }
         // Everything asked is sized: the answer, or a calculation first when the question
         // compares figures (the model sized the same model again, then described the GPU,
@@ -1182,6 +1193,12 @@ mod tests {
         let after = narrow(&tools, two, &[], &both);
         assert!(after.get("calculator").is_some() && after.get(FINAL_ANSWER).is_some());
         assert!(after.get("size_model").is_none());
+        // Two models: the one not sized yet.
+        let pair = "Which decodes faster on an rtx-3090, llama-3.1-8b or qwen2.5-7b?";
+        assert_eq!(
+            enum_of(&narrow(&tools, pair, &[], &sized), "size_model", "model"),
+            vec!["qwen2.5-7b"]
+        );
         // A failed call has not answered.
         let failed = vec![done(
             1,
