@@ -275,8 +275,7 @@ pub fn stated_contexts(text: &str) -> Vec<u64> {
         let is_tokens = |w: &&str| matches!(*w, "token" | "tokens" | "tok");
         let per_second = next
             .iter()
-            .skip_while(|w| is_tokens(w))
-            .next()
+            .find(|w| !is_tokens(w))
             .is_some_and(|w| matches!(*w, "per" | "a" | "s" | "each" | "second" | "sec"))
             || after.trim_start().starts_with("tok/s")
             || after.trim_start().starts_with("tokens/s");
@@ -287,13 +286,11 @@ pub fn stated_contexts(text: &str) -> Vec<u64> {
         // "ctx=2048", "context length 16384".
         let context_after = next
             .iter()
-            .skip_while(|w| is_tokens(w) || **w == "of")
-            .next()
+            .find(|w| !is_tokens(w) && **w != "of")
             .is_some_and(is_context);
         let context_before = prev
             .iter()
-            .skip_while(|w| matches!(**w, "of" | "is" | "length" | "size" | "to" | "at"))
-            .next()
+            .find(|w| !matches!(**w, "of" | "is" | "length" | "size" | "to" | "at"))
             .is_some_and(is_context);
         let list = if context_after || context_before {
             &mut outright
