@@ -26,7 +26,14 @@ fi
 if ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
     echo "installing llama-cpp-python into $venv (builds llama.cpp; several minutes)..." >&2
     python3 -m venv "$venv"
-    CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON}" "$venv/bin/pip" install --quiet llama-cpp-python
+    cmake_args="-DGGML_NATIVE=ON"
+    if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+        # On an AMX Xeon the -march=native build of llama-cpp-python 0.3.36 crashes (SIGSEGV in
+        # llama_decode on the first batch, both catalog models): build for AVX-512 without AMX.
+        cmake_args="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON"
+        echo "AMX CPU: building llama.cpp without AMX ($cmake_args)" >&2
+    fi
+    CMAKE_ARGS="${CMAKE_ARGS:-$cmake_args}" "$venv/bin/pip" install --quiet --no-cache-dir llama-cpp-python
 fi
 cargo build --release --quiet
 out=target/compare/run-$(date +%Y%m%d-%H%M%S)
