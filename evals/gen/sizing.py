@@ -47,6 +47,24 @@ def measure(binary, model, quant, ctx, hw):
     return json.loads(out)
 
 
+def memory_check(recorded, key, frac):
+    """The task's total memory within `frac`, as decimal GB or as GiB (the tool prints both)."""
+    from make_suites import any_of, num  # noqa: late import, no cycle at load
+
+    gb = recorded[key]["total_gb"]
+    gib = gb * 1e9 / 2**30
+    return any_of(num(round(gb, 2), round(gb * frac, 2)), num(round(gib, 2), round(gib * frac, 2)))
+
+
+def recorded_comment(recorded, key, what):
+    """The suite comment above a sizing task: the `boyd size` query and what it printed."""
+    q = QUERIES[key]
+    v = recorded[key]
+    return (f"boyd size {q[0]} --quant {q[1]} --ctx {q[2]} --hw {q[3]}: total {v['total_gb']:.2f} GB, "
+            f"fits={v['fits']}, max ctx {v['max_ctx']}, decode {v['decode_tps']:.1f} tok/s at ctx, "
+            f"{v['decode_empty_tps']:.1f} empty ({what})")
+
+
 def sizing_tasks(task):
     from make_suites import all_of, any_of, num, regex, not_contains  # noqa: late import, no cycle at load
 
@@ -56,10 +74,7 @@ def sizing_tasks(task):
         return recorded[key]
 
     def mem(key, frac=0.08):
-        # The tool may print decimal GB or GiB; accept either figure within `frac`.
-        gb = r(key)["total_gb"]
-        gib = gb * 1e9 / 2**30
-        return any_of(num(round(gb, 2), round(gb * frac, 2)), num(round(gib, 2), round(gib * frac, 2)))
+        return memory_check(recorded, key, frac)
 
     def speed(key):
         # At the asked context or at an empty one: the tool may quote either.
@@ -70,11 +85,7 @@ def sizing_tasks(task):
     yes = all_of(regex(YES), not_contains("not fit"), not_contains("n't fit"))
 
     def c(key, what):
-        q = QUERIES[key]
-        v = r(key)
-        return (f"boyd size {q[0]} --quant {q[1]} --ctx {q[2]} --hw {q[3]}: total {v['total_gb']:.2f} GB, "
-                f"fits={v['fits']}, max ctx {v['max_ctx']}, decode {v['decode_tps']:.1f} tok/s at ctx, "
-                f"{v['decode_empty_tps']:.1f} empty ({what})")
+        return recorded_comment(recorded, key, what)
 
     dev = [
         task("sz-70b-on-4090", "sizing",
@@ -121,7 +132,7 @@ def sizing_dev_extra5(task):
     "128k", "65,536 tokens", "16K tokens of context", "ctx=2048", "a 4k context". The test split
     states every context as "an N-token context"; these were written after a test run showed
     the model passing a context the question did not state, to tune the fix on dev."""
-    from make_suites import all_of, any_of, num, regex, not_contains  # noqa: late import
+    from make_suites import all_of, num, regex, not_contains  # noqa: late import
 
     recorded = load_recorded()
 
@@ -129,9 +140,7 @@ def sizing_dev_extra5(task):
         return recorded[key]
 
     def mem(key, frac=0.06):
-        gb = r(key)["total_gb"]
-        gib = gb * 1e9 / 2**30
-        return any_of(num(round(gb, 2), round(gb * frac, 2)), num(round(gib, 2), round(gib * frac, 2)))
+        return memory_check(recorded, key, frac)
 
     def speed(key, frac=0.15):
         # Tighter than the test split's 35 %: at 8192 tokens (the default) the speed is 22 %
@@ -146,10 +155,7 @@ def sizing_dev_extra5(task):
         return yes if r(key)["fits"] else no
 
     def c(key, what):
-        q = QUERIES[key]
-        v = r(key)
-        return (f"boyd size {q[0]} --quant {q[1]} --ctx {q[2]} --hw {q[3]}: total {v['total_gb']:.2f} GB, "
-                f"fits={v['fits']}, max ctx {v['max_ctx']}, decode {v['decode_tps']:.1f} tok/s ({what})")
+        return recorded_comment(recorded, key, what)
 
     return [
         task("d5-sz-gemma12b-4090-128k", "sizing",
