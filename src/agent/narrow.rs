@@ -73,7 +73,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::tools::choices::{constrain_paths, paths_in_task, trim_rel};
+use super::tools::choices::{constrain_paths, paths_in_task, relative_in_task, trim_rel};
 use super::tools::files::{FILE_READERS, NO_MATCHES};
 use super::tools::{Toolset, WithSchema, FINAL_ANSWER};
 use super::types::{Action, ObservationKind, Step};
@@ -404,10 +404,9 @@ pub fn named_paths_in(task: &str, root: Option<&Path>) -> Vec<String> {
         if task[..m.start()].ends_with(['/', '.', '@']) || continues {
             continue;
         }
-        let p = trim_rel(m.as_str());
-        if p.is_empty() || p.starts_with('/') || p.split('/').any(|c| c == "..") {
+        let Some(p) = relative_in_task(m.as_str()) else {
             continue;
-        }
+        };
         if root.join(p).is_file() && !named.iter().any(|n| same_path(n, p)) {
             named.push(p.to_string());
         }

@@ -74,6 +74,13 @@ pub fn trim_rel(p: &str) -> &str {
     p.trim_start_matches("./").trim_end_matches('/')
 }
 
+/// `p` normalized by [`trim_rel`] when it is a relative path that stays inside the workspace
+/// (not empty, not absolute, no `..`): a path a task may name.
+pub fn relative_in_task(p: &str) -> Option<&str> {
+    let p = trim_rel(p);
+    (!p.is_empty() && !p.starts_with('/') && !p.split('/').any(|c| c == "..")).then_some(p)
+}
+
 /// Relative file and folder names the task mentions (`deps.toml`, `logs/worker.log`,
 /// `reports/`), normalized; absolute paths and `..` are left out.
 pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
@@ -86,11 +93,7 @@ pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {
         .ok()
     });
     let dir = DIR.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.-]+/)+").ok());
-    let clean = |p: &str| -> Option<String> {
-        let p = trim_rel(p);
-        (!p.is_empty() && !p.starts_with('/') && !p.split('/').any(|c| c == ".."))
-            .then(|| p.to_string())
-    };
+    let clean = |p: &str| relative_in_task(p).map(str::to_string);
     // A match right after a `/` is the tail of an absolute path.
     let after_slash = |start: usize| task[..start].ends_with('/');
     // A host name ("uploads.example.com") or a mail address is not a file.
