@@ -119,9 +119,48 @@ fn prefill(c: &mut Criterion) {
     g.finish();
 }
 
+/// Decode as the model does it: one token through matrices that together far exceed the caches
+/// (about 256 MB of weights per format, 9728 × 1024 each, every one read once per iteration),
+/// so the rate is the bytes per second a decode step streams from memory. Compare it with the
+/// bandwidth `boyd probe` measures.
+fn decode_stream(c: &mut Criterion) {
+    let simd = Kernels::avx2();
+    let (rows, cols) = (9728, 1024);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+    let x: Vec<f32> = (0..cols).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let mut g = c.benchmark_group(format!("decode_stream_{rows}x{cols}"));
+    for ty in [
+        QType::Q4_0,
+        QType::Q4_1,
+        QType::Q5_0,
+        QType::Q8_0,
+        QType::Q4_K,
+        QType::Q6_K,
+    ] {
+        let one = matrix(ty, rows, cols);
+        let n = (256usize << 20).div_ceil(one.bytes());
+        let ws: Vec<QMatrix> = (0..n).map(|_| one.clone()).collect();
+        g.throughput(Throughput::Bytes((one.bytes() * n) as u64));
+        for k in simd.iter().chain(Kernels::avx2_no_vnni().iter()) {
+            let mut a = Acts::new();
+            let mut out = vec![0f32; rows];
+            g.bench_function(BenchmarkId::new(format!("{ty:?}"), k.name), |b| {
+                b.iter(|| {
+                    for w in &ws {
+                        a.set(&x, cols);
+                        k.matmul(black_box(w), &mut a, &mut out);
+                    }
+                    black_box(&out);
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).warm_up_time(std::time::Duration::from_millis(300)).measurement_time(std::time::Duration::from_secs(1));
-    targets = kernels, prefill
+    targets = kernels, prefill, decode_stream
 }
 criterion_main!(benches);

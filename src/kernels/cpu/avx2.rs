@@ -68,6 +68,31 @@ unsafe fn nibbles32(p: *const u8) -> __m256i {
     _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
 }
 
+/// How many bytes ahead of its reads a one-row (decode) kernel asks for weights.
+///
+/// A decode step streams every weight once, one row after another. On some hosts the hardware
+/// prefetchers keep too few cache lines in flight for loops that spend a few cycles per
+/// 18–34-byte block: on a 2-core AVX-512 Xeon VM the one-row `Q4_0` product streamed 5.8 GiB/s
+/// from memory without software prefetch and 13.4 GiB/s with it at 2 KiB ahead (no further gain
+/// at 4 or 8 KiB), `Q8_0` 10.3 → 16.3 GiB/s (`cargo bench --bench kernels -- decode_stream`).
+pub(super) const PREFETCH_AHEAD: usize = 2048;
+
+/// Ask for the cache lines holding `p + PREFETCH_AHEAD .. + len` (`len` ≤ 256: one request per
+/// 64 bytes). A hint: it reads nothing and never faults, so the address may lie past the end of
+/// the row or of the allocation (the pointer is formed with `wrapping_add`, never dereferenced).
+///
+/// # Safety
+/// The CPU must support SSE (every x86-64 CPU does). Reads no memory.
+#[inline(always)]
+unsafe fn prefetch_ahead<const LEN: usize>(p: *const u8) {
+    let q = p.wrapping_add(PREFETCH_AHEAD);
+    let mut at = 0;
+    while at < LEN {
+        _mm_prefetch::<_MM_HINT_T0>(q.wrapping_add(at) as *const i8);
+        at += 64;
+    }
+}
+
 /// Signed × signed byte dot product, summed in pairs to 8 × `i32`.
 ///
 /// # Safety
@@ -123,6 +148,7 @@ pub unsafe fn dot_q4_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     for b in 0..nb {
         // Unsigned codes, offset −8·d times the activation block's sum (no sign trick).
         let blk = w.as_ptr().add(b * size::Q4_0);
+        prefetch_ahead::<{ size::Q4_0 }>(blk);
         let q = nibbles32(blk.add(2));
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_u8_i8(q, y));
@@ -149,6 +175,7 @@ pub unsafe fn dot_q4_1(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let mut offs = 0f32;
     for b in 0..nb {
         let o = b * size::Q4_1;
+        prefetch_ahead::<{ size::Q4_1 }>(w.as_ptr().add(o));
         let q = nibbles32(w.as_ptr().add(o + 4));
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_u8_i8(q, y));
@@ -176,6 +203,7 @@ pub unsafe fn dot_q5_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     for b in 0..nb {
         // Unsigned 5-bit codes, offset −16·d times the activation block's sum.
         let o = b * size::Q5_0;
+        prefetch_ahead::<{ size::Q5_0 }>(w.as_ptr().add(o));
         let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
         let hi = _mm256_and_si256(bits_to_bytes(qh), sixteen);
         let q = _mm256_or_si256(nibbles32(w.as_ptr().add(o + 6)), hi);
@@ -203,6 +231,7 @@ pub unsafe fn dot_q8_0(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let mut acc = _mm256_setzero_ps();
     for b in 0..nb {
         let o = b * size::Q8_0;
+        prefetch_ahead::<{ size::Q8_0 }>(w.as_ptr().add(o));
         let q = _mm256_loadu_si256(w.as_ptr().add(o + 2) as *const __m256i);
         let y = _mm256_loadu_si256(a.qs.as_ptr().add((ab0 + b) * QK32) as *const __m256i);
         let s = _mm256_cvtepi32_ps(dot_i8(q, y));
@@ -246,6 +275,11 @@ unsafe fn dot_k45<const Q5: bool>(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let sixteen = _mm256_set1_epi8(16);
     for b in 0..nb {
         let o = b * bytes;
+        if Q5 {
+            prefetch_ahead::<{ size::Q5_K }>(w.as_ptr().add(o));
+        } else {
+            prefetch_ahead::<{ size::Q4_K }>(w.as_ptr().add(o));
+        }
         let ab = ab0 + b;
         let da = *a.d.get_unchecked(ab);
         let (summ, sc) = k4_mins(&w[o + 4..o + 16], &a.bsums[ab * 16..ab * 16 + 16]);
@@ -327,6 +361,7 @@ pub unsafe fn dot_q6_k(w: &[u8], a: &ActBlocksK, off: usize) -> f32 {
     let m32 = _mm256_set1_epi8(32);
     for b in 0..nb {
         let o = b * size::Q6_K;
+        prefetch_ahead::<{ size::Q6_K }>(w.as_ptr().add(o));
         let ab = ab0 + b;
         let ys = a.qs.as_ptr().add(ab * QK_K);
         let sc = &w[o + 192..o + 208];
@@ -560,6 +595,7 @@ pub unsafe fn dot_q5_0_vnni(w: &[u8], a: &ActBlocks32, off: usize) -> f32 {
     let mut offs = 0f32;
     for b in 0..nb {
         let o = b * size::Q5_0;
+        prefetch_ahead::<{ size::Q5_0 }>(w.as_ptr().add(o));
         let qh = (w.as_ptr().add(o + 2) as *const u32).read_unaligned();
         let lo = nibbles32(w.as_ptr().add(o + 6));
         let q = _mm256_mask_add_epi8(lo, qh, lo, _mm256_set1_epi8(16));
