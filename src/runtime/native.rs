@@ -139,7 +139,6 @@ struct Layer {
 #[derive(Debug, Default)]
 struct Scratch {
     x: Vec<f32>,
-    xn: Vec<f32>,
     q: Vec<f32>,
     k: Vec<f32>,
     v: Vec<f32>,
@@ -361,14 +360,14 @@ impl NativeModel {
             self.embed
                 .dequantize_row(tok as usize, &mut s.x[i * h..(i + 1) * h]);
         }
-        s.xn.resize(t * h, 0.0);
         s.prof.lap(0);
         let group = p.group();
         let scale = 1.0 / (hd as f32).sqrt();
         let window = p.sliding_window;
         for (li, l) in self.layers.iter().enumerate() {
-            rms_norm(&mut s.xn, &s.x, &l.attn_norm, p.norm_eps);
-            s.acts.set(&s.xn, h);
+            // The norm writes straight into the product's input (no buffer of its own, no copy).
+            s.acts
+                .fill(h, t, |xn| rms_norm(xn, &s.x, &l.attn_norm, p.norm_eps));
             s.prof.lap(1);
             l.qkv.apply(
                 k,
@@ -455,14 +454,34 @@ impl NativeModel {
             k.matmul(&l.wo, &mut s.acts, &mut s.tmp);
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
             s.prof.lap(5);
-            rms_norm(&mut s.xn, &s.x, &l.ffn_norm, p.norm_eps);
-            s.acts.set(&s.xn, h);
+            s.acts
+                .fill(h, t, |xn| rms_norm(xn, &s.x, &l.ffn_norm, p.norm_eps));
             s.prof.lap(1);
-            l.gate_up
-                .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
-            s.prof.lap(6);
-            k.silu_mul(&mut s.gate, &s.up);
-            s.acts.set(&s.gate, p.ffn);
+            let ffn = p.ffn;
+            match &l.gate_up {
+                // Gate and up as one product: SwiGLU runs on its output rows in place and
+                // the result goes straight into the down product's input, without splitting
+                // the output into gate and up buffers first.
+                Proj::Fused(m, parts) if parts[..] == [ffn, ffn] => {
+                    s.proj.resize(t * 2 * ffn, 0.0);
+                    k.matmul(m, &mut s.acts, &mut s.proj);
+                    s.prof.lap(6);
+                    k.silu_mul_rows(&mut s.proj, ffn);
+                    let out = &s.proj;
+                    s.acts.fill(ffn, t, |x| {
+                        for (dst, row) in x.chunks_exact_mut(ffn).zip(out.chunks_exact(2 * ffn)) {
+                            dst.copy_from_slice(&row[..ffn]);
+                        }
+                    });
+                }
+                _ => {
+                    l.gate_up
+                        .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
+                    s.prof.lap(6);
+                    k.silu_mul(&mut s.gate, &s.up);
+                    s.acts.set(&s.gate, ffn);
+                }
+            }
             s.prof.lap(7);
             k.matmul(&l.down, &mut s.acts, &mut s.tmp);
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
@@ -471,9 +490,8 @@ impl NativeModel {
         cache.advance(t);
         let rows = if all { t } else { 1 };
         let last = &s.x[(t - rows) * h..];
-        s.xn.resize(rows * h, 0.0);
-        rms_norm(&mut s.xn[..rows * h], last, &self.norm, p.norm_eps);
-        s.acts.set(&s.xn[..rows * h], h);
+        s.acts
+            .fill(h, rows, |xn| rms_norm(xn, last, &self.norm, p.norm_eps));
         let mut logits = vec![0f32; rows * vocab];
         k.matmul(
             self.output.as_ref().unwrap_or(&self.embed),

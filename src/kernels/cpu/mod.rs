@@ -221,6 +221,18 @@ impl Acts {
         self.have_k = false;
     }
 
+    /// Write `t` rows of `n` features straight into the input buffer with `fill` (which gets
+    /// the whole `t × n` buffer to overwrite), sparing the caller a buffer of its own and the
+    /// copy [`Acts::set`] makes; quantized forms are made on first use.
+    pub fn fill(&mut self, n: usize, t: usize, fill: impl FnOnce(&mut [f32])) {
+        self.n = n;
+        self.t = t;
+        self.x.resize(n * t, 0.0);
+        fill(&mut self.x);
+        self.have_b32 = false;
+        self.have_k = false;
+    }
+
     /// Tokens held.
     pub fn tokens(&self) -> usize {
         self.t
@@ -808,6 +820,27 @@ impl Kernels {
         } else {
             let f = self.silu_mul;
             pool::for_each_chunk_mut(g, CHUNK, &|i, g| f(g, &u[i * CHUNK..]));
+        }
+    }
+
+    /// SwiGLU over the rows of a fused gate/up product: each `2 · half`-long row of `rows`
+    /// holds a token's gate then its up values, and its first `half` become `silu(gate) · up`
+    /// in place (the up half is left as it was). Rows are split over the pool when there are
+    /// several.
+    pub fn silu_mul_rows(&self, rows: &mut [f32], half: usize) {
+        assert!(
+            half > 0 && rows.len().is_multiple_of(2 * half),
+            "rows must be whole gate/up pairs"
+        );
+        let f = self.silu_mul;
+        let one = |row: &mut [f32]| {
+            let (g, u) = row.split_at_mut(half);
+            f(g, u);
+        };
+        if rows.len() == 2 * half {
+            one(rows);
+        } else {
+            pool::for_each_chunk_mut(rows, 2 * half, &|_, row| one(row));
         }
     }
 
