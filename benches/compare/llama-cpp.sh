@@ -8,7 +8,12 @@
 # interleaved — llama.cpp, boyd, llama.cpp, boyd, ... — each repetition a fresh process, and
 # prints the medians and the boyd / llama.cpp ratio per test. Not part of CI.
 #
-# Environment: TESTS (default pp512,tg128,tg128@d2048), THREADS (default: all cores).
+# Environment: TESTS (default pp512,tg128,tg128@d2048), THREADS (default: all cores), VENV (where
+# llama-cpp-python lives, default target/compare/venv), CMAKE_ARGS (llama.cpp's build flags for a
+# fresh VENV; default: native, or AVX-512 without AMX on an AMX CPU), BOYD_KERNELS (boyd's kernel
+# set). To compare the AVX2 instruction set alone on an AVX-512 host:
+#   VENV=target/compare/venv-avx2 CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
+#     -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" BOYD_KERNELS=avx2 benches/compare/llama-cpp.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,7 +22,7 @@ model="${1:-$home/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf}"
 reps="${2:-3}"
 tests="${TESTS:-pp512,tg128,tg128@d2048}"
 threads="${THREADS:-$(nproc)}"
-venv=target/compare/venv
+venv="${VENV:-target/compare/venv}"
 
 if [ ! -f "$model" ]; then
     echo "error: no model file at $model; fetch it with: cargo run --release -- models pull smollm2-135m-instruct" >&2

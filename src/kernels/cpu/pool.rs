@@ -13,8 +13,9 @@
 //!
 //! `BOYD_POOL=rayon` hands the loops to rayon instead (for measuring what the pool buys);
 //! `BOYD_SPIN_US` sets how long an idle worker spins before it parks (default 200 µs);
-//! `BOYD_PIN=1` pins worker `i` to the `i + 1`-th CPU the process may run on (Linux), leaving
-//! the first to the calling thread.
+//! Worker `i` is pinned to the `i + 1`-th CPU the process may run on (Linux, when the process
+//! may run on more CPUs than there are workers), leaving the first to the calling thread, which
+//! is never pinned; `BOYD_PIN=0` leaves the workers to the scheduler.
 
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -169,7 +170,7 @@ impl Pool {
             spin,
         }));
         let mut workers = Vec::with_capacity(n);
-        let pin = std::env::var("BOYD_PIN").is_ok_and(|v| v == "1");
+        let pin = !std::env::var("BOYD_PIN").is_ok_and(|v| v == "0");
         let cpus = if pin { affinity::allowed() } else { Vec::new() };
         for i in 0..n {
             let cpu = (cpus.len() > n).then(|| cpus[i + 1]);
