@@ -133,8 +133,13 @@ impl KvCache {
     /// the keys. `c` is the mean key of the first rows written to an empty cache (the prompt's
     /// first batch; the first key when decoding from scratch) and stays until the cache is
     /// emptied, so every row it holds shares it.
+    ///
+    /// `BOYD_KV_KEY_SHIFT=0` stores `q8_0` keys unshifted, as llama.cpp's `q8_0` cache does (to
+    /// hold boyd's `q8_0` kernels to llama.cpp's perplexity on the same cache format).
     pub fn shift_keys(&mut self, layer: usize, keys: &mut [f32]) {
-        if self.host != Some(KvType::Q8_0) || keys.is_empty() {
+        static SHIFT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *SHIFT.get_or_init(|| !std::env::var("BOYD_KV_KEY_SHIFT").is_ok_and(|v| v == "0"));
+        if !on || self.host != Some(KvType::Q8_0) || keys.is_empty() {
             return;
         }
         let width = self.cfg.n_kv_heads * self.cfg.head_dim_k;
