@@ -54,18 +54,14 @@ pub struct GlobalOpts {
     pub kernels: Option<crate::kernels::cpu::KernelChoice>,
 }
 
-/// `--kernels`: the names of [`KernelChoice::parse`](crate::kernels::cpu::KernelChoice::parse)
-/// plus `avx2` (= `no-vnni`) and `vnni`, checked against this CPU's features.
+/// `--kernels`: the names of [`KernelChoice::parse`](crate::kernels::cpu::KernelChoice::parse),
+/// checked against this CPU's features.
 pub fn parse_kernels(s: &str) -> Result<crate::kernels::cpu::KernelChoice, String> {
     use crate::kernels::cpu::{KernelChoice, Kernels};
     let has = |name: &str| Kernels::select(KernelChoice::Auto).name == name;
-    let choice = match s {
-        "avx2" => KernelChoice::NoVnni,
-        "vnni" => KernelChoice::Auto,
-        other => KernelChoice::parse(other).ok_or_else(|| {
-            format!("unknown kernel set {other:?}: use auto, scalar, avx2, vnni, no-panel or exact")
-        })?,
-    };
+    let choice = KernelChoice::parse(s).ok_or_else(|| {
+        format!("unknown kernel set {s:?}: use auto, scalar, avx2, vnni, no-panel or exact")
+    })?;
     if matches!(s, "avx2" | "no-vnni" | "no-panel") && has("scalar") {
         return Err(format!(
             "this CPU lacks AVX2, FMA or F16C, so it runs only the scalar kernels; use \

@@ -147,8 +147,8 @@ fn kernels_from_env() -> KernelChoice {
     match std::env::var(KERNELS_ENV).as_deref() {
         Ok(v) => KernelChoice::parse(v).unwrap_or_else(|| {
             tracing::warn!(
-                "{KERNELS_ENV}={v:?} is not scalar, exact, no-panel, no-vnni or auto; \
-                 using the detected kernels"
+                "{KERNELS_ENV}={v:?} is not auto, scalar, avx2, vnni, no-panel, no-vnni or \
+                 exact; using the detected kernels"
             );
             KernelChoice::Auto
         }),

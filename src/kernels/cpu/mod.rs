@@ -297,10 +297,13 @@ pub enum KernelChoice {
 }
 
 impl KernelChoice {
-    /// `auto`, `scalar`, `exact`, `no-panel` or `no-vnni`.
+    /// `auto`, `scalar`, `exact`, `no-panel`, `no-vnni`, or `avx2` (= `no-vnni`) and `vnni`
+    /// (= `auto`), the names `--kernels` takes, so `BOYD_KERNELS` and the flag agree. Whether
+    /// this CPU runs the set is checked where it is chosen (`--kernels`).
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
-            "auto" => Self::Auto,
+            "auto" | "vnni" => Self::Auto,
+            "avx2" => Self::NoVnni,
             "scalar" => Self::Scalar,
             "exact" => Self::Exact,
             "no-panel" => Self::NoPanel,
@@ -1165,6 +1168,9 @@ mod tests {
     fn the_exact_set_is_chosen_by_name_and_reads_unquantized_activations() {
         assert_eq!(KernelChoice::parse("exact"), Some(KernelChoice::Exact));
         assert!(KernelChoice::parse("precise").is_none());
+        // The environment takes the flag's names too.
+        assert_eq!(KernelChoice::parse("avx2"), Some(KernelChoice::NoVnni));
+        assert_eq!(KernelChoice::parse("vnni"), Some(KernelChoice::Auto));
         let k = Kernels::get_for(KernelChoice::Exact);
         assert_eq!(k.name, "exact");
         // One Q8_0 row of ones against activations whose block holds an outlier of 127: 8-bit
