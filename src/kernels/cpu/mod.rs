@@ -1230,6 +1230,47 @@ mod tests {
         x86::dot4_q8_0(&row[..34], &a, [0, 0, 0, 32]);
     }
 
+    #[test]
+    fn swiglu_over_fused_rows_matches_the_split_gate_and_up_on_every_set() {
+        let half = 40;
+        let rows: Vec<f32> = (0..3 * 2 * half)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 9.0)
+            .collect();
+        let mut sets = vec![Kernels::scalar()];
+        sets.extend(Kernels::avx2());
+        for k in sets {
+            // One row (run in place) and three (split over the pool).
+            for n in [1, 3] {
+                let mut fused = rows[..n * 2 * half].to_vec();
+                k.silu_mul_rows(&mut fused, half);
+                for (r, row) in fused.chunks_exact(2 * half).enumerate() {
+                    let src = &rows[r * 2 * half..(r + 1) * 2 * half];
+                    let mut g = src[..half].to_vec();
+                    k.silu_mul(&mut g, &src[half..]);
+                    assert_eq!(&row[..half], &g[..], "{} row {r} of {n}", k.name);
+                    assert_eq!(&row[half..], &src[half..], "the up half is left as it was");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "rows must be whole gate/up pairs")]
+    fn swiglu_refuses_rows_that_are_not_whole_pairs() {
+        Kernels::scalar().silu_mul_rows(&mut [0.0; 5], 2);
+    }
+
+    #[test]
+    fn filled_activations_replace_the_previous_ones() {
+        let mut a = Acts::new();
+        a.set(&[1.0; 64], 32);
+        a.fill(16, 3, |x| {
+            x.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32)
+        });
+        assert_eq!(a.tokens(), 3);
+        assert_eq!(a.x, (0..48).map(|i| i as f32).collect::<Vec<_>>());
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     #[should_panic(expected = "attention slices do not fit")]
