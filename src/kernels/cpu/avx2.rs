@@ -75,7 +75,7 @@ unsafe fn nibbles32(p: *const u8) -> __m256i {
 /// 18–34-byte block: on a 2-core AVX-512 Xeon VM the one-row `Q4_0` product streamed 5.8 GiB/s
 /// from memory without software prefetch and 13.4 GiB/s with it at 2 KiB ahead (no further gain
 /// at 4 or 8 KiB), `Q8_0` 10.3 → 16.3 GiB/s (`cargo bench --bench kernels -- decode_stream`).
-pub(super) const PREFETCH_AHEAD: usize = 2048;
+const PREFETCH_AHEAD: usize = 2048;
 
 /// Ask for the cache lines holding `p + PREFETCH_AHEAD .. + len` (`len` ≤ 256: one request per
 /// 64 bytes). A hint: it reads nothing and never faults, so the address may lie past the end of

@@ -213,12 +213,7 @@ impl Acts {
     /// Take `x` (`t` rows of `n`) as the new input; quantized forms are made on first use.
     pub fn set(&mut self, x: &[f32], n: usize) {
         debug_assert_eq!(x.len() % n, 0);
-        self.n = n;
-        self.t = x.len() / n;
-        self.x.clear();
-        self.x.extend_from_slice(x);
-        self.have_b32 = false;
-        self.have_k = false;
+        self.fill(n, x.len() / n, |dst| dst.copy_from_slice(x));
     }
 
     /// Write `t` rows of `n` features straight into the input buffer with `fill` (which gets
