@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 
-use boyd::kernels::cpu::{Acts, Kernels, Panel, QMatrix, QType};
+use boyd::kernels::cpu::{hadamard_rotate, Acts, Kernels, Panel, QMatrix, QType};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use half::f16;
 use rand::{Rng, SeedableRng};
@@ -158,9 +158,26 @@ fn decode_stream(c: &mut Criterion) {
     g.finish();
 }
 
+/// The Walsh–Hadamard rotation a `q8_0` KV cache applies to queries, keys, values and outputs:
+/// one prefill batch's attention outputs (512 tokens × 14 heads × 64, Qwen2.5-0.5B's shape).
+fn kv_rotate(c: &mut Criterion) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let mut x: Vec<f32> = (0..512 * 14 * 64)
+        .map(|_| rng.random_range(-4.0..4.0))
+        .collect();
+    let mut g = c.benchmark_group("kv_rotate_512x14x64");
+    g.throughput(Throughput::Elements(x.len() as u64));
+    for n in [64, 128] {
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| hadamard_rotate(black_box(&mut x), n))
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).warm_up_time(std::time::Duration::from_millis(300)).measurement_time(std::time::Duration::from_secs(1));
-    targets = kernels, prefill, decode_stream
+    targets = kernels, prefill, decode_stream, kv_rotate
 }
 criterion_main!(benches);

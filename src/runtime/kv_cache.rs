@@ -167,6 +167,24 @@ impl KvCache {
         }
     }
 
+    /// The block width the engine rotates queries, keys, values and attention outputs in
+    /// (see [`crate::kernels::cpu::kv::hadamard_rotate`]) when this is a `q8_0` host cache whose
+    /// head dims allow it; `None` otherwise (other caches keep rows as they are).
+    ///
+    /// Perplexity cost of `q8_0` over the `f32` cache (`boyd perplexity tests/data/english.txt
+    /// --ctx 512`, Qwen2.5-Coder-0.5B / SmolLM2-135M): stored as they are +4.8 % / +0.2 %,
+    /// with the key shift +0.8 % / −0.3 %, rotated +1.9 % / +0.1 %, both (the default)
+    /// +0.4 % / +0.0 % (`benches/results/perplexity-kv-rotation-2026-12-03.md`).
+    /// `BOYD_KV_ROTATE=0` turns the rotation off.
+    pub fn rotation(&self) -> Option<usize> {
+        static ROTATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ROTATE.get_or_init(|| !std::env::var("BOYD_KV_ROTATE").is_ok_and(|v| v == "0"));
+        if !on || self.host != Some(KvType::Q8_0) || self.cfg.head_dim_k != self.cfg.head_dim_v {
+            return None;
+        }
+        crate::kernels::cpu::kv_rotation_block(self.cfg.head_dim_k)
+    }
+
     /// Whether this is a host cache.
     pub fn is_host(&self) -> bool {
         self.host.is_some()
@@ -378,6 +396,7 @@ impl KvCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::cpu::hadamard_rotate;
 
     fn cfg() -> KvConfig {
         KvConfig {
@@ -558,13 +577,19 @@ mod tests {
         (k, v, q)
     }
 
-    /// Attention of `q` over head 0 of layer 0 of `c` (n positions), by the scalar kernels.
-    fn attend_head0(c: &KvCache, q: &[f32], n: usize) -> Result<Vec<f32>> {
+    /// Attention of `q` over head 0 of layer 0 of `c` (n positions), by the scalar kernels;
+    /// with `c`'s rotation when `rotate` (the query rotated in, the output rotated back).
+    fn attend_head0(c: &KvCache, q: &[f32], n: usize, rotate: bool) -> Result<Vec<f32>> {
         let (kb, vb) = c.host_layer(0)?;
         let mut out = vec![0f32; 32];
         let mut scores = Vec::new();
+        let mut q = q.to_vec();
+        let rotation = c.rotation().filter(|_| rotate);
+        if let Some(r) = rotation {
+            hadamard_rotate(&mut q, r);
+        }
         crate::kernels::cpu::Kernels::scalar().attend_kv(
-            q,
+            &q,
             kb.rows(0, n, 32),
             vb.rows(0, n, 32),
             n,
@@ -572,12 +597,15 @@ mod tests {
             &mut scores,
             &mut out,
         );
+        if let Some(r) = rotation {
+            hadamard_rotate(&mut out, r);
+        }
         Ok(out)
     }
 
     /// Store `keys`/`vals` (rows of 2 heads × 32) in every layer of `c`, in two batches,
-    /// shifting the keys first when `shift`.
-    fn fill(c: &mut KvCache, keys: &[f32], vals: &[f32], shift: bool) -> Result<()> {
+    /// shifting the keys first when `shift` and rotating keys and values when `rotate`.
+    fn fill(c: &mut KvCache, keys: &[f32], vals: &[f32], shift: bool, rotate: bool) -> Result<()> {
         let k = &crate::kernels::cpu::Kernels::scalar();
         let n = keys.len() / 64;
         for (from, to) in [(0, n / 2), (n / 2, n)] {
@@ -585,19 +613,20 @@ mod tests {
             let cap = c.capacity();
             for layer in 0..3 {
                 let mut ks = keys[from * 64..to * 64].to_vec();
+                let mut vs = vals[from * 64..to * 64].to_vec();
                 if shift {
                     c.shift_keys(layer, &mut ks);
+                }
+                if let Some(r) = c.rotation().filter(|_| rotate) {
+                    hadamard_rotate(&mut ks, r);
+                    hadamard_rotate(&mut vs, r);
                 }
                 let (kb, vb) = c.host_layer_mut(layer)?;
                 for (i, pos) in (from..to).enumerate() {
                     for g in 0..2 {
                         let at = i * 64 + g * 32;
                         kb.store_row(g * cap + pos, &ks[at..at + 32], k);
-                        vb.store_row(
-                            g * cap + pos,
-                            &vals[pos * 64 + g * 32..pos * 64 + g * 32 + 32],
-                            k,
-                        );
+                        vb.store_row(g * cap + pos, &vs[at..at + 32], k);
                     }
                 }
             }
@@ -633,12 +662,12 @@ mod tests {
                 .fold(0f64, f64::max)
         };
         let mut plain = KvCache::new_host(host_cfg(), KvType::Q8_0);
-        fill(&mut plain, &keys, &vals, false)?;
+        fill(&mut plain, &keys, &vals, false, false)?;
         let mut shifted = KvCache::new_host(host_cfg(), KvType::Q8_0);
-        fill(&mut shifted, &keys, &vals, true)?;
+        fill(&mut shifted, &keys, &vals, true, false)?;
         let (e_plain, e_shift) = (
-            err(&attend_head0(&plain, &q, n)?),
-            err(&attend_head0(&shifted, &q, n)?),
+            err(&attend_head0(&plain, &q, n, false)?),
+            err(&attend_head0(&shifted, &q, n, false)?),
         );
         assert!(
             e_shift < 0.02,
@@ -648,12 +677,32 @@ mod tests {
             e_shift * 4.0 < e_plain,
             "shift {e_shift} against plain {e_plain}"
         );
-        // f32 and f16 caches store keys unchanged.
+        // Rotated rows (the query rotated in, the output back): the large channel spreads
+        // over the block, alone and with the shift.
+        let mut rotated = KvCache::new_host(host_cfg(), KvType::Q8_0);
+        fill(&mut rotated, &keys, &vals, false, true)?;
+        let mut both = KvCache::new_host(host_cfg(), KvType::Q8_0);
+        fill(&mut both, &keys, &vals, true, true)?;
+        let (e_rot, e_both) = (
+            err(&attend_head0(&rotated, &q, n, true)?),
+            err(&attend_head0(&both, &q, n, true)?),
+        );
+        assert_eq!(rotated.rotation(), Some(32));
+        assert!(
+            e_rot * 3.0 < e_plain,
+            "rotated {e_rot} against plain {e_plain}"
+        );
+        assert!(
+            e_both < 0.02,
+            "shifted and rotated q8_0 keys: attention error {e_both}"
+        );
+        // f32 and f16 caches store keys unchanged and are not rotated.
         for ty in [KvType::F32, KvType::F16] {
             let mut c = KvCache::new_host(host_cfg(), ty);
             let mut ks = keys[..64].to_vec();
             c.shift_keys(0, &mut ks);
             assert_eq!(ks, keys[..64], "{ty:?}");
+            assert_eq!(c.rotation(), None, "{ty:?}");
         }
         // Emptying the cache forgets the shift: the next first batch sets a new one.
         shifted.clear();

@@ -14,7 +14,7 @@
 
 use std::sync::Mutex;
 
-use crate::kernels::cpu::{pool, Acts, Kernels, KvType, QMatrix, QType};
+use crate::kernels::cpu::{hadamard_rotate, pool, Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
     shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,
 };
@@ -403,6 +403,14 @@ impl NativeModel {
             // Append K/V: the cache is [kv_head][capacity] rows of head_dim per layer, stored
             // in the cache's type (converted or quantized here).
             cache.shift_keys(li, &mut s.k[..t * nkv * hd]);
+            // A q8_0 cache holds rotated rows: rotate the keys and values it stores and the
+            // queries that attend over them; the outputs are rotated back below.
+            let rotation = cache.rotation();
+            if let Some(n) = rotation {
+                hadamard_rotate(&mut s.k[..t * nkv * hd], n);
+                hadamard_rotate(&mut s.v[..t * nkv * hd], n);
+                hadamard_rotate(&mut s.q[..t * nh * hd], n);
+            }
             {
                 let (kc, vc) = cache.host_layer_mut(li)?;
                 for i in 0..t {
@@ -447,6 +455,9 @@ impl NativeModel {
                     .enumerate()
                     .for_each(|item| work(item, &mut sc));
                 s.tmp = sc;
+            }
+            if let Some(n) = rotation {
+                hadamard_rotate(&mut s.att, n);
             }
             s.prof.lap(4);
             s.acts.set(&s.att, nh * hd);

@@ -187,6 +187,96 @@ pub fn quantize_q8_0(x: &[f32], out: &mut [u8]) {
     }
 }
 
+/// The widest block a `q8_0` cache rotates rows of `dim` values in: the largest power of two
+/// that divides `dim`, at most 256, when that is a whole number of `q8_0` blocks (`None`: the
+/// rows cannot be rotated and are stored as they are).
+pub fn rotation_block(dim: usize) -> Option<usize> {
+    if dim == 0 {
+        return None;
+    }
+    let n = (1usize << dim.trailing_zeros()).min(256);
+    (n >= Q8_ROW_BLOCK).then_some(n)
+}
+
+/// Rotate every `n`-wide block of `x` (`n` a power of two) by the orthonormal Walsh–Hadamard
+/// matrix `H / sqrt(n)`, in place. The matrix is symmetric and its own inverse, so a second
+/// call restores `x` (to rounding), and it keeps dot products: `(H q) · (H k) = q · k`.
+///
+/// A `q8_0` cache stores rotated keys and values and attends with a rotated query (the scores
+/// are unchanged) and rotates the output back (it is a weighted sum of rotated values): a
+/// channel that is large in every row is spread over the whole block, so it no longer takes
+/// most of the scale its 31 neighbours share. llama.cpp rotates its quantized caches the same
+/// way by default (since its April 2026 releases; `LLAMA_ATTN_ROT_DISABLE=1` turns it off).
+pub fn hadamard_rotate(x: &mut [f32], n: usize) {
+    assert!(
+        n.is_power_of_two() && x.len().is_multiple_of(n),
+        "Hadamard blocks of {n} do not tile {} values",
+        x.len()
+    );
+    let norm = 1.0 / (n as f32).sqrt();
+    if n >= 8 {
+        // The first three stages inside each run of 8 (unrolled, so they stay in registers),
+        // then the wider ones on whole runs of 8, which vectorize.
+        for row in x.chunks_exact_mut(8) {
+            let a = [
+                row[0] + row[1],
+                row[0] - row[1],
+                row[2] + row[3],
+                row[2] - row[3],
+                row[4] + row[5],
+                row[4] - row[5],
+                row[6] + row[7],
+                row[6] - row[7],
+            ];
+            let b = [
+                a[0] + a[2],
+                a[1] + a[3],
+                a[0] - a[2],
+                a[1] - a[3],
+                a[4] + a[6],
+                a[5] + a[7],
+                a[4] - a[6],
+                a[5] - a[7],
+            ];
+            for i in 0..4 {
+                row[i] = b[i] + b[i + 4];
+                row[i + 4] = b[i] - b[i + 4];
+            }
+        }
+        for block in x.chunks_exact_mut(n) {
+            let mut h = 8;
+            while h < n {
+                for pair in block.chunks_exact_mut(2 * h) {
+                    let (a, b) = pair.split_at_mut(h);
+                    for (a, b) in a.iter_mut().zip(b.iter_mut()) {
+                        let (x, y) = (*a, *b);
+                        *a = x + y;
+                        *b = x - y;
+                    }
+                }
+                h *= 2;
+            }
+        }
+        x.iter_mut().for_each(|v| *v *= norm);
+        return;
+    }
+    for block in x.chunks_exact_mut(n) {
+        let mut h = 1;
+        while h < n {
+            for pair in block.chunks_exact_mut(2 * h) {
+                let (a, b) = pair.split_at_mut(h);
+                for (a, b) in a.iter_mut().zip(b.iter_mut()) {
+                    let (x, y) = (*a, *b);
+                    *a = x + y;
+                    *b = x - y;
+                }
+            }
+            h *= 2;
+        }
+        block.iter_mut().for_each(|v| *v *= norm);
+    }
+}
+
 fn store_f16_scalar(x: &[f32], out: &mut [u16]) {
     for (o, v) in out.iter_mut().zip(x) {
         *o = half::f16::from_f32(*v).to_bits();
@@ -315,6 +405,87 @@ impl Kernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hadamard_rotation_is_the_orthonormal_sylvester_matrix_and_its_own_inverse() {
+        // n = 4: H / 2 with H's rows ++++, +-+-, ++--, +--+.
+        let mut e = [0f32; 16];
+        for i in 0..4 {
+            e[i * 4 + i] = 1.0;
+        }
+        hadamard_rotate(&mut e, 4);
+        let h = [
+            1., 1., 1., 1., 1., -1., 1., -1., 1., 1., -1., -1., 1., -1., -1., 1.,
+        ];
+        assert_eq!(e.map(|v| v * 2.0), h);
+        // n = 64 (the unrolled path): entry (i, j) is (-1)^popcount(i & j) / 8.
+        for j in [0, 1, 5, 8, 29, 63] {
+            let mut e = vec![0f32; 64];
+            e[j] = 1.0;
+            hadamard_rotate(&mut e, 64);
+            for (i, v) in e.iter().enumerate() {
+                let want = if (i & j).count_ones() % 2 == 0 {
+                    0.125
+                } else {
+                    -0.125
+                };
+                assert_eq!(*v, want, "H[{i}][{j}]");
+            }
+        }
+        for n in [32, 64, 128, 256] {
+            let x = data(3 * n, n as u32);
+            let y = data(3 * n, n as u32 + 1);
+            let (mut rx, mut ry) = (x.clone(), y.clone());
+            hadamard_rotate(&mut rx, n);
+            hadamard_rotate(&mut ry, n);
+            let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| a * b).sum::<f32>();
+            for b in 0..3 {
+                let r = b * n..(b + 1) * n;
+                let (d, rd) = (
+                    dot(&x[r.clone()], &y[r.clone()]),
+                    dot(&rx[r.clone()], &ry[r]),
+                );
+                assert!(
+                    (d - rd).abs() < 1e-4 * n as f32,
+                    "n {n} block {b}: {d} vs {rd}"
+                );
+            }
+            assert_ne!(rx, x);
+            hadamard_rotate(&mut rx, n);
+            let back = rx
+                .iter()
+                .zip(&x)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(back < 1e-5, "n {n}: H H x - x = {back}");
+        }
+        // A channel that is large in every row is spread evenly over the block.
+        let mut x = vec![0f32; 64];
+        x[29] = 160.0;
+        hadamard_rotate(&mut x, 64);
+        assert!(x.iter().all(|v| (v.abs() - 20.0).abs() < 1e-4), "{x:?}");
+    }
+
+    #[test]
+    fn rotation_blocks_are_powers_of_two_of_whole_q8_0_blocks() {
+        for (dim, n) in [
+            (32, Some(32)),
+            (64, Some(64)),
+            (96, Some(32)),
+            (128, Some(128)),
+        ] {
+            assert_eq!(rotation_block(dim), n, "dim {dim}");
+        }
+        for (dim, n) in [
+            (192, Some(64)),
+            (512, Some(256)),
+            (80, None),
+            (48, None),
+            (0, None),
+        ] {
+            assert_eq!(rotation_block(dim), n, "dim {dim}");
+        }
+    }
 
     fn data(n: usize, seed: u32) -> Vec<f32> {
         // A small deterministic generator: values in about [-2, 2] with a few larger ones.
