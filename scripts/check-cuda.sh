@@ -171,6 +171,7 @@ if [[ $BUILD == 1 ]]; then
     mkdir -p "$bundle/lib"
     strip -o "$bundle/boyd" "$CARGO_TARGET_DIR/release/boyd"
     cp scripts/gpu-validate.sh "$bundle/"
+    cp tests/data/english.txt "$bundle/"
     # The CUDA run-time libraries the binary needs (see `ldd boyd`), so the GPU machine needs
     # only the NVIDIA driver. libnvrtc-builtins is loaded by NVRTC itself.
     for d in "${LIB_DIRS[@]}"; do

@@ -12,6 +12,9 @@
 #   <model>/report.json   `boyd validate` for each model (the default, SmolLM2-135M, and
 #   <model>/report.svg    Qwen2.5-Coder-0.5B): predicted vs measured weights, KV at each depth,
 #   <model>/validate.txt  tokens/s at each depth, bandwidth use of decode, device memory readings
+#   <model>/perplexity.json  `boyd perplexity english.txt --ctx 512` on the GPU, with its ratio
+#                         to llama.cpp's f16-cache perplexity on the same tokens (measured on
+#                         the CPU, 2026-12-03; the numerics guard of issue 20)
 #   SUMMARY.md            all of the above in one page, and OUT_DIR.tar.gz next to OUT_DIR
 #
 # Needs: Linux x86_64, an NVIDIA driver new enough for CUDA 13.0 (r580 or later: `nvidia-smi`
@@ -90,6 +93,30 @@ for m in $MODELS; do
         tee "$OUT/$m/validate.txt"
 done
 
+# llama.cpp's perplexity on tests/data/english.txt, ctx 512, f16 cache (llama-cpp-python 0.3.36,
+# benches/results/perplexity-all-sets-2026-12-03.md): the same tokens on any machine.
+declare -A LLAMA_F16=([smollm2-135m-instruct]=15.5599 [qwen2.5-coder-0.5b-instruct]=39.4105)
+TEXT=""
+for c in "$HERE/english.txt" "$HERE/../tests/data/english.txt"; do
+    [[ -f "$c" ]] && TEXT=$c && break
+done
+for m in $MODELS; do
+    if [[ -z "$TEXT" ]]; then
+        echo "no english.txt next to this script (scripts/check-cuda.sh --build puts it in the bundle): perplexity skipped" >&2
+        break
+    fi
+    say "boyd perplexity --model $m --device $DEVICE"
+    timeout 300 "$BOYD" perplexity "$TEXT" --device "$DEVICE" --model "$m" --ctx 512 --json >"$OUT/$m/perplexity.json"
+    ref=${LLAMA_F16[$m]:-}
+    ppl=$(grep -o '"perplexity": *[0-9.]*' "$OUT/$m/perplexity.json" | head -1 | grep -o '[0-9.]*$')
+    if [[ -n "$ref" && -n "$ppl" ]]; then
+        echo "$m: perplexity $ppl on $DEVICE; llama.cpp (f16 cache) $ref; ratio $(awk -v a="$ppl" -v b="$ref" 'BEGIN { printf "%.4f", a / b }')" |
+            tee "$OUT/$m/perplexity.txt"
+    else
+        echo "$m: perplexity ${ppl:-none}" | tee "$OUT/$m/perplexity.txt"
+    fi
+done
+
 say "summary"
 {
     echo "# boyd GPU validation, $(date -u +%F)"
@@ -111,6 +138,7 @@ say "summary"
         echo
         echo '```'
         cat "$OUT/$m/validate.txt"
+        [[ -f "$OUT/$m/perplexity.txt" ]] && cat "$OUT/$m/perplexity.txt"
         echo '```'
     done
 } >"$OUT/SUMMARY.md"

@@ -9,12 +9,16 @@ src/measure/perplexity.rs: windows of ctx positions with the BOS in front when b
 `stride` text tokens apart, each token after the first scored exactly once), evaluates each
 window from an empty cache with llama-cpp-python (`logits_all=True`), and prints both
 perplexities and their ratio as one JSON object. `--kv` sets llama.cpp's K and V cache type
-(f32, f16, q8_0; q8_0 V needs flash attention, which is then switched on). Not part of CI:
+(f32, f16, q8_0; q8_0 V needs flash attention, which is then switched on). A quantized llama.cpp
+cache is Hadamard-rotated unless LLAMA_ATTN_ROT_DISABLE=1 (llama.cpp since April 2026); the
+record says which, and boyd's `q8_0` record says whether boyd shifted and rotated its keys
+(BOYD_KV_KEY_SHIFT / BOYD_KV_ROTATE, read here from the environment). Not part of CI:
 `benches/compare/perplexity.sh` runs it for both catalog models.
 """
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -93,6 +97,11 @@ def main():
                 "llama_cpp_kv": args.kv,
                 "boyd_kv": boyd.get("kv_dtype"),
                 "boyd_engine": boyd.get("engine"),
+                "llama_cpp_kv_rotation": args.kv == "q8_0"
+                and os.environ.get("LLAMA_ATTN_ROT_DISABLE", "0") in ("", "0"),
+                "boyd_kv_key_shift": args.kv == "q8_0"
+                and os.environ.get("BOYD_KV_KEY_SHIFT") != "0",
+                "boyd_kv_rotation": args.kv == "q8_0" and os.environ.get("BOYD_KV_ROTATE") != "0",
                 "llama_cpp_perplexity": ppl,
                 "llama_cpp_nll_stderr": stderr,
                 "llama_cpp_seconds": time.time() - t0,

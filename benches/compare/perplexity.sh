@@ -7,6 +7,9 @@
 # `boyd perplexity` on tests/data/english.txt for each KV type, then
 # benches/compare/perplexity.py with llama.cpp's cache of the same type, and prints one table.
 # Not part of CI. Environment: THREADS (default: all cores), KERNELS (BOYD_KERNELS for boyd).
+# q8_0: boyd's default cache shifts and rotates its keys, llama.cpp's only rotates (and boyd's is
+# the more accurate); BOYD_KV_KEY_SHIFT=0 holds boyd to llama.cpp's own format, and
+# LLAMA_ATTN_ROT_DISABLE=1 with BOYD_KV_KEY_SHIFT=0 BOYD_KV_ROTATE=0 compares plain q8_0 rows.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -6,7 +6,8 @@
 //! sizing model's. [`Kernels::attend_kv`] computes `softmax(scale · K q) · V` over `n` rows of
 //! each: the SIMD kernels (`avx2_kv`, head dims 64 and 128) widen the stored values to `f32` as
 //! they load them; the scalar reference dequantizes one row at a time and uses the kernel set's
-//! `f32` dot product and `axpy`.
+//! `f32` dot product and `axpy`. [`hadamard_rotate`] is the rotation a `q8_0` cache stores its
+//! rows in (see `KvCache::rotation`).
 
 use super::Kernels;
 
