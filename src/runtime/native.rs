@@ -404,12 +404,17 @@ impl NativeModel {
             // in the cache's type (converted or quantized here).
             cache.shift_keys(li, &mut s.k[..t * nkv * hd]);
             // A q8_0 cache holds rotated rows: rotate the keys and values it stores and the
-            // queries that attend over them; the outputs are rotated back below.
+            // queries that attend over them; each head's output is rotated back as it is made.
             let rotation = cache.rotation();
             if let Some(n) = rotation {
                 hadamard_rotate(&mut s.k[..t * nkv * hd], n);
                 hadamard_rotate(&mut s.v[..t * nkv * hd], n);
-                hadamard_rotate(&mut s.q[..t * nh * hd], n);
+                let q = &mut s.q[..t * nh * hd];
+                if t > 1 {
+                    pool::for_each_chunk_mut(q, nh * hd, &|_, row| hadamard_rotate(row, n));
+                } else {
+                    hadamard_rotate(q, n);
+                }
             }
             {
                 let (kc, vc) = cache.host_layer_mut(li)?;
@@ -442,6 +447,9 @@ impl NativeModel {
                     scores,
                     out,
                 );
+                if let Some(r) = rotation {
+                    hadamard_rotate(out, r);
+                }
             };
             let work_items = t * nh * (pos + t);
             if work_items * hd >= 1 << 16 {
@@ -455,9 +463,6 @@ impl NativeModel {
                     .enumerate()
                     .for_each(|item| work(item, &mut sc));
                 s.tmp = sc;
-            }
-            if let Some(n) = rotation {
-                hadamard_rotate(&mut s.att, n);
             }
             s.prof.lap(4);
             s.acts.set(&s.att, nh * hd);
