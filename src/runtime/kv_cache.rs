@@ -661,10 +661,13 @@ mod tests {
                 .map(|(o, t)| (*o as f64 - t).abs())
                 .fold(0f64, f64::max)
         };
-        let mut plain = KvCache::new_host(host_cfg(), KvType::Q8_0);
-        fill(&mut plain, &keys, &vals, false, false)?;
-        let mut shifted = KvCache::new_host(host_cfg(), KvType::Q8_0);
-        fill(&mut shifted, &keys, &vals, true, false)?;
+        let filled = |shift: bool, rotate: bool| -> Result<KvCache> {
+            let mut c = KvCache::new_host(host_cfg(), KvType::Q8_0);
+            fill(&mut c, &keys, &vals, shift, rotate)?;
+            Ok(c)
+        };
+        let plain = filled(false, false)?;
+        let mut shifted = filled(true, false)?;
         let (e_plain, e_shift) = (
             err(&attend_head0(&plain, &q, n, false)?),
             err(&attend_head0(&shifted, &q, n, false)?),
@@ -679,10 +682,7 @@ mod tests {
         );
         // Rotated rows (the query rotated in, the output back): the large channel spreads
         // over the block, alone and with the shift.
-        let mut rotated = KvCache::new_host(host_cfg(), KvType::Q8_0);
-        fill(&mut rotated, &keys, &vals, false, true)?;
-        let mut both = KvCache::new_host(host_cfg(), KvType::Q8_0);
-        fill(&mut both, &keys, &vals, true, true)?;
+        let (rotated, both) = (filled(false, true)?, filled(true, true)?);
         let (e_rot, e_both) = (
             err(&attend_head0(&rotated, &q, n, true)?),
             err(&attend_head0(&both, &q, n, true)?),

@@ -214,55 +214,16 @@ pub fn hadamard_rotate(x: &mut [f32], n: usize) {
         "Hadamard blocks of {n} do not tile {} values",
         x.len()
     );
-    let norm = 1.0 / (n as f32).sqrt();
-    if n >= 8 {
-        // The first three stages inside each run of 8 (unrolled, so they stay in registers),
-        // then the wider ones on whole runs of 8, which vectorize.
-        for row in x.chunks_exact_mut(8) {
-            let a = [
-                row[0] + row[1],
-                row[0] - row[1],
-                row[2] + row[3],
-                row[2] - row[3],
-                row[4] + row[5],
-                row[4] - row[5],
-                row[6] + row[7],
-                row[6] - row[7],
-            ];
-            let b = [
-                a[0] + a[2],
-                a[1] + a[3],
-                a[0] - a[2],
-                a[1] - a[3],
-                a[4] + a[6],
-                a[5] + a[7],
-                a[4] - a[6],
-                a[5] - a[7],
-            ];
-            for i in 0..4 {
-                row[i] = b[i] + b[i + 4];
-                row[i + 4] = b[i] - b[i + 4];
-            }
-        }
-        for block in x.chunks_exact_mut(n) {
-            let mut h = 8;
-            while h < n {
-                for pair in block.chunks_exact_mut(2 * h) {
-                    let (a, b) = pair.split_at_mut(h);
-                    for (a, b) in a.iter_mut().zip(b.iter_mut()) {
-                        let (x, y) = (*a, *b);
-                        *a = x + y;
-                        *b = x - y;
-                    }
-                }
-                h *= 2;
-            }
-        }
-        x.iter_mut().for_each(|v| *v *= norm);
-        return;
-    }
+    // The first three stages inside each run of 8, unrolled so they stay in registers; the
+    // wider stages then work on whole runs of 8, which vectorize.
+    let unrolled = if n >= 8 {
+        x.chunks_exact_mut(8).for_each(hadamard8);
+        8
+    } else {
+        1
+    };
     for block in x.chunks_exact_mut(n) {
-        let mut h = 1;
+        let mut h = unrolled;
         while h < n {
             for pair in block.chunks_exact_mut(2 * h) {
                 let (a, b) = pair.split_at_mut(h);
@@ -274,7 +235,37 @@ pub fn hadamard_rotate(x: &mut [f32], n: usize) {
             }
             h *= 2;
         }
-        block.iter_mut().for_each(|v| *v *= norm);
+    }
+    let norm = 1.0 / (n as f32).sqrt();
+    x.iter_mut().for_each(|v| *v *= norm);
+}
+
+/// The unnormalized Walsh–Hadamard transform of 8 values in place: butterflies of distance
+/// 1, 2 and 4.
+fn hadamard8(row: &mut [f32]) {
+    let a = [
+        row[0] + row[1],
+        row[0] - row[1],
+        row[2] + row[3],
+        row[2] - row[3],
+        row[4] + row[5],
+        row[4] - row[5],
+        row[6] + row[7],
+        row[6] - row[7],
+    ];
+    let b = [
+        a[0] + a[2],
+        a[1] + a[3],
+        a[0] - a[2],
+        a[1] - a[3],
+        a[4] + a[6],
+        a[5] + a[7],
+        a[4] - a[6],
+        a[5] - a[7],
+    ];
+    for i in 0..4 {
+        row[i] = b[i] + b[i + 4];
+        row[i + 4] = b[i] - b[i + 4];
     }
 }
 
