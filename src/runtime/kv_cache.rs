@@ -182,7 +182,7 @@ impl KvCache {
         if !on || self.host != Some(KvType::Q8_0) || self.cfg.head_dim_k != self.cfg.head_dim_v {
             return None;
         }
-        crate::kernels::cpu::kv_rotation_block(self.cfg.head_dim_k)
+        crate::kernels::cpu::kv::rotation_block(self.cfg.head_dim_k)
     }
 
     /// Whether this is a host cache.

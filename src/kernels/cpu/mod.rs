@@ -24,7 +24,7 @@ pub mod avx2_kv;
 use std::sync::OnceLock;
 
 pub use blocks::{ActBlocks32, ActBlocksK, QK32, QK_K};
-pub use kv::{hadamard_rotate, rotation_block as kv_rotation_block, KvBuf, KvRows, KvType};
+pub use kv::{hadamard_rotate, KvBuf, KvRows, KvType};
 pub use panel::{PackFn, Panel, PanelActs, PANEL_ROWS};
 
 /// The storage formats the kernels compute with.
