@@ -387,13 +387,19 @@ fn file_type_name(ft: u64) -> Option<&'static str> {
     })
 }
 
-/// The hardware to size for: a preset name, or `this` machine (with the calibration profile
-/// of `device` when `boyd validate` wrote one); `mem_gib` overrides the memory size.
+/// The hardware to size for: a preset name, `this` machine (with the calibration profile of
+/// `device` when `boyd validate` wrote one), or hardware as people write it ("24 GB GPU",
+/// "RTX 3060 12 GB", "MacBook Pro M3 Max 64 GB": [`sizing::described`]); `mem_gib` overrides
+/// the memory size.
 pub fn hardware(name: &str, device: &str, mem_gib: Option<f64>) -> anyhow::Result<Hardware> {
-    let mut hw = if name.eq_ignore_ascii_case("this") {
+    let mut hw = if name.trim().eq_ignore_ascii_case("this") {
         this_machine(device)?
     } else {
-        Hardware::preset(name)?
+        match Hardware::preset(name) {
+            Ok(h) => h,
+            // Not a preset's name: hardware as people write it ("24 GB GPU", "M2 Ultra").
+            Err(_) => sizing::described::described(name, &Hardware::presets()?)?,
+        }
     };
     if let Some(gib) = mem_gib {
         if !(gib.is_finite() && gib > 0.0 && gib < 1e9) {

@@ -215,7 +215,18 @@ pub fn named_values(task: &str, choices: &[String]) -> Vec<String> {
         .cloned()
         .collect();
     if !exact.is_empty() {
-        return exact;
+        // The most specific value wins: "llama-3.1-8b" names the model, not also its family
+        // "llama-3.1".
+        let specific: Vec<String> = exact
+            .iter()
+            .filter(|c| {
+                !exact.iter().any(|o| {
+                    o.len() > c.len() && o.starts_with(c.as_str()) && o[c.len()..].starts_with('-')
+                })
+            })
+            .cloned()
+            .collect();
+        return specific;
     }
     // Model names as people write them: "Llama-3-70B" for llama-3.1-70b, "Qwen 2.5 14B" for
     // qwen2.5-14b. A value with a parameter count names itself when the task has a word
@@ -538,6 +549,20 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             continue;
         }
         let mut changed = false;
+        // size_model's hw is free text ("24 GB GPU"); when the task names presets, they are
+        // its only values, as for any enum.
+        let hw_key = match tool.name() {
+            "size_model" => Some("hw"),
+            "hardware" => Some("preset"),
+            _ => None,
+        };
+        if let Some(key) = hw_key {
+            let named = named_values(task, &preset_names(allowed));
+            if let (false, Some(hw)) = (named.is_empty(), props.get_mut(key)) {
+                *hw = serde_json::json!({ "enum": named });
+                changed = true;
+            }
+        }
         let mut emptied = false;
         let mut newly_required: Vec<String> = Vec::new();
         let mut dropped: Vec<String> = Vec::new();
@@ -899,7 +924,7 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
             return None;
         }
         // Each named model on each named preset (on any, when the task names none).
-        let presets: Vec<String> = named_in("size_model", "hw")
+        let presets: Vec<String> = named_values(task, &preset_names(allowed))
             .into_iter()
             .filter(|p| p != "this")
             .collect();
@@ -965,16 +990,29 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
         return (!answer.is_empty()).then_some(answer);
     }
     // "this" is a preset name and a common word: it does not name hardware by itself.
-    let presets: Vec<String> = named_in("hardware", "preset")
-        .into_iter()
-        .filter(|p| p != "this")
-        .collect();
+    let presets: Vec<String> = named_values(task, &preset_names(allowed));
     let hw = out.get("hardware")?;
     let left = enum_values(&hw.args_schema()["properties"]["preset"]).unwrap_or_default();
     if presets.is_empty() || !left.iter().any(|p| presets.contains(p)) {
         return None;
     }
     Some(only(hw.clone()))
+}
+
+/// The hardware presets (the `hardware` tool's enum, less `this`: a common word).
+fn preset_names(allowed: &Toolset) -> Vec<String> {
+    allowed
+        .get("hardware")
+        .and_then(|t| enum_values(&t.args_schema()["properties"]["preset"]))
+        .or_else(|| {
+            crate::sizing::Hardware::presets()
+                .ok()
+                .map(|p| p.into_iter().map(|h| h.name).collect())
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p != "this")
+        .collect()
 }
 
 /// A tool set of `tool` alone.
@@ -1326,10 +1364,8 @@ mod tests {
     fn a_task_that_names_no_value_leaves_the_enum_whole() {
         let tools = Toolset::builtin(None);
         let n = narrow(&tools, "What is 2 + 2?", &[], &[]);
-        assert_eq!(
-            enum_of(&n, "hardware", "preset"),
-            enum_of(&tools, "hardware", "preset")
-        );
+        let schema = |t: &Toolset| t.get("hardware").expect("hardware").args_schema();
+        assert_eq!(schema(&n), schema(&tools));
     }
 
     #[test]

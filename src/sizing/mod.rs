@@ -14,6 +14,7 @@
 
 pub mod arch;
 pub mod compute;
+pub mod described;
 pub mod error;
 pub mod hardware;
 pub mod hf_config;
