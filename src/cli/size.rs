@@ -34,8 +34,11 @@ pub struct Args {
     /// training context.
     #[arg(long, short = 'c', value_parser = ctx_arg)]
     pub ctx: Option<u32>,
-    /// Hardware: a preset from models/hardware.toml (h200, rtx-4090, m3-max, …) or `this`
-    /// (this machine's RAM, with its calibration profile when `boyd validate` has written one).
+    /// Hardware: a preset from models/hardware.toml (h200, rtx-4090, m3-max, …), `this`
+    /// (this machine's RAM, with its calibration profile when `boyd validate` has written one),
+    /// or hardware as people write it: "24 GB GPU", "RTX 3060 12 GB", "MacBook Pro M3 Max
+    /// 64 GB", "32 GB RAM" (an unnamed device takes the bandwidth of the nearest preset of its
+    /// class, and the card says so).
     #[arg(long, default_value = "this")]
     pub hw: String,
     /// Override the preset's memory, in GiB (e.g. an M2 Max with 32 GB: --mem-gib 32).

@@ -26,4 +26,5 @@ mod react_audit;
 mod remote;
 mod serve;
 mod sizing;
+mod sizing_words;
 mod tokenizer;
