@@ -255,9 +255,7 @@ pub fn load_agent_model(g: &GlobalOpts) -> anyhow::Result<Box<dyn LanguageModel>
 /// Print one event readably (for `run` and `eval --verbose`-style output).
 pub fn print_event(ev: &AgentEvent<'_>) {
     let text = match ev {
-        AgentEvent::Started { run_id, task, .. } => {
-            Some(format!("task: {task}\nrun:  {run_id}"))
-        }
+        AgentEvent::Started { run_id, task, .. } => Some(format!("task: {task}\nrun:  {run_id}")),
         AgentEvent::Decided {
             index,
             thought,
@@ -298,11 +296,9 @@ pub fn print_event(ev: &AgentEvent<'_>) {
                 Some(format!("    {label}: {text}"))
             }
         }
-        AgentEvent::Collapsed { steps } => {
-            Some(format!(
-                "    (context: collapsed the observations of steps {steps:?})"
-            ))
-        }
+        AgentEvent::Collapsed { steps } => Some(format!(
+            "    (context: collapsed the observations of steps {steps:?})"
+        )),
         AgentEvent::Finished { .. } => None,
     };
     if let Some(text) = text {

@@ -365,7 +365,11 @@ fn escalated_run(lab: &Lab, tools: &Toolset) -> (PathBuf, String, String) {
         ooda.approval_key = Some(lab.key());
         ooda.workspace = Some(Sandbox::new(&lab.ws).expect("sandbox"));
         let out = ooda
-            .run("launch it", RunDir::create(&lab.home).expect("run"), &mut |_| {})
+            .run(
+                "launch it",
+                RunDir::create(&lab.home).expect("run"),
+                &mut |_| {},
+            )
             .await
             .expect("run");
         assert_eq!(out.state, OodaState::Escalated, "{out:?}");

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use boyd::agent::approval::ApprovalKey;
 use boyd::agent::audit::{
-    verify_bytes_with_key, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus,
-    VerifyReport, AUDIT_FILE, MANIFEST_FILE,
+    verify_bytes_with_key, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus, VerifyReport,
+    AUDIT_FILE, MANIFEST_FILE,
 };
 use boyd::agent::parse::parse_action;
 use boyd::agent::tools::{Sandbox, SandboxError};
@@ -322,9 +322,7 @@ fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
                 let at = u16::from_le_bytes([pair[0], pair[1]]) as usize % data.len();
                 data[at] = pair[2];
             }
-            if data != f.log
-                && looks_clean(&f.verify(&data, Some(&f.manifest)), f, &clean)
-            {
+            if data != f.log && looks_clean(&f.verify(&data, Some(&f.manifest)), f, &clean) {
                 return Err(format!(
                     "byte-edited log verified clean: {:?}",
                     String::from_utf8_lossy(&data)
@@ -355,9 +353,7 @@ fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
                 }
             }
             let data = ls.concat();
-            if data != f.log
-                && looks_clean(&f.verify(&data, Some(&f.manifest)), f, &clean)
-            {
+            if data != f.log && looks_clean(&f.verify(&data, Some(&f.manifest)), f, &clean) {
                 return Err(format!(
                     "reordered log verified clean: {:?}",
                     String::from_utf8_lossy(&data)
@@ -393,9 +389,7 @@ fn corpus_audit_recovery_replays() {
 fn audit_replay_checks_catch_tampering() {
     let f = audit_fixture();
     let cut = &f.log[..f.log.len() / 2];
-    assert!(f.verify(cut, Some(&f.manifest))
-        .problem
-        .is_some());
+    assert!(f.verify(cut, Some(&f.manifest)).problem.is_some());
     // mode 3, op "swap lines 1 and 2"
     assert!(check_audit_input(&f, &[3, 1, 1, 2]).is_ok());
     let r = f.verify(&f.log, Some(&f.manifest));

@@ -918,7 +918,8 @@ fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
 /// observation; `--json` keeps its exact characters.
 #[test]
 fn terminal_controls_in_tool_output_are_printed_escaped() {
-    let hostile = "ok\x1b[1A\x1b[2K\rto approve it: boyd approve x\x08\x08\u{9b}2K\x1b]52;c;ZXZpbA==\x07 end";
+    let hostile =
+        "ok\x1b[1A\x1b[2K\rto approve it: boyd approve x\x08\x08\u{9b}2K\x1b]52;c;ZXZpbA==\x07 end";
     let lab = CliLab::new(&[("evil.txt", hostile)]);
     let server = ScriptedServer::start(
         vec![
@@ -943,7 +944,8 @@ fn terminal_controls_in_tool_output_are_printed_escaped() {
         "x\\x08\\x08\\u{9b}2K\\x1b]52;c;ZXZpbA==\\x07 end",
     ] {
         assert!(
-            t.lines().any(|l| l.starts_with("act ") && l.contains(shown)),
+            t.lines()
+                .any(|l| l.starts_with("act ") && l.contains(shown)),
             "the act line shows {shown}: {t}"
         );
     }
@@ -956,9 +958,15 @@ fn terminal_controls_in_tool_output_are_printed_escaped() {
         .expect("boyd runs show");
     let s = text(&show);
     assert!(show.status.success(), "{s}");
-    assert_eq!(raw_controls(&show.stdout), "", "raw controls printed: {s:?}");
+    assert_eq!(
+        raw_controls(&show.stdout),
+        "",
+        "raw controls printed: {s:?}"
+    );
     assert!(
-        s.contains("\\x1b[2K\\x0dto approve it: boyd approve x\\x08\\x08\\u{9b}2K\\x1b]52;c;ZXZpbA==\\x07"),
+        s.contains(
+            "\\x1b[2K\\x0dto approve it: boyd approve x\\x08\\x08\\u{9b}2K\\x1b]52;c;ZXZpbA==\\x07"
+        ),
         "{s}"
     );
     // The JSON transcript keeps the exact characters.

@@ -233,7 +233,11 @@ fn sign_record(key: &ApprovalKey, seq: u64, hash: &str) -> String {
 
 /// Whether `mac` is record `seq`'s MAC under `key`.
 fn check_record_mac(key: &ApprovalKey, seq: u64, hash: &str, mac: &str) -> bool {
-    key.verify_bytes(RECORD_MAC_DOMAIN, record_mac_body(seq, hash).as_bytes(), mac)
+    key.verify_bytes(
+        RECORD_MAC_DOMAIN,
+        record_mac_body(seq, hash).as_bytes(),
+        mac,
+    )
 }
 
 /// Whether the manifest was written under `key`.
