@@ -1,4 +1,5 @@
-//! Fuzz audit-log verification and recovery (`boyd::agent::audit::verify_bytes`).
+//! Fuzz audit-log verification and recovery (`boyd::agent::audit::verify_bytes_with_key`: the
+//! log is written under a key, and every check verifies the records' MACs under it).
 //!
 //! The first input byte picks a mode:
 //! - raw: the rest of the input is the log, checked with no manifest and with a real one;
@@ -14,9 +15,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use boyd::agent::approval::ApprovalKey;
 use boyd::agent::audit::{
-    verify_bytes, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus, AUDIT_FILE,
-    MANIFEST_FILE,
+    verify_bytes_with_key, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus,
+    VerifyReport, AUDIT_FILE, MANIFEST_FILE,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -29,11 +31,20 @@ struct Fixture {
     path: PathBuf,
 }
 
+/// The key the fixture is written with.
+fn key() -> ApprovalKey {
+    ApprovalKey::from_bytes([9; 32])
+}
+
+fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> VerifyReport {
+    verify_bytes_with_key(path, data, manifest, Some(&key()))
+}
+
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut log = ChainLog::create(dir.path()).expect("create");
+        let mut log = ChainLog::create_with_key(dir.path(), Some(key())).expect("create");
         let read_manifest = || -> Manifest {
             serde_json::from_str(
                 &std::fs::read_to_string(dir.path().join(MANIFEST_FILE)).expect("read manifest"),
@@ -55,6 +66,7 @@ fn fixture() -> &'static Fixture {
                 irreversible: false,
                 approval: None,
                 implicit: false,
+                why: None,
             },
             AuditEvent::Outcome {
                 action_id: 1,
@@ -73,6 +85,7 @@ fn fixture() -> &'static Fixture {
                 irreversible: true,
                 approval: Some("ab".repeat(32)),
                 implicit: false,
+                why: None,
             },
             AuditEvent::Terminal {
                 state: "completed".into(),

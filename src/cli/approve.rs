@@ -1,7 +1,9 @@
-//! `boyd approve RUN FINGERPRINT [--ttl 15m]`: print an approval token for one exact action.
+//! `boyd approve RUN FINGERPRINT [--ttl 15m]`: print an approval token for the one exact action
+//! the run is waiting for (any other fingerprint is refused).
 
 use std::process::ExitCode;
 
+use super::term::safe;
 use super::GlobalOpts;
 use crate::agent::approval::{parse_ttl, ApprovalKey};
 use crate::agent::guard::fingerprint;
@@ -32,23 +34,41 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let home = boyd_home()?;
     let run = find_run(&home, &args.run)?;
     let key = ApprovalKey::load_default()?;
-    // Say what is being approved, when the run is waiting for it. The snapshot must verify
-    // under the key, and the fingerprint is recomputed from its pending tool and arguments, so
-    // what is shown is what the token allows.
+    // Sign only the action the run is waiting for. The snapshot must verify under the key, and
+    // the fingerprint is recomputed from its pending tool and arguments, so what is shown is
+    // what the token allows; any other fingerprint (a mistyped one, or one a hostile transcript
+    // suggested) is refused.
     let pending = match load_verified_snapshot(&run.path, Some(&key)) {
         Ok(s) => s.pending,
         Err(e @ OodaError::BadSnapshot { .. }) => {
-            anyhow::bail!("refusing to approve: {e}")
+            anyhow::bail!("refusing to approve: {}", safe(&e.to_string()))
         }
-        Err(_) => None,
+        Err(e) => anyhow::bail!(
+            "refusing to approve: cannot read what run {} is waiting for ({}); only an OODA run paused on an action can be approved",
+            run.id,
+            safe(&e.to_string())
+        ),
     };
     let what = match &pending {
-        Some(p) if fingerprint(&p.tool, &p.args) == fp => Some(format!(
+        Some(p) if fingerprint(&p.tool, &p.args) == fp => format!(
             "{} {}",
             p.tool,
             crate::agent::guard::canonical_json(&p.args)
-        )),
-        _ => None,
+        ),
+        Some(p) => anyhow::bail!(
+            "refusing to approve: run {} is not waiting for action {fp}; it is waiting for {} ({}). Copy the fingerprint from the run's `pending:` line",
+            run.id,
+            fingerprint(&p.tool, &p.args),
+            safe(&format!(
+                "{} {}",
+                p.tool,
+                crate::agent::guard::canonical_json(&p.args)
+            ))
+        ),
+        None => anyhow::bail!(
+            "refusing to approve: run {} is not waiting for any action to be approved",
+            run.id
+        ),
     };
     let token = key.issue(&run.id, &fp, ttl);
     if g.json {
@@ -57,13 +77,12 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
             serde_json::json!({"run": run.id, "fingerprint": fp, "ttl_s": ttl.as_secs(), "action": what, "token": token})
         );
     } else {
-        match &what {
-            Some(a) => eprintln!("approving in run {}: {a} (valid {} s, single use)", run.id, ttl.as_secs()),
-            None => eprintln!(
-                "warning: run {} is not waiting for action {fp}; the token only works for that exact action",
-                run.id
-            ),
-        }
+        eprintln!(
+            "approving in run {}: {} (valid {} s, single use)",
+            run.id,
+            safe(&what),
+            ttl.as_secs()
+        );
         println!("{token}");
     }
     Ok(ExitCode::SUCCESS)

@@ -25,6 +25,7 @@ pub mod serve;
 pub mod size;
 pub mod size_parallel;
 pub mod size_published;
+mod term;
 pub mod validate;
 
 /// Global options shared by every subcommand.

@@ -2,6 +2,7 @@
 //! options, the tool set, the model-backed phases, and the readable phase stream.
 
 use super::clip;
+use super::term::safe;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -232,8 +233,7 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// Print one phase event readably.
 pub fn print_event(ev: &OodaEvent<'_>) {
-    let mut out = std::io::stdout().lock();
-    let _ = match ev {
+    let text = match ev {
         OodaEvent::Started {
             run_id,
             task,
@@ -243,12 +243,11 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             ..
         } => {
             let t: Vec<String> = tiers.iter().map(|(n, t)| format!("{n}={}", t.as_str())).collect();
-            writeln!(
-                out,
+            Some(format!(
                 "{}task: {task}\nrun:  {run_id}\ntiers: {}\nrisk budget: {budget:.1}",
                 if *resumed { "(resumed)\n" } else { "" },
                 t.join(", ")
-            )
+            ))
         }
         OodaEvent::Observed { observation: o } => {
             let sig: Vec<String> = o
@@ -271,7 +270,7 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                     f.reason
                 ));
             }
-            writeln!(out, "{line}")
+            Some(line)
         }
         OodaEvent::Oriented { report, world, .. } => {
             let mut line = format!(
@@ -312,16 +311,15 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             for e in &report.extraction_errors {
                 line.push_str(&format!("\n         (fact extraction unusable: {})", clip(e, 80)));
             }
-            writeln!(out, "{line}")
+            Some(line)
         }
         OodaEvent::Compressed {
             steps,
             tokens_before,
             tokens_after,
-        } => writeln!(
-            out,
+        } => Some(format!(
             "orient   compressed: {steps} older steps summarized ({tokens_before} → {tokens_after} tokens)"
-        ),
+        )),
         OodaEvent::Decided { record } => {
             let how = match (&record.guidance, record.implicit) {
                 (Some(g), true) => format!("implicit ({g}), no model call"),
@@ -350,7 +348,7 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                     a.expected_value
                 ));
             }
-            writeln!(out, "{line}")
+            Some(line)
         }
         OodaEvent::Acted { report: r } => {
             let status = match r.status {
@@ -370,10 +368,9 @@ pub fn print_event(ev: &OodaEvent<'_>) {
             for d in &r.discrepancies {
                 line.push_str(&format!("\n         discrepancy: {d}"));
             }
-            writeln!(out, "{line}")
+            Some(line)
         }
-        OodaEvent::Hypothesis { hypothesis: h } => writeln!(
-            out,
+        OodaEvent::Hypothesis { hypothesis: h } => Some(format!(
             "hypothesis {}: {}{}",
             h.status.as_str(),
             clip(&h.statement, 160),
@@ -381,9 +378,13 @@ pub fn print_event(ev: &OodaEvent<'_>) {
                 .as_deref()
                 .map(|e| format!(" — {}", clip(e, 120)))
                 .unwrap_or_default()
-        ),
-        OodaEvent::Finished { .. } => Ok(()),
+        )),
+        OodaEvent::Finished { .. } => None,
     };
+    if let Some(text) = text {
+        // What tools, files and the model wrote is in it: shown with its controls escaped.
+        let _ = writeln!(std::io::stdout().lock(), "{}", safe(&text));
+    }
 }
 
 /// Print the end of a run: state, answer, how to continue, counters.
@@ -391,13 +392,13 @@ pub fn print_outcome(o: &OodaOutcome) {
     println!();
     println!("state: {}", o.state);
     if let Some(a) = &o.answer {
-        println!("Answer: {a}");
+        println!("Answer: {}", safe(a));
     }
     if let Some(d) = &o.detail {
-        println!("detail: {d}");
+        println!("detail: {}", safe(d));
     }
     if let (Some(fp), Some(act)) = (&o.pending_fingerprint, &o.pending_action) {
-        println!("pending: {act}");
+        println!("pending: {}", safe(act));
         println!(
             "to approve it: boyd approve {} {fp} --ttl 15m   then: boyd resume {} --approve <TOKEN>",
             o.run_id, o.run_id

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::ValueEnum;
 
+use super::term::safe;
 use super::GlobalOpts;
 use crate::agent::answer::AnswerMode;
 use crate::agent::planner::{ConstraintMode, LmPlanner, LmPlannerConfig};
@@ -253,11 +254,8 @@ pub fn load_agent_model(g: &GlobalOpts) -> anyhow::Result<Box<dyn LanguageModel>
 
 /// Print one event readably (for `run` and `eval --verbose`-style output).
 pub fn print_event(ev: &AgentEvent<'_>) {
-    let mut out = std::io::stdout().lock();
-    let _ = match ev {
-        AgentEvent::Started { run_id, task, .. } => {
-            writeln!(out, "task: {task}\nrun:  {run_id}")
-        }
+    let text = match ev {
+        AgentEvent::Started { run_id, task, .. } => Some(format!("task: {task}\nrun:  {run_id}")),
         AgentEvent::Decided {
             index,
             thought,
@@ -268,16 +266,15 @@ pub fn print_event(ev: &AgentEvent<'_>) {
                 Ok(Action::Final { answer }) => format!("final_answer {answer:?}"),
                 Err(e) => format!("(unparseable: {e})"),
             };
-            writeln!(
-                out,
+            Some(format!(
                 "\n[{index}] Thought: {}\n    Action: {}",
                 super::clip(thought, 300),
                 super::clip(&action, 300)
-            )
+            ))
         }
         AgentEvent::Observed { step } => {
             if step.observation.kind == ObservationKind::Final {
-                Ok(())
+                None
             } else {
                 let label = match step.observation.kind {
                     ObservationKind::Output => "Observation",
@@ -296,17 +293,18 @@ pub fn print_event(ev: &AgentEvent<'_>) {
                 if step.observation.text.lines().count() > 8 {
                     text.push_str("\n      …");
                 }
-                writeln!(out, "    {label}: {text}")
+                Some(format!("    {label}: {text}"))
             }
         }
-        AgentEvent::Collapsed { steps } => {
-            writeln!(
-                out,
-                "    (context: collapsed the observations of steps {steps:?})"
-            )
-        }
-        AgentEvent::Finished { .. } => Ok(()),
+        AgentEvent::Collapsed { steps } => Some(format!(
+            "    (context: collapsed the observations of steps {steps:?})"
+        )),
+        AgentEvent::Finished { .. } => None,
     };
+    if let Some(text) = text {
+        // What tools, files and the model wrote is in it: shown with its controls escaped.
+        let _ = writeln!(std::io::stdout().lock(), "{}", safe(&text));
+    }
 }
 
 /// The one-line summary of a run.
@@ -361,13 +359,13 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     } else {
         println!();
         match &outcome.answer {
-            Some(a) => println!("Answer: {a}"),
+            Some(a) => println!("Answer: {}", safe(a)),
             None => println!(
                 "No answer: {}",
-                outcome.detail.as_deref().unwrap_or(outcome.stop.as_str())
+                safe(outcome.detail.as_deref().unwrap_or(outcome.stop.as_str()))
             ),
         }
-        println!("{}", summary_line(&outcome));
+        println!("{}", safe(&summary_line(&outcome)));
     }
     Ok(match outcome.stop {
         StopReason::Completed => ExitCode::SUCCESS,

@@ -1,12 +1,16 @@
 //! `boyd runs list | show RUN`: past agent runs under `$BOYD_HOME/runs`.
 
 use super::clip;
+use super::term::safe;
 use std::process::ExitCode;
 
 use clap::Subcommand;
 
 use super::GlobalOpts;
-use crate::agent::audit::{read_events, verify, AuditEvent, AUDIT_FILE};
+use crate::agent::approval::{config_dir, ApprovalKey, KEY_FILE};
+use crate::agent::audit::{
+    read_events, verify_with_key, AuditEvent, RecordMacs, SignatureCheck, AUDIT_FILE,
+};
 use crate::agent::guard::canonical_json;
 use crate::agent::ooda::hypothesis::Hypothesis;
 use crate::agent::ooda::intent::{IntentWhy, WORLDS_DIR};
@@ -71,8 +75,8 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                     r.id,
                     stop,
                     steps,
-                    clip(&answer, 20),
-                    clip(r.task.as_deref().unwrap_or("?"), 60)
+                    safe(&clip(&answer, 20)),
+                    safe(&clip(r.task.as_deref().unwrap_or("?"), 60))
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -84,7 +88,11 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&records)?);
                 return Ok(ExitCode::SUCCESS);
             }
-            println!("run:  {}\ndir:  {}", r.id, r.path.display());
+            println!(
+                "run:  {}\ndir:  {}",
+                r.id,
+                safe(&r.path.display().to_string())
+            );
             let whys = intent_whys(&r.path);
             for rec in records {
                 match rec {
@@ -96,10 +104,15 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                         started_at,
                         ..
                     } => {
-                        println!("task: {task}\nplanner: {planner}  started: {started_at}");
-                        println!("tools: {}", tools.join(", "));
+                        println!(
+                            "task: {}\nplanner: {}  started: {}",
+                            safe(&task),
+                            safe(&planner),
+                            safe(&started_at)
+                        );
+                        println!("tools: {}", safe(&tools.join(", ")));
                         if let Some(w) = workspace {
-                            println!("workspace: {}", w.display());
+                            println!("workspace: {}", safe(&w.display().to_string()));
                         }
                     }
                     Record::Step(s) => {
@@ -111,9 +124,16 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                         println!(
                             "\n[{}] Thought: {}\n    Action: {}\n    Observation: {}",
                             s.index,
-                            clip(&s.thought, 300),
-                            clip(&action, 300),
-                            s.observation.text.lines().take(12).collect::<Vec<_>>().join("\n      ")
+                            safe(&clip(&s.thought, 300)),
+                            safe(&clip(&action, 300)),
+                            safe(
+                                &s.observation
+                                    .text
+                                    .lines()
+                                    .take(12)
+                                    .collect::<Vec<_>>()
+                                    .join("\n      ")
+                            )
                         );
                         println!(
                             "    ({:.2} s; prompt {} tokens: {} prefilled, {} reused; {} generated, {} forced, {} decode passes)",
@@ -137,9 +157,9 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
                     Record::End(o) => {
                         println!();
                         if let Some(a) = &o.answer {
-                            println!("Answer: {a}");
+                            println!("Answer: {}", safe(a));
                         }
-                        println!("{}", super::run::summary_line(&o));
+                        println!("{}", safe(&super::run::summary_line(&o)));
                     }
                 }
             }
@@ -178,25 +198,34 @@ fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>, hypotheses: &[Hypothesi
     }
     println!("\nWhy each action ran:");
     for (id, (tool, why)) in whys {
-        println!("  [{id}] {tool}: {}", clip(&why.reasoning, 600));
-        println!("      world model: {WORLDS_DIR}/{}.json", why.world_sha256);
+        println!(
+            "  [{id}] {}: {}",
+            safe(tool),
+            safe(&clip(&why.reasoning, 600))
+        );
+        println!(
+            "      world model: {WORLDS_DIR}/{}.json",
+            safe(&why.world_sha256)
+        );
         if let Some(h) = hypotheses.iter().find(|h| h.action_id == Some(*id)) {
             println!(
                 "      hypothesis: {} — {}{}",
-                clip(&h.statement, 200),
+                safe(&clip(&h.statement, 200)),
                 h.status.as_str(),
-                h.evidence
-                    .as_deref()
-                    .map(|e| format!(" ({})", clip(e, 160)))
-                    .unwrap_or_default()
+                safe(
+                    &h.evidence
+                        .as_deref()
+                        .map(|e| format!(" ({})", clip(e, 160)))
+                        .unwrap_or_default()
+                )
             );
         }
         for a in &why.alternatives {
             println!(
                 "      not chosen: {} {} ({})",
-                a.tool,
-                clip(&canonical_json(&a.args), 120),
-                a.why_not
+                safe(&a.tool),
+                safe(&clip(&canonical_json(&a.args), 120)),
+                safe(&a.why_not)
             );
         }
     }
@@ -204,21 +233,35 @@ fn print_whys(whys: &BTreeMap<u64, (String, IntentWhy)>, hypotheses: &[Hypothesi
 
 /// The actions in the run's audit log, when it has one (every OODA run; a ReAct run that called
 /// a tool with side effects, such as the shell): each intent with how it ended, and whether the
-/// chain verifies (`boyd audit verify` also checks who signed it).
+/// chain verifies, under this machine's approval key when there is one (never created here).
 fn print_audit(run_dir: &Path) {
     if !run_dir.join(AUDIT_FILE).exists() {
         return;
     }
     let events = read_events(run_dir).unwrap_or_default();
-    let verdict = match verify(run_dir) {
-        Ok(r) => match (&r.problem, r.unknown_intents.len()) {
-            (Some(p), _) => format!("DAMAGED at {p}"),
-            (None, 0) => "chain intact".to_string(),
-            (None, n) => format!("chain intact; {n} action(s) with no outcome"),
-        },
+    let key = config_dir()
+        .ok()
+        .filter(|d| d.join(KEY_FILE).is_file())
+        .and_then(|d| ApprovalKey::load_or_create(&d).ok());
+    let verdict = match verify_with_key(run_dir, key.as_ref()) {
+        Ok(r) => {
+            let signed = match (key.is_some(), r.signature, r.record_macs) {
+                (false, _, _) => "not checked for a signature: no approval key here",
+                (true, SignatureCheck::Valid, RecordMacs::Signed) => "signed by this key",
+                (true, SignatureCheck::Valid, _) => {
+                    "legacy: the records are unsigned, the manifest is signed by this key"
+                }
+                (true, _, _) => "NOT WRITTEN BY THIS KEY",
+            };
+            match (&r.problem, r.unknown_intents.len()) {
+                (Some(p), _) => format!("DAMAGED at {p}"),
+                (None, 0) => format!("chain intact, {signed}"),
+                (None, n) => format!("chain intact, {signed}; {n} action(s) with no outcome"),
+            }
+        }
         Err(e) => format!("cannot verify: {e}"),
     };
-    println!("\nAudit log ({AUDIT_FILE}, {verdict}):");
+    println!("\nAudit log ({AUDIT_FILE}, {}):", safe(&verdict));
     for r in &events {
         if let AuditEvent::Intent {
             action_id,
@@ -238,9 +281,10 @@ fn print_audit(run_dir: &Path) {
                 _ => None,
             });
             println!(
-                "  [{action_id}] {tool} {} -> {}",
-                clip(&canonical_json(args), 120),
-                status.as_deref().unwrap_or("no outcome")
+                "  [{action_id}] {} {} -> {}",
+                safe(tool),
+                safe(&clip(&canonical_json(args), 120)),
+                safe(status.as_deref().unwrap_or("no outcome"))
             );
         }
     }

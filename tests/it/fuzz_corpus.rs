@@ -4,8 +4,9 @@
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
+use boyd::agent::approval::ApprovalKey;
 use boyd::agent::audit::{
-    verify_bytes, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus, VerifyReport,
+    verify_bytes_with_key, AuditEvent, AuditSink, ChainLog, Manifest, OutcomeStatus, VerifyReport,
     AUDIT_FILE, MANIFEST_FILE,
 };
 use boyd::agent::parse::parse_action;
@@ -181,9 +182,11 @@ fn prepare_write_through_an_escaping_symlink_creates_nothing_outside() {
 // ---------------------------------------------------------------------------------------------
 // audit_recovery: the same fixture and the same four modes as `fuzz/fuzz_targets/audit_recovery.rs`
 
-/// A finished log written by `ChainLog`, with the manifest after every record.
+/// A finished log written by `ChainLog` under a key, with the manifest after every record.
 struct AuditFixture {
     _dir: tempfile::TempDir,
+    /// The key it was written with (every check verifies the records' MACs under it).
+    key: ApprovalKey,
     log: Vec<u8>,
     manifest: Manifest,
     /// The manifest after 0, 1, 2, … records.
@@ -199,7 +202,8 @@ fn read_manifest(dir: &Path) -> Manifest {
 
 fn audit_fixture() -> AuditFixture {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = ChainLog::create(dir.path()).expect("create");
+    let key = ApprovalKey::from_bytes([9; 32]);
+    let mut log = ChainLog::create_with_key(dir.path(), Some(key.clone())).expect("create");
     let mut manifests = vec![read_manifest(dir.path())];
     let events = vec![
         AuditEvent::RunStarted {
@@ -249,12 +253,20 @@ fn audit_fixture() -> AuditFixture {
     let path = dir.path().join(AUDIT_FILE);
     let bytes = std::fs::read(&path).expect("read log");
     AuditFixture {
+        key,
         log: bytes,
         manifest: read_manifest(dir.path()),
         manifests,
         records,
         path,
         _dir: dir,
+    }
+}
+
+impl AuditFixture {
+    /// `verify_bytes` with the fixture's key.
+    fn verify(&self, data: &[u8], manifest: Option<&Manifest>) -> VerifyReport {
+        verify_bytes_with_key(&self.path, data, manifest, Some(&self.key))
     }
 }
 
@@ -268,14 +280,14 @@ fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
     let Some((&mode, rest)) = input.split_first() else {
         return Ok(());
     };
-    let clean = verify_bytes(&f.path, &f.log, Some(&f.manifest));
+    let clean = f.verify(&f.log, Some(&f.manifest));
     if !looks_clean(&clean, f, &clean) {
         return Err(format!("the untouched log does not verify: {clean:?}"));
     }
     match mode % 4 {
         0 => {
             for m in [None, Some(&f.manifest)] {
-                let r = verify_bytes(&f.path, rest, m);
+                let r = f.verify(rest, m);
                 if r.records > rest.split(|&b| b == b'\n').count() {
                     return Err(format!("more records than lines: {r:?}"));
                 }
@@ -298,7 +310,7 @@ fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
                 manifests.push(&f.manifests[complete - 1]);
             }
             for m in manifests {
-                let r = verify_bytes(&f.path, data, Some(m));
+                let r = f.verify(data, Some(m));
                 if r.problem.is_some() || r.records > f.records {
                     return Err(format!("a crash cut at {cut} is reported as damage: {r:?}"));
                 }
@@ -310,9 +322,7 @@ fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
                 let at = u16::from_le_bytes([pair[0], pair[1]]) as usize % data.len();
                 data[at] = pair[2];
             }
-            if data != f.log
-                && looks_clean(&verify_bytes(&f.path, &data, Some(&f.manifest)), f, &clean)
-            {
+            if data != f.log && looks_clean(&f.verify(&data, Some(&f.manifest)), f, &clean) {
                 return Err(format!(
                     "byte-edited log verified clean: {:?}",
                     String::from_utf8_lossy(&data)
@@ -343,9 +353,7 @@ fn check_audit_input(f: &AuditFixture, input: &[u8]) -> Result<(), String> {
                 }
             }
             let data = ls.concat();
-            if data != f.log
-                && looks_clean(&verify_bytes(&f.path, &data, Some(&f.manifest)), f, &clean)
-            {
+            if data != f.log && looks_clean(&f.verify(&data, Some(&f.manifest)), f, &clean) {
                 return Err(format!(
                     "reordered log verified clean: {:?}",
                     String::from_utf8_lossy(&data)
@@ -381,18 +389,16 @@ fn corpus_audit_recovery_replays() {
 fn audit_replay_checks_catch_tampering() {
     let f = audit_fixture();
     let cut = &f.log[..f.log.len() / 2];
-    assert!(verify_bytes(&f.path, cut, Some(&f.manifest))
-        .problem
-        .is_some());
+    assert!(f.verify(cut, Some(&f.manifest)).problem.is_some());
     // mode 3, op "swap lines 1 and 2"
     assert!(check_audit_input(&f, &[3, 1, 1, 2]).is_ok());
-    let r = verify_bytes(&f.path, &f.log, Some(&f.manifest));
+    let r = f.verify(&f.log, Some(&f.manifest));
     assert!(looks_clean(&r, &f, &r));
     // swapping two lines by hand gives a report that is not clean
     let mut ls: Vec<&[u8]> = f.log.split_inclusive(|&b| b == b'\n').collect();
     ls.swap(1, 2);
     let swapped = ls.concat();
-    let r2 = verify_bytes(&f.path, &swapped, Some(&f.manifest));
+    let r2 = f.verify(&swapped, Some(&f.manifest));
     assert!(!looks_clean(&r2, &f, &r), "{r2:?}");
     // a flipped byte in the middle of the first hash
     let at = f
@@ -403,7 +409,19 @@ fn audit_replay_checks_catch_tampering() {
         + 10;
     let mut flipped = f.log.clone();
     flipped[at] = if flipped[at] == b'0' { b'1' } else { b'0' };
-    assert!(!verify_bytes(&f.path, &flipped, Some(&f.manifest)).ok());
+    assert!(!f.verify(&flipped, Some(&f.manifest)).ok());
+    let input = [2, (at & 0xff) as u8, (at >> 8) as u8, flipped[at]];
+    assert!(check_audit_input(&f, &input).is_ok());
+    // a flipped byte in the first record's MAC (which the hashes do not cover)
+    let at = f
+        .log
+        .windows(7)
+        .position(|w| w == b"\"mac\":\"")
+        .expect("mac")
+        + 9;
+    let mut flipped = f.log.clone();
+    flipped[at] = if flipped[at] == b'0' { b'1' } else { b'0' };
+    assert!(!f.verify(&flipped, Some(&f.manifest)).ok());
     let input = [2, (at & 0xff) as u8, (at >> 8) as u8, flipped[at]];
     assert!(check_audit_input(&f, &input).is_ok());
 }
@@ -421,7 +439,7 @@ fn audit_verify_refuses_a_final_newline_turned_into_a_space() {
     let last = data.len() - 1;
     assert_eq!(data[last], b'\n');
     data[last] = b' ';
-    let r = verify_bytes(&f.path, &data, Some(&f.manifest));
+    let r = f.verify(&data, Some(&f.manifest));
     let p = r.problem.expect("a reformatted last line is damage");
     assert_eq!(
         (p.line, p.seq, p.kind),
@@ -431,9 +449,9 @@ fn audit_verify_refuses_a_final_newline_turned_into_a_space() {
     let text = String::from_utf8(f.log.clone()).expect("utf8");
     let edited = text.replacen("\"cost\":1.0", "\"cost\":1.00", 1);
     assert_ne!(edited, text);
-    let r = verify_bytes(&f.path, edited.as_bytes(), Some(&f.manifest));
+    let r = f.verify(edited.as_bytes(), Some(&f.manifest));
     assert_eq!(r.problem.map(|p| p.kind), Some(ProblemKind::Reformatted));
     // a crash right before the last newline is still only a cut, not damage
-    let r = verify_bytes(&f.path, &f.log[..last], Some(&f.manifest));
+    let r = f.verify(&f.log[..last], Some(&f.manifest));
     assert!(r.ok(), "{r:?}");
 }

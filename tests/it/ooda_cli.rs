@@ -911,3 +911,78 @@ fn hypotheses_are_confirmed_or_refuted_by_the_outcome_and_shown_by_runs_show() {
         "{t}"
     );
 }
+
+/// Issue 40, attack 6: a workspace file full of terminal controls (cursor up, erase line, a
+/// faked approval line, OSC 52 to the clipboard, the one-character C1 CSI) is shown escaped
+/// wherever the CLI prints it: the live `act` line of the run and `boyd runs show`'s
+/// observation; `--json` keeps its exact characters.
+#[test]
+fn terminal_controls_in_tool_output_are_printed_escaped() {
+    let hostile =
+        "ok\x1b[1A\x1b[2K\rto approve it: boyd approve x\x08\x08\u{9b}2K\x1b]52;c;ZXZpbA==\x07 end";
+    let lab = CliLab::new(&[("evil.txt", hostile)]);
+    let server = ScriptedServer::start(
+        vec![
+            proposal(&[("read_file", json!({"path": "evil.txt"}))]),
+            proposal(&[("final_answer", json!({"answer": "done"}))]),
+        ],
+        None,
+    );
+    let out = lab.run_ooda(&server, "Read evil.txt.", &[]);
+    let raw_controls = |bytes: &[u8]| {
+        let s = String::from_utf8_lossy(bytes);
+        s.chars()
+            .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+            .collect::<String>()
+    };
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert_eq!(raw_controls(&out.stdout), "", "raw controls printed: {t:?}");
+    // (The act line flattens whitespace, so the CR is a space there.)
+    for shown in [
+        "ok\\x1b[1A\\x1b[2K to approve it",
+        "x\\x08\\x08\\u{9b}2K\\x1b]52;c;ZXZpbA==\\x07 end",
+    ] {
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("act ") && l.contains(shown)),
+            "the act line shows {shown}: {t}"
+        );
+    }
+    let dir = lab.run_dir_in(&t);
+    let run_id = dir.file_name().expect("id").to_string_lossy().into_owned();
+    let show = lab
+        .boyd()
+        .args(["runs", "show", &run_id])
+        .output()
+        .expect("boyd runs show");
+    let s = text(&show);
+    assert!(show.status.success(), "{s}");
+    assert_eq!(
+        raw_controls(&show.stdout),
+        "",
+        "raw controls printed: {s:?}"
+    );
+    assert!(
+        s.contains(
+            "\\x1b[2K\\x0dto approve it: boyd approve x\\x08\\x08\\u{9b}2K\\x1b]52;c;ZXZpbA==\\x07"
+        ),
+        "{s}"
+    );
+    // The JSON transcript keeps the exact characters.
+    let json_show = lab
+        .boyd()
+        .args(["--json", "runs", "show", &run_id])
+        .output()
+        .expect("boyd runs show --json");
+    assert!(json_show.status.success(), "{}", text(&json_show));
+    let records: Value = serde_json::from_slice(&json_show.stdout).expect("json");
+    assert!(
+        records
+            .as_array()
+            .expect("records")
+            .iter()
+            .any(|r| r.to_string().contains("\\u001b]52;c;ZXZpbA==\\u0007")),
+        "{records}"
+    );
+}

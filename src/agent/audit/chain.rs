@@ -1,5 +1,5 @@
-//! The writer of the audit log: [`ChainLog`] appends hash-chained records to `audit.jsonl`,
-//! keeps the signed manifest `audit.head.json` in step, and reopens a run's log after a crash
+//! The writer of the audit log: [`ChainLog`] appends hash-chained records to `audit.jsonl`
+//! (each with its MAC when it has a key), keeps the signed manifest `audit.head.json` in step, and reopens a run's log after a crash
 //! (cutting a torn last line, recording what was recovered).
 
 use std::fs::File;
@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::check::{verify_with_key, VerifyReport};
 use super::{
-    io_err, manifest_body, record_hash, AuditError, AuditEvent, AuditRecord, AuditSink, Manifest,
-    SignatureCheck, AUDIT_FILE, GENESIS, MANIFEST_FILE, MANIFEST_MAC_DOMAIN,
+    io_err, manifest_body, record_hash, sign_record, AuditError, AuditEvent, AuditRecord,
+    AuditSink, Manifest, SignatureCheck, AUDIT_FILE, GENESIS, MANIFEST_FILE, MANIFEST_MAC_DOMAIN,
 };
 use crate::agent::approval::ApprovalKey;
 use crate::agent::rundir::utc_timestamp;
@@ -43,7 +43,8 @@ impl ChainLog {
         Self::create_with_key(run_dir, default_key())
     }
 
-    /// Start a new log in `run_dir`, its manifest signed with `key` (unsigned with `None`).
+    /// Start a new log in `run_dir`, its records and manifest signed with `key` (unsigned with
+    /// `None`).
     pub fn create_with_key(run_dir: &Path, key: Option<ApprovalKey>) -> Result<Self, AuditError> {
         let path = run_dir.join(AUDIT_FILE);
         let file = std::fs::OpenOptions::new()
@@ -64,7 +65,9 @@ impl ChainLog {
     }
 
     /// Reopen the log of a run to continue it: verify it, cut a torn last line, and append a
-    /// `Recovered` record when anything was recovered. Damage elsewhere is refused.
+    /// `Recovered` record when anything was recovered. Damage elsewhere, a record whose MAC does
+    /// not verify and a record beyond the manifest without one are refused
+    /// ([`AuditError::Damaged`]) before anything is written.
     ///
     /// The log continues as it was written: a signed manifest must verify under the key of the
     /// default config directory, an unsigned log stays unsigned.
@@ -190,6 +193,7 @@ impl AuditSink for ChainLog {
             prev: self.head.clone(),
             time,
             event,
+            mac: self.key.as_ref().map(|k| sign_record(k, self.seq, &hash)),
             hash: hash.clone(),
         };
         let mut line = serde_json::to_string(&rec).map_err(AuditError::Json)?;

@@ -1,7 +1,8 @@
 //! Reading the audit log back: [`verify`] checks the chain record by record against the
 //! manifest and names the first bad record (edited, deleted, reordered, replaced, truncated,
 //! extended or reformatted), a torn last line, and intents that never got an outcome;
-//! [`verify_with_key`] also checks who signed the manifest.
+//! [`verify_with_key`] also checks who signed the manifest and, when this key did, each record's
+//! MAC.
 
 use std::path::{Path, PathBuf};
 
@@ -9,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    check_manifest_signature, io_err, record_hash, AuditError, AuditRecord, Manifest,
-    SignatureCheck, AUDIT_FILE, GENESIS, MANIFEST_FILE,
+    check_manifest_signature, check_record_mac, io_err, record_hash, AuditError, AuditRecord,
+    Manifest, SignatureCheck, AUDIT_FILE, GENESIS, MANIFEST_FILE,
 };
 use crate::agent::approval::ApprovalKey;
 
@@ -59,6 +60,12 @@ pub enum ProblemKind {
     /// The record's values and hash agree, but the line is not byte for byte what the log
     /// writer wrote (spacing, number format, key order or line end changed).
     Reformatted,
+    /// The record's MAC does not verify under the key: it was forged, or edited and rehashed,
+    /// without the key.
+    BadMac,
+    /// The record carries no MAC where the writer signs every record (after a signed record, or
+    /// beyond the signed manifest): appended, or edited and rehashed, without the key.
+    Unsigned,
 }
 
 /// The first bad record of a log.
@@ -101,6 +108,14 @@ fn describe(k: &ProblemKind) -> String {
         ProblemKind::Reformatted => {
             "not byte for byte the line the log writer wrote (reformatted: edited)".into()
         }
+        ProblemKind::BadMac => {
+            "its MAC does not verify under this key (forged, or edited and rehashed, without the key)"
+                .into()
+        }
+        ProblemKind::Unsigned => {
+            "carries no MAC where every record is signed (appended, or edited and rehashed, without the key)"
+                .into()
+        }
     }
 }
 
@@ -128,6 +143,23 @@ pub struct UnknownIntent {
     pub fingerprint: String,
 }
 
+/// The verdict on the records' own MACs ([`verify_with_key`], checked only when the manifest
+/// is signed by the key).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordMacs {
+    /// Not checked: no key, or the manifest is not signed by it.
+    #[default]
+    NotChecked,
+    /// The last record carries a valid MAC, which covers every record before it through the
+    /// chain (records written before MACs existed, when the log was continued, included); so
+    /// does every other MAC in the log.
+    Signed,
+    /// No record carries a MAC: a legacy log, written before records were signed. Only the
+    /// signed manifest vouches for it, up to its head.
+    Unsigned,
+}
+
 /// The result of `verify`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerifyReport {
@@ -148,6 +180,9 @@ pub struct VerifyReport {
     /// The manifest's signature ([`verify_with_key`]; `not_checked` from [`verify`]).
     #[serde(default)]
     pub signature: SignatureCheck,
+    /// The records' MACs ([`verify_with_key`] when the manifest is signed by the key).
+    #[serde(default)]
+    pub record_macs: RecordMacs,
 }
 
 impl VerifyReport {
@@ -164,7 +199,8 @@ pub fn verify(run_dir: &Path) -> Result<VerifyReport, AuditError> {
 }
 
 /// Verify the audit log of a run directory and, with a key, whether its manifest was signed by
-/// that key (`signature`). A log can be intact and still not written by this key.
+/// that key (`signature`) and, when it was, each record's MAC (`record_macs`; a bad one is the
+/// report's `problem`). A log can be intact and still not written by this key.
 pub fn verify_with_key(
     run_dir: &Path,
     key: Option<&ApprovalKey>,
@@ -174,12 +210,16 @@ pub fn verify_with_key(
     let manifest: Option<Manifest> = std::fs::read_to_string(run_dir.join(MANIFEST_FILE))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let mut report = verify_bytes(&path, &data, manifest.as_ref());
-    if let Some(key) = key {
-        report.signature = match &manifest {
-            Some(m) => check_manifest_signature(m, key),
-            None => SignatureCheck::Missing,
-        };
+    let signature = key.map(|key| match &manifest {
+        Some(m) => check_manifest_signature(m, key),
+        None => SignatureCheck::Missing,
+    });
+    // A chain whose manifest this key did not sign is reported as not written by it; the records'
+    // MACs are checked for a chain that claims to be this key's.
+    let record_key = key.filter(|_| signature == Some(SignatureCheck::Valid));
+    let mut report = verify_bytes_with_key(&path, &data, manifest.as_ref(), record_key);
+    if let Some(s) = signature {
+        report.signature = s;
     }
     Ok(report)
 }
@@ -226,6 +266,18 @@ fn split_lines(data: &[u8]) -> Vec<Line<'_>> {
 
 /// Verify log bytes against a manifest (the core of `verify`, public for fuzzing and tests).
 pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> VerifyReport {
+    verify_bytes_with_key(path, data, manifest, None)
+}
+
+/// [`verify_bytes`] that, with a key, also checks each record's MAC: the first record whose MAC
+/// does not verify, or that carries none after a signed record or beyond the manifest, is the
+/// problem (the manifest's own signature is [`verify_with_key`]'s to check).
+pub fn verify_bytes_with_key(
+    path: &Path,
+    data: &[u8],
+    manifest: Option<&Manifest>,
+    key: Option<&ApprovalKey>,
+) -> VerifyReport {
     let lines = split_lines(data);
     let mut report = VerifyReport {
         path: path.to_path_buf(),
@@ -236,6 +288,7 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
         unknown_intents: Vec::new(),
         problem: None,
         signature: SignatureCheck::NotChecked,
+        record_macs: RecordMacs::NotChecked,
     };
     // Parse every line first: (seq, prev, hash, computed hash, event).
     struct Parsed {
@@ -244,6 +297,8 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
         hash: String,
         computed: String,
         event: Value,
+        /// The record's MAC, when it carries one.
+        mac: Option<String>,
         /// The line is exactly what `ChainLog::record` writes for this record.
         exact: bool,
     }
@@ -266,6 +321,7 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
                         hash: hash.into(),
                         computed: record_hash(seq, prev, time, event),
                         event: event.clone(),
+                        mac: v.get("mac").and_then(Value::as_str).map(str::to_string),
                         exact: is_written_form(l.text),
                     }),
                     _ => Err("missing seq, prev, time, event or hash".to_string()),
@@ -291,6 +347,8 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
         }
     }
     let bad = |line: usize, seq: u64, kind: ProblemKind| Some(AuditProblem { line, seq, kind });
+    // Whether a record so far carried a valid MAC: from then on every record must.
+    let mut signed = false;
     for (i, p) in parsed.iter().enumerate() {
         let expected = i as u64;
         if p.seq != expected {
@@ -326,6 +384,20 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
                 bad(i, expected - 1, ProblemKind::Replaced)
             };
             return report;
+        }
+        if let Some(key) = key {
+            match &p.mac {
+                Some(mac) if check_record_mac(key, p.seq, &p.hash, mac) => signed = true,
+                Some(_) => {
+                    report.problem = bad(i + 1, expected, ProblemKind::BadMac);
+                    return report;
+                }
+                None if signed => {
+                    report.problem = bad(i + 1, expected, ProblemKind::Unsigned);
+                    return report;
+                }
+                None => {}
+            }
         }
         report.records = i + 1;
         report.head = p.hash.clone();
@@ -368,6 +440,12 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
                 parsed[covered - 1].hash == m.head
             };
             if count == m.records + 1 && head_ok {
+                // A crash between the two writes leaves a signed record; without its MAC (a
+                // legacy log) an append cannot be told from a crash, so it is refused.
+                if key.is_some() && parsed[covered].mac.is_none() {
+                    report.problem = bad(covered + 1, m.records, ProblemKind::Unsigned);
+                    return report;
+                }
                 report.manifest_lag = true;
             } else if head_ok {
                 report.problem = bad(
@@ -393,6 +471,13 @@ pub fn verify_bytes(path: &Path, data: &[u8], manifest: Option<&Manifest>) -> Ve
     if let Some(i) = parsed.iter().position(|p| !p.exact) {
         report.problem = bad(i + 1, i as u64, ProblemKind::Reformatted);
         return report;
+    }
+    if key.is_some() {
+        report.record_macs = if signed || parsed.is_empty() {
+            RecordMacs::Signed
+        } else {
+            RecordMacs::Unsigned
+        };
     }
     // Intents without outcomes.
     let mut open: Vec<UnknownIntent> = Vec::new();

@@ -17,6 +17,18 @@
 //! do is in the README's threat model. The sink is a trait so a remote, write-once sink can
 //! replace it.
 //!
+//! Each record is signed too: `mac` is an HMAC-SHA256 under the same key (its own domain label)
+//! of the record's sequence number and `hash`, the chain head after it, so one MAC covers the
+//! whole chain up to its record. Without the key, a record appended after the manifest's head
+//! (which the manifest alone would take for a crash between the two writes) or a middle record
+//! edited with every later hash recomputed fails at that record ([`ProblemKind::BadMac`],
+//! [`ProblemKind::Unsigned`]), and a run whose chain does not verify is not continued.
+//!
+//! Logs written before records carried a MAC still verify, as [`RecordMacs::Unsigned`]: their
+//! signed manifest covers every record up to its head, but a record beyond it is refused (no
+//! crash can be told from an append there), and a chain continued from such a log signs its new
+//! records (each MAC covers the unsigned records before it through the chain).
+//!
 //! Files: this one holds the record format, the manifest and its signature, the errors and the
 //! [`AuditSink`] seam; `chain` the writer ([`ChainLog`]: create, append, reopen after a crash);
 //! `check` the reader that names the first bad record ([`verify`], [`verify_bytes`]); `trail`
@@ -28,8 +40,8 @@ mod trail;
 
 pub use chain::ChainLog;
 pub use check::{
-    read_events, verify, verify_bytes, verify_with_key, AuditProblem, ProblemKind, TornTail,
-    UnknownIntent, VerifyReport,
+    read_events, verify, verify_bytes, verify_bytes_with_key, verify_with_key, AuditProblem,
+    ProblemKind, RecordMacs, TornTail, UnknownIntent, VerifyReport,
 };
 pub use trail::{ActionTrail, AuditedCall};
 
@@ -180,6 +192,10 @@ pub struct AuditRecord {
     pub event: AuditEvent,
     /// SHA-256 of the canonical JSON of the other fields.
     pub hash: String,
+    /// HMAC-SHA256 of `seq` and `hash` under the approval key (absent when the log was written
+    /// without a key, or before records carried one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 /// The manifest.
@@ -200,6 +216,28 @@ const MANIFEST_MAC_DOMAIN: &str = "boyd-audit-manifest-v1";
 
 fn manifest_body(records: u64, head: &str) -> String {
     format!("{records}\n{head}")
+}
+
+/// Domain label of each record's HMAC (apart from the manifest's, so neither can stand for the
+/// other).
+const RECORD_MAC_DOMAIN: &str = "boyd-audit-record-v1";
+
+fn record_mac_body(seq: u64, hash: &str) -> String {
+    format!("{seq}\n{hash}")
+}
+
+/// The MAC of record `seq` whose hash (the chain head after it) is `hash`.
+fn sign_record(key: &ApprovalKey, seq: u64, hash: &str) -> String {
+    key.sign_bytes(RECORD_MAC_DOMAIN, record_mac_body(seq, hash).as_bytes())
+}
+
+/// Whether `mac` is record `seq`'s MAC under `key`.
+fn check_record_mac(key: &ApprovalKey, seq: u64, hash: &str, mac: &str) -> bool {
+    key.verify_bytes(
+        RECORD_MAC_DOMAIN,
+        record_mac_body(seq, hash).as_bytes(),
+        mac,
+    )
 }
 
 /// Whether the manifest was written under `key`.
@@ -250,8 +288,10 @@ pub enum AuditError {
         #[source]
         source: std::io::Error,
     },
-    /// The log is damaged beyond a torn last line.
-    #[error("audit log {path} is damaged: {problem}")]
+    /// The log is damaged beyond a torn last line (edited, cut, or extended without the key).
+    #[error(
+        "audit log {path} does not verify: first bad {problem}; it cannot be continued (`boyd audit verify` shows the report)"
+    )]
     Damaged {
         /// The log.
         path: PathBuf,
