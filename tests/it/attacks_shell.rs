@@ -547,7 +547,9 @@ fn attack_writes_outside_the_workspace_fail() {
         ),
         direct(true, "bash", &["-c", "echo pwned >> link/canary.txt"]),
         direct(true, "truncate", &["-s0", "key_link"]),
-        direct(true, "rm", &["-f", "link/canary.txt"]),
+        // (not `rm -f`: the target does not exist in the sandbox's root, and `rm -f` of a
+        // missing file succeeds; the guarded files show it stayed)
+        direct(true, "rm", &["link/canary.txt"]),
         direct(true, "bash", &["-c", "echo x > /tmp/PWNED_tmp"]),
         // a read-only policy makes the workspace read-only too
         direct(false, "touch", &["PWNED_ro"]),

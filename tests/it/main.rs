@@ -4,6 +4,7 @@ mod agent;
 mod alloc;
 mod architecture;
 mod attacks_audit;
+mod attacks_jail;
 mod attacks_serve;
 mod attacks_shell;
 mod attacks_trust;

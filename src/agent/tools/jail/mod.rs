@@ -3,42 +3,67 @@
 //! boyd never restricts itself. To start a program it runs its own binary again as a small
 //! launcher (`boyd __sandbox-exec …`, dispatched in `main` before anything else starts), and
 //! the launcher, still single-threaded, restricts *itself* and then `exec`s the program, which
-//! inherits every restriction. This keeps the crate free of `unsafe` (no `pre_exec`).
+//! inherits every restriction. This keeps the crate free of `unsafe` (no `pre_exec`). What it
+//! guarantees and what it does not is written up in `docs/jail.md`.
 //!
-//! What the launcher does, in order (Linux only):
-//! 1. `unshare` a new user, mount and network namespace (the uid and gid map to themselves).
-//!    The network namespace has only a loopback device that is down: no network at all.
-//! 2. Marks every mount private, then mounts an empty, read-only `tmpfs` over each hidden
-//!    directory inside the workspace: `.boyd/` (the workspace's policy and run state) and
-//!    boyd's own home and config directories when they lie inside the workspace. Landlock
-//!    rules only add access and cannot carve a subtree out of a granted one, so the hiding is
-//!    done by the mount, which the sandboxed program cannot undo (Landlock refuses `mount` and
-//!    `umount` to a restricted process, and seccomp refuses them too). The directory is opened
-//!    with `O_NOFOLLOW` and mounted through `/proc/self/fd`, so a symlink cannot redirect it.
-//! 3. Landlock (required: ABI 1, Linux 5.13; newer rights are used where the kernel has them):
-//!    the workspace read-only, or read-write when the policy can write, never executable; the
-//!    system directories programs need (`/usr`, `/bin`, `/sbin`, `/lib*`) read-only; a few
-//!    files of `/etc` (`ld.so.cache`, `localtime`, `passwd`, `group`, `nsswitch.conf`) and
-//!    `/dev/null`, `/dev/zero`, `/dev/urandom`; execute only the program itself and its ELF
-//!    interpreter. Nothing of `$HOME`, `/tmp` or boyd's directories. With ABI 4 TCP bind and
-//!    connect are refused, with ABI 6 signals to processes outside the sandbox and abstract
-//!    UNIX sockets are refused.
-//! 4. seccomp (via `seccompiler`, on x86_64, aarch64 and riscv64): `socket()` for anything but
+//! What the launcher does, in order (Linux only), in two stages:
+//! 1. Stage 1 closes every descriptor above 2 it inherited (`exec 9>>file` before `boyd run`
+//!    reaches nothing), then `unshare`s a new user, mount, network, PID, IPC and UTS namespace
+//!    (the uid and gid map to 0 inside, so that stage 2 keeps the namespace's capabilities). The network namespace has only a loopback device
+//!    that is down: no network at all; abstract UNIX sockets are per network namespace too.
+//! 2. Stage 1 starts itself again as stage 2, the first process of the new PID namespace, and
+//!    waits: it ends with stage 2's exit status or by the same signal. Stage 2 gets `SIGKILL`
+//!    when stage 1 dies, and the whole namespace dies with its first process, so killing the
+//!    launcher (the caller's timeout) leaves no process behind.
+//! 3. Stage 2 builds a fresh root on an empty `tmpfs` and `pivot_root`s into it (`root`): the
+//!    workspace at its real path (read-only unless the policy can write; always `nosuid`,
+//!    `nodev`, `noexec`, so no workspace file is executed or mapped executable), the system
+//!    directories programs need (`/usr`, `/bin`, `/sbin`, `/lib*`) read-only, a few files of
+//!    `/etc` (`ld.so.cache`, `localtime`, `passwd`, `group`, `nsswitch.conf`) and
+//!    `/dev/null`, `/dev/zero`, `/dev/urandom` read-only, an empty private `/tmp` and a fresh
+//!    read-only `/proc` of the new PID namespace (left out where the kernel refuses one). The
+//!    root itself is read-only. Everything else — `$HOME`, `/run`, `/var`, the host's `/tmp`
+//!    and its sockets, boyd's directories and the approval key — does not exist inside.
+//!    The hidden directories inside the workspace, `.boyd/` (the workspace's policy and run
+//!    state) and boyd's own home and config directories when they lie inside it, are covered
+//!    by an empty read-only `tmpfs`, mounted through an `O_NOFOLLOW` descriptor so that a
+//!    symlink cannot redirect it; the program cannot undo a mount (Landlock and seccomp refuse
+//!    `mount` and `umount`).
+//! 4. Stage 2 `unshare`s a nested user namespace that maps the real uid and gid back: the
+//!    program runs as the user, with no capability over the mount, network or PID namespace
+//!    (the first user namespace owns them), even when boyd runs as root. It sets the resource
+//!    limits ([`Limits`]: `RLIMIT_AS`, `RLIMIT_FSIZE`,
+//!    `RLIMIT_NPROC` where the kernel counts it per namespace, `RLIMIT_CORE` 0) and closes the
+//!    descriptors above 2 once more.
+//! 5. Landlock, the second wall (required: ABI 1, Linux 5.13; newer rights are used where the
+//!    kernel has them): the workspace read-only, or read-write when the policy can write,
+//!    never executable; every directory of the fresh root listable; the system directories,
+//!    `/proc` and the `/etc` and `/dev` files above read-only (`/dev/null` writable); execute
+//!    only the program itself and its ELF interpreter. With ABI 4 TCP bind and connect are refused, with ABI 6 signals to
+//!    processes outside the sandbox and abstract UNIX sockets are refused.
+//! 6. seccomp (via `seccompiler`, on x86_64, aarch64 and riscv64): `socket()` for anything but
 //!    `AF_UNIX`, `io_uring`, `ptrace`, `bpf`, `perf_event_open`, the key-ring calls, `mount`,
-//!    `umount2`, `pivot_root`, `chroot`, `unshare`, `setns` and `userfaultfd` fail with `EPERM`.
-//! 5. `exec`s the program by its absolute path with a clean environment: `PATH=/usr/bin:/bin`
+//!    `umount2`, the newer mount calls (`open_tree`, `move_mount`, `mount_setattr`, `fs*`),
+//!    `pivot_root`, `chroot`, `unshare`, `setns` and `userfaultfd` fail with `EPERM`;
+//!    when the workspace is read-only (no allowed program is a writer), so do the calls that
+//!    change a file's mode, owner, times or extended attributes (the `chmod`, `chown`,
+//!    `utime*` and `*xattr` families), which Landlock does not cover.
+//! 7. `exec`s the program by its absolute path with a clean environment: `PATH=/usr/bin:/bin`
 //!    and `LC_ALL=C`, nothing else. Scripts are refused (only ELF programs run), so an
-//!    interpreter never has to be executable.
+//!    interpreter never has to be executable. The program is the PID namespace's first process.
 //!
 //! Any failure before the `exec` makes the launcher print one line starting with
 //! `boyd sandbox: ` and exit with status 125; the program never runs unrestricted.
 //!
 //! Files: this one holds the parent's side ([`Jail`]: the launcher's command line, running a
-//! program through it, the self-test); `programs` what may be executed (a system ELF program
-//! and its interpreter); `launcher` the launcher process itself (steps 1–5 above).
+//! program through it, the self-test, the limits); `programs` what may be executed (a system
+//! ELF program and its interpreter); `launcher` the launcher process itself (both stages,
+//! Landlock, seccomp, limits); `root` the fresh root (step 3).
 
 mod launcher;
 mod programs;
+#[cfg(target_os = "linux")]
+mod root;
 
 pub use launcher::launcher_main;
 pub use programs::{elf_interpreter, resolve_program, system_program};
@@ -62,6 +87,46 @@ pub const MARK: &str = "boyd sandbox: ";
 /// Environment variable naming the launcher binary (default: this `boyd`, or the `boyd` next
 /// to the running test or fuzz binary).
 pub const LAUNCHER_ENV: &str = "BOYD_SANDBOX_LAUNCHER";
+
+/// Default `RLIMIT_AS` of a sandboxed program: 1 GiB of address space. The allowed programs
+/// (text tools, `find`, `sort`, `grep`) work in a few MiB; `sort` sizes its buffer from this
+/// limit. A program that asks for more (a 2 GiB `dd` buffer, `grep -a` through a huge sparse
+/// file) fails with "out of memory" instead of taking the host's memory.
+pub const DEFAULT_ADDRESS_SPACE: u64 = 1 << 30;
+/// Default `RLIMIT_FSIZE`: 256 MiB, the largest file a sandboxed program may write (larger
+/// than any file the tools are meant to produce; a run that writes past it gets "File too
+/// large").
+pub const DEFAULT_FILE_SIZE: u64 = 256 << 20;
+/// Default `RLIMIT_NPROC`: 256 processes and threads. Set only on Linux 5.14 or newer, where
+/// the count is kept per user namespace (so it counts the sandbox's own processes); on older
+/// kernels it would count every process of the user on the host, so it is left unset there
+/// and the PID namespace is the only bound.
+pub const DEFAULT_PROCESSES: u64 = 256;
+
+/// Resource limits the launcher sets on the program (`setrlimit` before `exec`; never above
+/// the hard limits boyd itself has). A 0 leaves that limit as boyd has it. `RLIMIT_CORE` is
+/// always 0, so a crash writes no core file into the workspace. There is no cgroup: CPU time
+/// is bounded by the caller's timeout, memory by the address space alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `RLIMIT_AS` in bytes.
+    pub address_space: u64,
+    /// `RLIMIT_FSIZE` in bytes.
+    pub file_size: u64,
+    /// `RLIMIT_NPROC` (where the kernel counts it per user namespace, see
+    /// [`DEFAULT_PROCESSES`]).
+    pub processes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            address_space: DEFAULT_ADDRESS_SPACE,
+            file_size: DEFAULT_FILE_SIZE,
+            processes: DEFAULT_PROCESSES,
+        }
+    }
+}
 
 /// Why a sandboxed process cannot start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -207,6 +272,7 @@ pub struct Jail {
     writable: bool,
     hide: Vec<PathBuf>,
     launcher: PathBuf,
+    limits: Limits,
 }
 
 impl Jail {
@@ -256,6 +322,7 @@ impl Jail {
             writable,
             hide,
             launcher: find_launcher()?,
+            limits: Limits::default(),
         })
     }
 
@@ -263,6 +330,28 @@ impl Jail {
     pub fn with_launcher(mut self, launcher: impl Into<PathBuf>) -> Self {
         self.launcher = launcher.into();
         self
+    }
+
+    /// Use these resource limits instead of [`Limits::default`].
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The resource limits a program gets.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The launcher arguments that set the limits.
+    fn limit_args(&self, cmd: &mut Command) {
+        let l = self.limits;
+        cmd.arg("--limit-as")
+            .arg(l.address_space.to_string())
+            .arg("--limit-fsize")
+            .arg(l.file_size.to_string())
+            .arg("--limit-nproc")
+            .arg(l.processes.to_string());
     }
 
     /// The canonical workspace root.
@@ -296,6 +385,7 @@ impl Jail {
         for h in &self.hide {
             cmd.arg("--hide").arg(h);
         }
+        self.limit_args(&mut cmd);
         cmd.arg("--exec").arg(program).arg("--").args(args);
         cmd.env_clear()
             .env("PATH", FIXED_PATH)
@@ -343,9 +433,13 @@ impl Jail {
             .arg("--check")
             .arg("--root")
             .arg(&self.root);
+        if self.writable {
+            cmd.arg("--write");
+        }
         for h in &self.hide {
             cmd.arg("--hide").arg(h);
         }
+        self.limit_args(&mut cmd);
         cmd.env_clear().env("PATH", FIXED_PATH);
         let out = cmd.output().map_err(|e| JailError::Io {
             what: "cannot start the sandbox launcher",
