@@ -180,7 +180,7 @@ def this_machine():
              comment=["boyd size llama-3.2-1b --quant Q4_K_M --ctx 4096 --hw this: total 979.7 MiB (1.03 GB), so yes on "
                       "any machine with 4 GB of memory or more"]),
         task("tm-speed-here", "this_machine",
-             "Roughly how many tokens per second would Qwen2.5 0.5B at Q4_K_M generate on this machine?",
+             "If I ran Qwen2.5 0.5B (Q4_K_M) on this computer, what decode speed should I expect, in tok/s?",
              all_of(rx(r"(?i)\b\d+(\.\d+)?\s*(tok(en)?s?\s*(/|per)\s*s(ec(ond)?)?|t/s)\b"), *refuse),
              ok=["about 95 tokens/s", "~40 tok/s"], bad=["I cannot access this machine."], steps=6),
         task("tm-cpu-model", "this_machine",
