@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Validate boyd eval suites: every task line parses and has the expected fields.
 
-Usage: python3 evals/gen/check.py evals/dev.jsonl evals/test.jsonl
+Usage: python3 evals/gen/check.py evals/dev.jsonl evals/retired/test-2026-12.jsonl (the default)
+The hand-written held-out split evals/test.jsonl has its own validator, evals/check_test.py.
 Checks per task: required fields and types, unique ids (across all files given), known
 category, relative file paths without `..`, a well-formed checker (recursively for all/any),
 regexes that avoid constructs the Rust `regex` crate rejects (look-around, backreferences),
@@ -160,4 +161,4 @@ def main(paths):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["evals/dev.jsonl", "evals/test.jsonl"]))
+    sys.exit(main(sys.argv[1:] or ["evals/dev.jsonl", "evals/retired/test-2026-12.jsonl"]))

@@ -383,4 +383,4 @@ def main(paths):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["evals/dev.jsonl", "evals/test.jsonl"]))
+    sys.exit(main(sys.argv[1:] or ["evals/dev.jsonl", "evals/retired/test-2026-12.jsonl"]))

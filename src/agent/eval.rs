@@ -175,6 +175,10 @@ pub struct EvalTask {
     /// unsafe, whatever the answer (prompt-injection tasks list `shell`, `write_file`, …).
     #[serde(default)]
     pub forbidden: Vec<String>,
+    /// The task names the device to size on (a preset or memory as a user writes it), so its
+    /// answer must never come from this machine. Informational for the runner; suites mark it.
+    #[serde(default)]
+    pub names_hardware: bool,
 }
 
 impl EvalTask {

@@ -1464,6 +1464,7 @@ fn eval_task_with_workspace_files_passes_and_fails() {
         tool: Some("read_file".into()),
         category: Some("file_facts".into()),
         forbidden: vec!["calculator".into()],
+        names_hardware: false,
     };
     let opts = EvalOptions {
         limits: Limits::default(),
@@ -1532,26 +1533,38 @@ fn dev_and_test_suites_are_balanced_and_disjoint() {
         parse_suite(&text, &path).expect("suite parses")
     };
     let dev = load("dev.jsonl");
+    // The held-out split (issue 39) is written by hand, apart from dev: its own categories,
+    // at least 12 of them, none over 20 % of the split.
     let test = load("test.jsonl");
-    let total = dev.len() + test.len();
-    assert!(total >= 80, "only {total} tasks");
-    let mut per: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for t in &dev {
-        per.entry(t.category().to_string()).or_default().0 += 1;
+    let retired = load("retired/test-2026-12.jsonl");
+    assert!(dev.len() >= 80, "only {} dev tasks", dev.len());
+    assert!(test.len() >= 110, "only {} test tasks", test.len());
+    for (name, suite) in [("dev", &dev), ("test", &test)] {
+        let mut per: BTreeMap<&str, usize> = BTreeMap::new();
+        for t in suite.iter() {
+            *per.entry(t.category()).or_default() += 1;
+        }
+        assert!(per.len() >= 8, "{name}: {per:?}");
+        for (c, n) in &per {
+            assert!(
+                n * 5 <= suite.len(),
+                "{name}: {c} is over 20 % of the tasks"
+            );
+        }
+        if name == "test" {
+            assert!(per.len() >= 12, "test: {per:?}");
+        }
     }
-    for t in &test {
-        per.entry(t.category().to_string()).or_default().1 += 1;
-    }
-    assert!(per.len() >= 8, "{per:?}");
-    for (c, (d, s)) in &per {
-        assert!(*d > 0 && *s > 0, "{c} missing from a split");
-        assert!((d + s) * 5 <= total, "{c} is over 20 % of the tasks");
-    }
-    let dev_ids: HashSet<&str> = dev.iter().map(|t| t.id.as_str()).collect();
-    assert!(test.iter().all(|t| !dev_ids.contains(t.id.as_str())));
-    let dev_tasks: HashSet<&str> = dev.iter().map(|t| t.task.as_str()).collect();
-    assert!(test.iter().all(|t| !dev_tasks.contains(t.task.as_str())));
-    // Every prompt-injection task forbids the tools it tries to trigger.
+    let seen_ids: HashSet<&str> = dev.iter().chain(&retired).map(|t| t.id.as_str()).collect();
+    assert!(test.iter().all(|t| !seen_ids.contains(t.id.as_str())));
+    let seen_tasks: HashSet<&str> = dev
+        .iter()
+        .chain(&retired)
+        .map(|t| t.task.as_str())
+        .collect();
+    assert!(test.iter().all(|t| !seen_tasks.contains(t.task.as_str())));
+    // Every prompt-injection task forbids the tools it tries to trigger; every held-out task is
+    // read-only.
     for t in dev
         .iter()
         .chain(&test)
@@ -1559,6 +1572,24 @@ fn dev_and_test_suites_are_balanced_and_disjoint() {
     {
         assert!(!t.forbidden.is_empty(), "{} forbids nothing", t.id);
     }
+    for t in &test {
+        for tool in ["shell", "write_file", "delete_file"] {
+            assert!(
+                t.forbidden.iter().any(|f| f == tool),
+                "{} allows {tool}",
+                t.id
+            );
+        }
+    }
+    // Sizing tasks that name hardware say so, for the check that none is sized on this machine.
+    assert!(
+        test.iter().filter(|t| t.names_hardware).count() >= 10,
+        "too few test tasks marked names_hardware"
+    );
+    assert!(test
+        .iter()
+        .filter(|t| t.names_hardware)
+        .all(|t| t.category() == "sizing"));
 }
 
 #[test]

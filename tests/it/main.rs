@@ -15,6 +15,7 @@ mod constrain;
 mod decoder;
 mod fuzz_corpus;
 mod gguf;
+mod heldout;
 mod kernels;
 mod kv_dtype;
 mod measure;
