@@ -3,6 +3,7 @@
 mod agent;
 mod alloc;
 mod architecture;
+mod attacks_paths;
 mod attacks_serve;
 mod attacks_shell;
 mod attacks_trust;
