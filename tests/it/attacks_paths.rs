@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use boyd::agent::approval::{ApprovalKey, KEY_FILE};
 use boyd::agent::ooda::memory::{store_path, MemoryStore};
-use boyd::agent::ooda::observe::file_hash;
+use boyd::agent::ooda::observe::{file_hash, Sensor, WorkspaceSensor};
 use boyd::agent::ooda::writers::{DeleteFile, WriteFile};
 use boyd::agent::tools::choices::WorkspacePaths;
 use boyd::agent::tools::{
@@ -417,6 +417,29 @@ fn hidden_by_the_environment_child() {
     // The path choices offered to the model leave them out too.
     let paths = WorkspacePaths::scan(&ws).expect("scan");
     assert_eq!(paths.files, vec!["notes.txt".to_string()], "{paths:?}");
+    // So does the workspace sensor: its count and its changed files never name them.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let sensor = WorkspaceSensor::new(&ws);
+    let first = rt.block_on(sensor.read()).expect("reading");
+    std::fs::write(home.join("memory/ws.json"), "changed\n").expect("change memory");
+    std::fs::write(ws.join("notes.txt"), "changed notes\n").expect("change notes");
+    let second = rt.block_on(sensor.read()).expect("reading");
+    let files: Vec<&str> = first
+        .iter()
+        .chain(&second)
+        .filter(|s| s.key == "workspace.files")
+        .map(|s| s.value.as_str())
+        .collect();
+    assert_eq!(files, ["1", "1"], "{first:?} {second:?}");
+    let changed: Vec<&str> = second
+        .iter()
+        .filter(|s| s.key == "workspace.changed")
+        .map(|s| s.value.as_str())
+        .collect();
+    assert_eq!(changed, ["notes.txt"], "{second:?}");
 }
 
 #[test]

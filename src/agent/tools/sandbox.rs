@@ -449,8 +449,8 @@ impl Sandbox {
     /// Open a regular file inside the workspace for reading: the resolved path (inside the
     /// root, not boyd's own) must be a regular file by its metadata before anything is opened,
     /// the open does not block, and the opened handle is checked again (its real path, that it
-    /// is a regular file, and that it is the file checked). Returns the path, the file and its
-    /// metadata (from the handle).
+    /// is a regular file, and that it is the file checked). Returns the resolved path and the
+    /// file.
     pub fn open_file(&self, path: &str) -> Result<(PathBuf, File), SandboxError> {
         let (real, file, _) = self.open_checked(path)?;
         Ok((real, file))
