@@ -72,8 +72,33 @@ impl SizeQuery {
 
 /// Answer `q` at each of `ctxs` (one estimate per context; empty = the query's own context).
 pub fn estimate_all(q: &SizeQuery, ctxs: &[u32]) -> anyhow::Result<Vec<Estimate>> {
-    let mut hw = hardware(&q.hw, &q.device, q.mem_gib)?;
-    let (arch, weights, default_ctx) = resolve_model(&q.model, q.quant.as_deref())?;
+    let hw = hardware(&q.hw, &q.device, q.mem_gib)?;
+    let model = resolve_model(&q.model, q.quant.as_deref())?;
+    estimate_model(q, ctxs, hw, model)
+}
+
+/// Answer `q` at its own context for the model whose Hugging Face `config.json` text is
+/// `config` (already read by the caller: the agent's `size_model` reads it through the
+/// workspace sandbox); `q.model` only names it in errors, `q.quant` is required.
+pub fn estimate_config(q: &SizeQuery, config: &str) -> anyhow::Result<Estimate> {
+    let hw = hardware(&q.hw, &q.device, q.mem_gib)?;
+    let model = model_from_config(&q.model, config, q.quant.as_deref())?;
+    estimate_model(q, &[], hw, model)?
+        .into_iter()
+        .next()
+        .context("no estimate")
+}
+
+/// Most bytes of a `config.json` read (real ones are a few KiB; the agent's file tools read
+/// at most as much of any file).
+pub const CONFIG_MAX_BYTES: u64 = 4 * 1024 * 1024;
+
+fn estimate_model(
+    q: &SizeQuery,
+    ctxs: &[u32],
+    mut hw: Hardware,
+    (arch, weights, default_ctx): (ArchParams, Weights, u32),
+) -> anyhow::Result<Vec<Estimate>> {
     if hw.backend == Backend::Cpu {
         // The engine the runtime would pick for this file on the CPU (BOYD_ENGINE, and
         // whether the native kernels cover every tensor type; unknown types count as covered).
@@ -231,24 +256,8 @@ pub fn resolve_model(
         return Ok((arch, Weights::Exact { bytes, label }, DEFAULT_CTX));
     }
     if is_json {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let m = hf_config::parse(&text).with_context(|| format!("{}", path.display()))?;
-        let quant = quant.with_context(|| {
-            format!(
-                "{} gives the shape but not the quantization; add --quant (e.g. --quant Q4_K_M)",
-                path.display()
-            )
-        })?;
-        let quant = Quant::parse(quant)?;
-        return Ok((
-            m.arch,
-            Weights::Params {
-                params: m.params,
-                quant,
-            },
-            DEFAULT_CTX,
-        ));
+        let text = read_config(path)?;
+        return model_from_config(&path.display().to_string(), &text, quant);
     }
     let store = Store::from_env().ok();
     let catalog = match &store {
@@ -311,6 +320,82 @@ pub fn resolve_model(
         },
         DEFAULT_CTX,
     ))
+}
+
+/// The shape of the model whose `config.json` text (named `label` in errors) is `text`, at
+/// `quant`.
+fn model_from_config(
+    label: &str,
+    text: &str,
+    quant: Option<&str>,
+) -> anyhow::Result<(ArchParams, Weights, u32)> {
+    const DEFAULT_CTX: u32 = 8192;
+    let m = hf_config::parse(text).with_context(|| label.to_owned())?;
+    let quant = quant.with_context(|| {
+        format!(
+            "{label} gives the shape but not the quantization; add --quant (e.g. --quant Q4_K_M)"
+        )
+    })?;
+    let quant = Quant::parse(quant)?;
+    Ok((
+        m.arch,
+        Weights::Params {
+            params: m.params,
+            quant,
+        },
+        DEFAULT_CTX,
+    ))
+}
+
+/// The text of the `config.json` at `path`, read with a bound: only a regular file (a FIFO or
+/// device is refused from its metadata, and the open does not block in case one is swapped
+/// in), at most [`CONFIG_MAX_BYTES`] (a larger file is refused before it is read, and the read
+/// stops there whatever the size said).
+fn read_config(path: &Path) -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let shown = path.display();
+    let not_regular = || {
+        anyhow::anyhow!(
+            "{shown} is not a regular file (a directory, FIFO, socket or device); give a config.json file"
+        )
+    };
+    let too_large = |size: u64| {
+        anyhow::anyhow!(
+            "{shown} is {size} bytes, more than the {CONFIG_MAX_BYTES} bytes a config.json may have; give the model's config.json"
+        )
+    };
+    let before = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
+    if !before.is_file() {
+        return Err(not_regular());
+    }
+    if before.len() > CONFIG_MAX_BYTES {
+        return Err(too_large(before.len()));
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = opts
+        .open(path)
+        .with_context(|| format!("cannot read {shown}"))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot read {shown}"))?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(CONFIG_MAX_BYTES) as usize);
+    file.take(CONFIG_MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {shown}"))?;
+    if bytes.len() as u64 > CONFIG_MAX_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("{shown} is not UTF-8 text; give a config.json file"))
 }
 
 /// Architecture and exact weight bytes from a GGUF header (no tensor data is read).

@@ -148,6 +148,7 @@ pub enum AgentError {
 }
 
 fn call_tool(tool: &dyn Tool, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+    super::tools::check_args(tool, &args)?;
     match catch_unwind(AssertUnwindSafe(|| tool.call(args, ctx))) {
         Ok(r) => r,
         Err(_) => Err(ToolError::failed(format!(

@@ -5,6 +5,7 @@ mod alloc;
 mod architecture;
 mod attacks_audit;
 mod attacks_jail;
+mod attacks_paths;
 mod attacks_serve;
 mod attacks_shell;
 mod attacks_trust;

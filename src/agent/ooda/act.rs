@@ -165,6 +165,8 @@ pub async fn execute(
     let t0 = Instant::now();
     let handle = tokio::task::spawn_blocking(move || {
         let name = tool.name().to_string();
+        // An argument the offered schema hides is refused before the tool sees it.
+        crate::agent::tools::check_args(tool.as_ref(), &args)?;
         match catch_unwind(AssertUnwindSafe(|| tool.call(args, &call_ctx))) {
             Ok(r) => r,
             Err(_) => Err(ToolError::failed(format!(

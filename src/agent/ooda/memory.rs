@@ -108,6 +108,9 @@ pub enum MemoryError {
     },
 }
 
+/// Largest memory file read (a store holds short entries; one this large is not boyd's).
+pub const MEMORY_MAX_BYTES: u64 = 16 << 20;
+
 /// The store of one workspace.
 #[derive(Debug, Clone)]
 pub struct MemoryStore {
@@ -153,17 +156,25 @@ impl MemoryStore {
     pub fn open(home: &Path, workspace: Option<&Path>) -> Result<Self, MemoryError> {
         let path = store_path(home, workspace);
         let label = workspace_label(workspace);
-        let file = match std::fs::read_to_string(&path) {
-            Ok(t) => serde_json::from_str::<MemoryFile>(&t).map_err(|e| MemoryError::Corrupt {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => MemoryFile::default(),
-            Err(source) => {
+        use crate::agent::tools::sandbox::{read_regular, SandboxError};
+        let corrupt = |reason: String| MemoryError::Corrupt {
+            path: path.clone(),
+            reason,
+        };
+        // A regular file of bounded size, read without blocking (the shared bounded read).
+        let file = match read_regular(&path.display().to_string(), &path, MEMORY_MAX_BYTES) {
+            Ok(bytes) => {
+                serde_json::from_slice::<MemoryFile>(&bytes).map_err(|e| corrupt(e.to_string()))?
+            }
+            Err(SandboxError::NotFound { .. }) => MemoryFile::default(),
+            Err(e @ (SandboxError::TooLarge { .. } | SandboxError::NotRegular { .. })) => {
+                return Err(corrupt(e.to_string()))
+            }
+            Err(e) => {
                 return Err(MemoryError::Io {
                     action: "read",
-                    path,
-                    source,
+                    path: path.clone(),
+                    source: std::io::Error::other(e.to_string()),
                 })
             }
         };

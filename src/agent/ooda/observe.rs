@@ -184,6 +184,8 @@ impl Sensor for LastActionSensor {
 #[derive(Debug, Clone)]
 pub struct WorkspaceSensor {
     root: PathBuf,
+    /// boyd's own files, never reported (their names, sizes and times included).
+    private: crate::agent::tools::Private,
     prev: Arc<Mutex<Option<FileSnapshot>>>,
 }
 
@@ -191,18 +193,29 @@ pub struct WorkspaceSensor {
 type FileSnapshot = BTreeMap<String, (u64, u128)>;
 
 impl WorkspaceSensor {
-    /// Watch `root`.
+    /// Watch `root`, leaving out boyd's own files as this process finds them
+    /// ([`crate::agent::tools::Private::from_env`]).
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
         Self {
-            root: root.into(),
+            root: root.canonicalize().unwrap_or(root),
+            private: crate::agent::tools::Private::from_env(),
             prev: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The same sensor leaving out `private` instead (a sandbox's, [`Sandbox::private`]).
+    ///
+    /// [`Sandbox::private`]: crate::agent::tools::Sandbox::private
+    pub fn hiding(mut self, private: crate::agent::tools::Private) -> Self {
+        self.private = private;
+        self
     }
 }
 
 const WALK_LIMIT: usize = 5000;
 
-fn snapshot(root: &std::path::Path) -> FileSnapshot {
+fn snapshot(root: &std::path::Path, private: &crate::agent::tools::Private) -> FileSnapshot {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -219,6 +232,9 @@ fn snapshot(root: &std::path::Path) -> FileSnapshot {
             }
             let Ok(ft) = ent.file_type() else { continue };
             let path = ent.path();
+            if private.hides(root, &path) {
+                continue;
+            }
             if ft.is_dir() {
                 stack.push(path);
             } else if ft.is_file() {
@@ -304,9 +320,10 @@ impl Sensor for WorkspaceSensor {
     }
     fn read(&self) -> SensorFuture {
         let root = self.root.clone();
+        let private = self.private.clone();
         let prev = self.prev.clone();
         Box::pin(async move {
-            let now = tokio::task::spawn_blocking(move || snapshot(&root))
+            let now = tokio::task::spawn_blocking(move || snapshot(&root, &private))
                 .await
                 .map_err(|e| SensorError(format!("workspace walk failed: {e}")))?;
             let mut guard = prev

@@ -224,18 +224,28 @@ impl Policy {
             path: path.to_path_buf(),
             source,
         };
-        // Only regular files (a FIFO would block the read), and not without bound.
-        let meta = std::fs::metadata(path).map_err(read)?;
-        if !meta.is_file() {
-            return Err(PolicyError::NotAFile {
-                path: path.to_path_buf(),
-            });
-        }
-        let mut text = String::new();
-        use std::io::Read as _;
-        std::fs::File::open(path)
-            .and_then(|f| f.take(POLICY_MAX_BYTES).read_to_string(&mut text))
-            .map_err(read)?;
+        // Only regular files (a FIFO would block the read), and not without bound: the
+        // shared bounded read every tool's path goes through.
+        use crate::agent::tools::sandbox::{read_regular, SandboxError};
+        let bytes = read_regular(&path.display().to_string(), path, POLICY_MAX_BYTES).map_err(
+            |e| match e {
+                SandboxError::NotRegular { .. } => PolicyError::NotAFile {
+                    path: path.to_path_buf(),
+                },
+                SandboxError::TooLarge { size, limit, .. } => PolicyError::Parse {
+                    path: path.to_path_buf(),
+                    reason: format!("it is {size} bytes, more than the {limit} a policy may have"),
+                },
+                SandboxError::NotFound { .. } => {
+                    read(std::io::Error::from(std::io::ErrorKind::NotFound))
+                }
+                other => read(std::io::Error::other(other.to_string())),
+            },
+        )?;
+        let text = String::from_utf8(bytes).map_err(|_| PolicyError::Parse {
+            path: path.to_path_buf(),
+            reason: "it is not UTF-8 text".into(),
+        })?;
         let mut p = Self::from_toml(&text, path)?;
         p.source = Some(path.display().to_string());
         Ok(p)

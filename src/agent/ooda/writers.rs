@@ -161,10 +161,13 @@ fn arg<'v>(args: &'v Value, name: &str) -> &'v str {
 fn written(args: &Value, ctx: &ToolContext) -> Result<(), String> {
     let ws = ctx.workspace().map_err(|e| e.message)?;
     let path = arg(args, "path");
-    let p = ws.resolve(path).map_err(|e| e.to_string())?;
-    match std::fs::read_to_string(&p) {
-        Ok(got) if got == arg(args, "content") => Ok(()),
-        Ok(_) => Err(format!("{path} does not hold the content written")),
+    let want = arg(args, "content");
+    // Read back through the sandbox, at most one byte more than was written.
+    match ws.read_bytes(path, want.len() as u64 + 1) {
+        Ok((_, got)) if got == want.as_bytes() => Ok(()),
+        Ok(_) | Err(crate::agent::tools::SandboxError::TooLarge { .. }) => {
+            Err(format!("{path} does not hold the content written"))
+        }
         Err(e) => Err(format!("{path} cannot be read back: {e}")),
     }
 }

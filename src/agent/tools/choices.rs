@@ -33,16 +33,26 @@ pub struct WorkspacePaths {
 impl WorkspacePaths {
     /// Walk `root` (links not followed, 16 levels at most); `None` when there are more than
     /// [`MAX_CHOICES`] paths.
+    /// boyd's own files ([`super::Private::from_env`]) are left out.
     pub fn scan(root: &Path) -> Option<Self> {
         let mut out = Self::default();
-        walk(root, "", 0, &mut out)?;
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        let private = super::Private::from_env();
+        walk(&root, &root, &private, "", 0, &mut out)?;
         out.files.sort();
         out.dirs.sort();
         Some(out)
     }
 }
 
-fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut WorkspacePaths) -> Option<()> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    private: &super::Private,
+    prefix: &str,
+    depth: usize,
+    out: &mut WorkspacePaths,
+) -> Option<()> {
     if depth > 16 {
         return Some(());
     }
@@ -52,13 +62,23 @@ fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut WorkspacePaths) -> Opt
     for ent in rd.flatten() {
         let name = ent.file_name().to_string_lossy().into_owned();
         let Ok(ft) = ent.file_type() else { continue };
+        if private.hides(root, &ent.path()) {
+            continue;
+        }
         let rel = format!("{prefix}{name}");
         if ft.is_dir() {
             if depth == 0 && SKIPPED_DIRS.contains(&name.as_str()) {
                 continue;
             }
             out.dirs.push(rel.clone());
-            walk(&ent.path(), &format!("{rel}/"), depth + 1, out)?;
+            walk(
+                root,
+                &ent.path(),
+                private,
+                &format!("{rel}/"),
+                depth + 1,
+                out,
+            )?;
         } else if ft.is_file() {
             out.files.push(rel);
         }

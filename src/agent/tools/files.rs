@@ -7,20 +7,21 @@
 //! as a sentence, plain-word search that does not need a regex.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::{
-    parse_args, rel_display, FileEffect, PromptHint, Tool, ToolContext, ToolError, Verification,
+    parse_args, rel_display, FileEffect, PromptHint, Sandbox, SandboxError, Tool, ToolContext,
+    ToolError, Verification,
 };
 
 /// How `search_text` begins an output that found nothing (the answer step leaves such outputs
 /// out of what was found: they echo the words searched for).
 pub const NO_MATCHES: &str = "no matches:";
 
-const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
+/// Most bytes a file tool reads of one file (`read_file`; `size_model`'s `config` too).
+pub const MAX_READ_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_LIST: usize = 200;
 const MAX_MATCHES: usize = 50;
 const MAX_FILES_SCANNED: usize = 5_000;
@@ -60,7 +61,7 @@ fn not_found_hint(ctx: &ToolContext, path: &str, err: ToolError) -> ToolError {
         return err;
     };
     let mut files = Vec::new();
-    collect_files(ws.root(), &mut files, 0);
+    collect_files(ws, ws.root(), &mut files, 0);
     let mut same: Vec<String> = files
         .iter()
         .filter(|f| f.file_name() == Some(name))
@@ -80,33 +81,21 @@ fn not_found_hint(ctx: &ToolContext, path: &str, err: ToolError) -> ToolError {
 fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     check_regular(ctx, path)?;
     let ws = ctx.workspace()?;
-    let (real, file) = ws
-        .open_file(path)
-        .map_err(|e| not_found_hint(ctx, path, e.into()))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| ToolError::failed(format!("cannot stat {path}: {e}.")))?;
-    if meta.is_dir() {
-        return Err(ToolError::invalid(format!(
+    let (_, buf) = ws.read_bytes(path, MAX_READ_BYTES).map_err(|e| match e {
+        SandboxError::NotRegular {
+            kind: "a directory",
+            ..
+        } => ToolError::invalid(format!(
             "{path} is a directory; use list_dir to see what is in it."
-        )));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::denied(format!(
+        )),
+        SandboxError::NotRegular { .. } => ToolError::denied(format!(
             "{path} is not a regular file; file tools read regular files only."
-        )));
-    }
-    if meta.len() > MAX_READ_BYTES {
-        return Err(ToolError::failed(format!(
-            "{path} is {} bytes, more than the {} byte limit; use search_text to find the lines you need.",
-            meta.len(),
-            MAX_READ_BYTES
-        )));
-    }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_READ_BYTES)
-        .read_to_end(&mut buf)
-        .map_err(|e| ToolError::failed(format!("cannot read {}: {e}.", real.display())))?;
+        )),
+        SandboxError::TooLarge { size, limit, .. } => ToolError::failed(format!(
+            "{path} is {size} bytes, more than the {limit} byte limit; use search_text to find the lines you need."
+        )),
+        e => not_found_hint(ctx, path, e.into()),
+    })?;
     if buf.iter().take(8192).any(|b| *b == 0) {
         return Err(ToolError::failed(format!(
             "{path} is a binary file, not text."
@@ -172,6 +161,10 @@ impl Tool for ReadFile {
     }
     fn file_effect(&self) -> FileEffect {
         FileEffect::Reads
+    }
+    /// `max_lines` (old callers): a range like `end_line`, nothing more.
+    fn tolerated_args(&self) -> &[&'static str] {
+        &["max_lines"]
     }
     fn prompt_hint(&self) -> PromptHint {
         PromptHint {
@@ -370,11 +363,18 @@ struct Listing {
     truncated: bool,
 }
 
-fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut Listing) {
+fn list_into(
+    ws: &Sandbox,
+    dir: &Path,
+    prefix: &str,
+    recursive: bool,
+    depth: usize,
+    out: &mut Listing,
+) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut entries: Vec<_> = rd.flatten().collect();
+    let mut entries: Vec<_> = rd.flatten().filter(|e| !ws.hides(&e.path())).collect();
     entries.sort_by_key(|e| e.file_name());
     for ent in entries {
         let name = ent.file_name().to_string_lossy().into_owned();
@@ -384,8 +384,8 @@ fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut 
             push_line(out, format!("{shown} (link, not followed)"));
         } else if ft.is_dir() {
             out.dirs += 1;
-            let inner = count_direct(&ent.path()).0;
-            let all = count_all(&ent.path(), 0).0;
+            let inner = count_direct(ws, &ent.path()).0;
+            let all = count_all(ws, &ent.path(), 0).0;
             let counts = if all == inner {
                 plural(inner, "file", "files")
             } else {
@@ -396,7 +396,7 @@ fn list_into(dir: &Path, prefix: &str, recursive: bool, depth: usize, out: &mut 
             };
             push_line(out, format!("{shown}/ ({counts})"));
             if recursive && depth < 32 {
-                list_into(&ent.path(), &format!("{shown}/"), true, depth + 1, out);
+                list_into(ws, &ent.path(), &format!("{shown}/"), true, depth + 1, out);
             }
         } else if ft.is_file() {
             out.files += 1;
@@ -416,51 +416,50 @@ fn push_line(out: &mut Listing, line: String) {
     }
 }
 
-/// Regular files and folders directly in `dir` (links not followed).
-fn count_direct(dir: &Path) -> (usize, usize) {
+/// The entries of `dir` a walk shows: not boyd's own ([`Sandbox::hides`]).
+fn shown_entries(ws: &Sandbox, dir: &Path) -> Vec<std::fs::DirEntry> {
     std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten().fold((0, 0), |(f, d), e| match e.file_type() {
-                Ok(t) if t.is_file() => (f + 1, d),
-                Ok(t) if t.is_dir() => (f, d + 1),
-                _ => (f, d),
-            })
+        .map(|rd| rd.flatten().filter(|e| !ws.hides(&e.path())).collect())
+        .unwrap_or_default()
+}
+
+/// Regular files and folders directly in `dir` (links not followed).
+fn count_direct(ws: &Sandbox, dir: &Path) -> (usize, usize) {
+    shown_entries(ws, dir)
+        .into_iter()
+        .fold((0, 0), |(f, d), e| match e.file_type() {
+            Ok(t) if t.is_file() => (f + 1, d),
+            Ok(t) if t.is_dir() => (f, d + 1),
+            _ => (f, d),
         })
-        .unwrap_or((0, 0))
 }
 
 /// Regular files in `dir` and every folder below it (links not followed, 32 levels at most).
-fn count_all(dir: &Path, depth: usize) -> (usize, usize) {
+fn count_all(ws: &Sandbox, dir: &Path, depth: usize) -> (usize, usize) {
     if depth > 32 {
         return (0, 0);
     }
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| match e.file_type() {
-                    Ok(t) if t.is_file() => (1, 0),
-                    Ok(t) if t.is_dir() => {
-                        let (f, d) = count_all(&e.path(), depth + 1);
-                        (f, d + 1)
-                    }
-                    _ => (0, 0),
-                })
-                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    shown_entries(ws, dir)
+        .into_iter()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_file() => (1, 0),
+            Ok(t) if t.is_dir() => {
+                let (f, d) = count_all(ws, &e.path(), depth + 1);
+                (f, d + 1)
+            }
+            _ => (0, 0),
         })
-        .unwrap_or((0, 0))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// Files below `dir` by extension (`.md`; "no extension" for none), most first, as
 /// "5 .md, 2 .yaml, 1 .svg" (links not followed, 32 levels at most).
-fn extension_counts(dir: &Path) -> String {
-    fn walk(dir: &Path, depth: usize, out: &mut BTreeMap<String, usize>) {
+fn extension_counts(ws: &Sandbox, dir: &Path) -> String {
+    fn walk(ws: &Sandbox, dir: &Path, depth: usize, out: &mut BTreeMap<String, usize>) {
         if depth > 32 {
             return;
         }
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
+        for e in shown_entries(ws, dir) {
             match e.file_type() {
                 Ok(t) if t.is_file() => {
                     let name = e.file_name().to_string_lossy().into_owned();
@@ -472,13 +471,13 @@ fn extension_counts(dir: &Path) -> String {
                     };
                     *out.entry(ext).or_default() += 1;
                 }
-                Ok(t) if t.is_dir() => walk(&e.path(), depth + 1, out),
+                Ok(t) if t.is_dir() => walk(ws, &e.path(), depth + 1, out),
                 _ => {}
             }
         }
     }
     let mut counts = BTreeMap::new();
-    walk(dir, 0, &mut counts);
+    walk(ws, dir, 0, &mut counts);
     let mut v: Vec<(String, usize)> = counts.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     v.iter()
@@ -489,14 +488,13 @@ fn extension_counts(dir: &Path) -> String {
 
 /// "most files: logs/jobs/ (6 files, counting its subfolders; next: logs/api/ with 4)" for a
 /// folder with two or more subfolders (ties all named); `None` otherwise.
-fn most_files(dir: &Path, prefix: &str) -> Option<String> {
-    let mut subs: Vec<(usize, String)> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
+fn most_files(ws: &Sandbox, dir: &Path, prefix: &str) -> Option<String> {
+    let mut subs: Vec<(usize, String)> = shown_entries(ws, dir)
+        .into_iter()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            (count_all(&e.path(), 0).0, format!("{prefix}{name}/"))
+            (count_all(ws, &e.path(), 0).0, format!("{prefix}{name}/"))
         })
         .collect();
     if subs.len() < 2 {
@@ -576,7 +574,7 @@ impl Tool for ListDir {
         } else {
             format!("{}/", shown.trim_end_matches('/'))
         };
-        list_into(&dir, &prefix, a.recursive, 0, &mut listing);
+        list_into(ws, &dir, &prefix, a.recursive, 0, &mut listing);
         if listing.lines.is_empty() {
             return Ok(format!("{shown} is empty: 0 files"));
         }
@@ -585,7 +583,7 @@ impl Tool for ListDir {
         let mut out = if a.recursive {
             // The top level's counts too: "how many folders sit directly inside plugins/" is
             // not answered by the tree's.
-            let (direct_files, direct_dirs) = count_direct(&dir);
+            let (direct_files, direct_dirs) = count_direct(ws, &dir);
             format!(
                 "total: {} and {} directly in {shown}; {} in {shown} and its subfolders ({} below it)",
                 plural(direct_files, "file", "files"),
@@ -601,7 +599,7 @@ impl Tool for ListDir {
         } else {
             // The whole tree's count too: "how many files are in data/" is a question about
             // everything below it far more often than about its top level.
-            let (files, dirs) = count_all(&dir, 0);
+            let (files, dirs) = count_all(ws, &dir, 0);
             format!(
                 "total: {} and {} directly in {shown}; {} in {shown} and its subfolders ({} below it)",
                 plural(listing.files, "file", "files"),
@@ -614,11 +612,11 @@ impl Tool for ListDir {
         if a.recursive || listing.dirs > 0 {
             out.push_str(&format!(
                 "\nby type, {shown} and its subfolders: {}",
-                extension_counts(&dir)
+                extension_counts(ws, &dir)
             ));
         }
         // So is comparing the subfolders' counts ("which folder holds the most files").
-        if let Some(line) = most_files(&dir, &prefix) {
+        if let Some(line) = most_files(ws, &dir, &prefix) {
             out.push('\n');
             out.push_str(&line);
         }
@@ -738,16 +736,17 @@ struct Scan {
 /// Search `files` (paths under `root`) line by line with `matcher`.
 /// The bytes of `f` when a search reads it: a regular file (not a link) of at most
 /// [`MAX_SEARCH_FILE`] bytes with no NUL in its first 8 KiB (not binary).
-fn searchable(f: &Path) -> Option<Vec<u8>> {
+fn searchable(ws: &Sandbox, f: &Path) -> Option<Vec<u8>> {
     let meta = std::fs::symlink_metadata(f).ok()?;
     if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
         return None;
     }
-    let bytes = std::fs::read(f).ok()?;
+    let bytes = ws.read_found(f, MAX_SEARCH_FILE).ok()?;
     (!bytes.iter().take(8192).any(|b| *b == 0)).then_some(bytes)
 }
 
-fn scan(matcher: &Matcher, files: &[PathBuf], root: &Path, ctx: &ToolContext) -> Scan {
+fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -> Scan {
+    let root = ws.root();
     let mut full: Vec<String> = Vec::new();
     let mut partial: Vec<(u64, String)> = Vec::new();
     let mut lines_seen = 0usize;
@@ -757,7 +756,7 @@ fn scan(matcher: &Matcher, files: &[PathBuf], root: &Path, ctx: &ToolContext) ->
         if ctx.cancel.is_cancelled() {
             break;
         }
-        let Some(bytes) = searchable(f) else {
+        let Some(bytes) = searchable(ws, f) else {
             continue;
         };
         scanned += 1;
@@ -824,10 +823,11 @@ fn line_shape(line: &str) -> String {
 /// [`RARE_MAX_COUNT`] times there, as `file:line: text`. A question worded unlike the log ("a
 /// program touched memory it was not allowed to" for a segfault) matches no word, but what it
 /// asks about is an event, and events are the lines a log rarely repeats.
-fn rare_lines(files: &[PathBuf], root: &Path) -> Vec<String> {
+fn rare_lines(files: &[PathBuf], ws: &Sandbox) -> Vec<String> {
+    let root = ws.root();
     let mut out = Vec::new();
     for f in files.iter().take(MAX_FILES_SCANNED) {
-        let Some(bytes) = searchable(f) else {
+        let Some(bytes) = searchable(ws, f) else {
             continue;
         };
         let text = String::from_utf8_lossy(&bytes);
@@ -893,12 +893,12 @@ fn task_words(task: &str) -> Option<Vec<String>> {
 fn task_word_lines(
     ctx: &ToolContext,
     files: &[PathBuf],
-    root: &Path,
+    ws: &Sandbox,
     regex: bool,
 ) -> Option<Vec<String>> {
     let task = ctx.task.as_deref().filter(|_| !regex)?;
     let matcher = Matcher::Words(task_words(task)?);
-    let found = scan(&matcher, files, root, ctx);
+    let found = scan(&matcher, files, ws, ctx);
     let all = matcher.all();
     let mut lines: Vec<(u64, String)> = found
         .full
@@ -925,6 +925,10 @@ impl Tool for SearchText {
     }
     fn needs_workspace(&self) -> bool {
         true
+    }
+    /// `pattern` (the old name of `query`) and `ignore_case` (plain words ignore case anyway).
+    fn tolerated_args(&self) -> &[&'static str] {
+        &["pattern", "ignore_case"]
     }
     fn description(&self) -> &str {
         "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match."
@@ -968,9 +972,9 @@ impl Tool for SearchText {
         check_regular(ctx, &path)?;
         let start = ws.resolve(&path)?;
         let mut files = Vec::new();
-        collect_files(&start, &mut files, 0);
+        collect_files(ws, &start, &mut files, 0);
         files.sort();
-        let found = scan(&matcher, &files, ws.root(), ctx);
+        let found = scan(&matcher, &files, ws, ctx);
         let Scan {
             full,
             mut partial,
@@ -1003,13 +1007,13 @@ impl Tool for SearchText {
             );
             // A log says "No space left on device" where the model searched "disk": the task's
             // own words, rarest first, usually find the line the model was after.
-            if let Some(lines) = task_word_lines(ctx, &files, ws.root(), a.regex) {
+            if let Some(lines) = task_word_lines(ctx, &files, ws, a.regex) {
                 out.push_str(&format!(
                     "\nLines with the most of the task's words instead:\n{}",
                     lines.join("\n")
                 ));
             }
-            let rare = rare_lines(&files, ws.root());
+            let rare = rare_lines(&files, ws);
             if !rare.is_empty() && rare.len() <= 4 * RARE_LINES {
                 out.push_str(&format!(
                     "\nThe rare lines of the long files searched (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):\n{}",
@@ -1037,8 +1041,8 @@ impl Tool for SearchText {
 }
 
 /// Files under `p` (or `p` itself), never following symlinks, depth-capped.
-fn collect_files(p: &Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
-    if depth > 32 || out.len() >= MAX_FILES_SCANNED {
+fn collect_files(ws: &Sandbox, p: &Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
+    if depth > 32 || out.len() >= MAX_FILES_SCANNED || ws.hides(p) {
         return;
     }
     let Ok(meta) = std::fs::symlink_metadata(p) else {
@@ -1060,7 +1064,7 @@ fn collect_files(p: &Path, out: &mut Vec<std::path::PathBuf>, depth: usize) {
         if ft.is_symlink() {
             continue;
         }
-        collect_files(&ent.path(), out, depth + 1);
+        collect_files(ws, &ent.path(), out, depth + 1);
     }
 }
 
@@ -1087,19 +1091,21 @@ mod tests {
         ] {
             touch(t.path(), f);
         }
-        let line = most_files(&t.path().join("logs"), "logs/").expect("test value");
+        let ws = Sandbox::new(t.path()).expect("test value");
+        let logs = ws.root().join("logs");
+        let line = most_files(&ws, &logs, "logs/").expect("test value");
         assert_eq!(
             line,
             "most files: logs/b/ (3 files, counting its subfolders; next: logs/a/ with 2)"
         );
         touch(t.path(), "logs/a/3");
-        let tie = most_files(&t.path().join("logs"), "logs/").expect("test value");
+        let tie = most_files(&ws, &logs, "logs/").expect("test value");
         assert!(
             tie.starts_with("most files: logs/a/ and logs/b/ (3 files each"),
             "{tie}"
         );
         // One subfolder: nothing to compare.
-        assert_eq!(most_files(&t.path().join("logs/b"), "logs/b/"), None);
+        assert_eq!(most_files(&ws, &logs.join("b"), "logs/b/"), None);
     }
 
     #[test]

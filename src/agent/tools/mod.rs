@@ -19,6 +19,7 @@ pub mod calculator;
 pub mod choices;
 pub mod files;
 pub mod jail;
+pub mod private;
 pub mod sandbox;
 pub mod shell;
 pub mod sizing;
@@ -27,6 +28,7 @@ pub use blob::ReadBlob;
 pub use calculator::Calculator;
 pub use files::{ListDir, ReadFile, SearchText};
 pub use jail::{Jail, JailError};
+pub use private::Private;
 pub use sandbox::{Sandbox, SandboxError};
 pub use shell::{Shell, ShellPolicy};
 pub use sizing::{HardwareInfo, SizeModel};
@@ -268,6 +270,14 @@ impl Tool for WithSchema {
     fn file_effect(&self) -> FileEffect {
         self.inner.file_effect()
     }
+    fn tolerated_args(&self) -> &[&'static str] {
+        self.inner.tolerated_args()
+    }
+    /// The inner tool's: the narrowed schema steers what a model writes, the tool's own bounds
+    /// what a call may pass.
+    fn own_schema(&self) -> serde_json::Value {
+        self.inner.own_schema()
+    }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         self.inner.call(args, ctx)
     }
@@ -326,6 +336,19 @@ pub trait Tool: Send + Sync {
     fn file_effect(&self) -> FileEffect {
         FileEffect::None
     }
+    /// Argument names the tool accepts without offering them in its schema: old spellings of
+    /// offered ones (`pattern` for `query`) that widen nothing. [`check_args`] lets them
+    /// through; every other argument the schema does not offer is refused. Default: none.
+    fn tolerated_args(&self) -> &[&'static str] {
+        &[]
+    }
+    /// The schema the tool itself offers, which bounds the arguments a call may pass
+    /// ([`check_args`]). A wrapper that only narrows what a model is shown ([`WithSchema`]: an
+    /// optional argument left out so a greedy small model does not fill it) returns its inner
+    /// tool's. Default: [`Tool::args_schema`].
+    fn own_schema(&self) -> serde_json::Value {
+        self.args_schema()
+    }
     /// Run it.
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError>;
 }
@@ -338,6 +361,54 @@ pub fn parse_args<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, Too
         args
     };
     serde_json::from_value(args).map_err(|e| ToolError::invalid(format!("bad arguments: {e}.")))
+}
+
+/// Refuse an argument `tool`'s own schema ([`Tool::own_schema`]) does not offer (its
+/// `properties`, plus [`Tool::tolerated_args`]), naming it and the ones offered: a schema that
+/// hides an argument (`size_model`'s `config` unless extended) means a call may not use it,
+/// whatever the tool's code could do with it. A schema without `properties`, or one that
+/// allows additional properties (`true` or a schema), checks nothing; arguments that are not
+/// an object are left for the tool to refuse. Both loops call it before every tool call.
+pub fn check_args(tool: &dyn Tool, args: &serde_json::Value) -> Result<(), ToolError> {
+    use serde_json::Value;
+    let Value::Object(given) = args else {
+        return Ok(());
+    };
+    let schema = tool.own_schema();
+    let Some(offered) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    if matches!(
+        schema.get("additionalProperties"),
+        Some(Value::Bool(true) | Value::Object(_))
+    ) {
+        return Ok(());
+    }
+    let tolerated = tool.tolerated_args();
+    let hidden: Vec<&str> = given
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !offered.contains_key(*k) && !tolerated.contains(k))
+        .collect();
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = offered.keys().map(String::as_str).collect();
+    let allowed = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    };
+    Err(ToolError::invalid(format!(
+        "{} does not take the argument{} {}; the arguments it takes are: {allowed}.",
+        tool.name(),
+        if hidden.len() == 1 { "" } else { "s" },
+        hidden
+            .iter()
+            .map(|h| format!("{h:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
 }
 
 /// The arguments a model gave, as an object: a scalar goes into the tool's single required

@@ -15,10 +15,22 @@
 //! anyway), `link/x` with `link -> .boyd`. Writers refuse to write through a symbolic link, into
 //! a FIFO or device, or into a file with other hard links; deletion removes only regular files
 //! and never follows a symbolic link to its target.
+//!
+//! boyd's own files ([`Private`]: the config directory with the approval key, and boyd's home)
+//! are refused to every tool, reading included, wherever they sit: [`Sandbox::resolve`] refuses
+//! a path that resolves into one, and the walks skip them ([`Sandbox::hides`]).
+//!
+//! Every tool that opens a workspace file for reading goes through [`Sandbox::open_file`] (or
+//! [`Sandbox::read_bytes`], which also bounds the read): the resolved path must be a regular
+//! file (a FIFO, socket or device is refused from its metadata, before any open), it is opened
+//! without blocking (`O_NONBLOCK`, in case one is swapped in), and the opened handle is checked
+//! again: its real path, its type, and that it is the file that was checked.
 
 use std::fs::File;
+use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 
+use super::private::Private;
 use super::{ToolError, ToolErrorKind};
 
 /// Why a path was refused.
@@ -75,6 +87,28 @@ pub enum SandboxError {
         /// The path as given.
         path: String,
     },
+    /// The path is, or is under, boyd's own config or home directory, or is the approval key.
+    #[error("{path} is boyd's own configuration or home directory (it holds the approval key); no tool may read, list or change it. Give the workspace another directory")]
+    Private {
+        /// The path as given.
+        path: String,
+    },
+    /// The file is larger than the caller reads.
+    #[error("{path} is {size} bytes, more than the {limit} byte limit for this file")]
+    TooLarge {
+        /// The path as given.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The file changed between its check and its open.
+    #[error("{path} changed while it was being opened; try again")]
+    Changed {
+        /// The path as given.
+        path: String,
+    },
     /// The path is a symbolic link (writers and deletion never follow one).
     #[error("{path} is a symbolic link; file tools do not write, or delete, through links")]
     Symlink {
@@ -82,7 +116,7 @@ pub enum SandboxError {
         path: String,
     },
     /// The path is not a regular file.
-    #[error("{path} is not a regular file ({kind}); file tools only change regular files")]
+    #[error("{path} is not a regular file ({kind}); file tools only open regular files")]
     NotRegular {
         /// The path as given.
         path: String,
@@ -120,7 +154,10 @@ impl From<SandboxError> for ToolError {
         let kind = match e {
             SandboxError::NotFound { .. } => ToolErrorKind::NotFound,
             SandboxError::Empty | SandboxError::NotRegular { .. } => ToolErrorKind::InvalidArgs,
-            SandboxError::Io { .. } | SandboxError::BadRoot { .. } => ToolErrorKind::Failed,
+            SandboxError::Io { .. }
+            | SandboxError::BadRoot { .. }
+            | SandboxError::TooLarge { .. }
+            | SandboxError::Changed { .. } => ToolErrorKind::Failed,
             _ => ToolErrorKind::PermissionDenied,
         };
         ToolError::new(kind, e.to_string())
@@ -164,15 +201,119 @@ fn link_count(_m: &std::fs::Metadata) -> u64 {
     1
 }
 
+/// Open `path` for reading without blocking on a FIFO or device (Linux: `O_NONBLOCK`, which
+/// changes nothing for a regular file; `O_NOCTTY`, so a terminal never becomes ours).
+fn open_nonblocking(path: &Path) -> std::io::Result<File> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    opts.open(path)
+}
+
+/// Whether two metadata describe one file (device and inode; length and type elsewhere).
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    a.len() == b.len() && a.file_type() == b.file_type()
+}
+
+/// Open the regular file at `real` for reading (`shown` names it in errors): refused from its
+/// metadata when it is not a regular file (before any open, so a FIFO or device never blocks),
+/// opened without blocking, and checked again through the handle: still a regular file, and
+/// the very file that was checked. The first half of every read of a path boyd did not choose
+/// itself: workspace files ([`Sandbox::open_file`]), policy and memory files.
+pub fn open_regular(shown: &str, real: &Path) -> Result<(File, std::fs::Metadata), SandboxError> {
+    let io = |e: std::io::Error| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            SandboxError::NotFound { path: shown.into() }
+        } else {
+            SandboxError::Io {
+                path: shown.into(),
+                reason: e.to_string(),
+            }
+        }
+    };
+    let before = std::fs::metadata(real).map_err(io)?;
+    if !before.is_file() {
+        return Err(SandboxError::NotRegular {
+            path: shown.into(),
+            kind: kind_of(before.file_type()),
+        });
+    }
+    let file = open_nonblocking(real).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(SandboxError::NotRegular {
+            path: shown.into(),
+            kind: kind_of(meta.file_type()),
+        });
+    }
+    if !same_file(&before, &meta) {
+        return Err(SandboxError::Changed { path: shown.into() });
+    }
+    Ok((file, meta))
+}
+
+/// [`open_regular`], then read at most `limit` bytes: a larger file is refused from its size
+/// before anything is read, and the read stops after `limit` bytes whatever the size said (a
+/// file that grew is refused too).
+pub fn read_regular(shown: &str, real: &Path, limit: u64) -> Result<Vec<u8>, SandboxError> {
+    let (file, meta) = open_regular(shown, real)?;
+    read_limited(shown, file, &meta, limit)
+}
+
+fn read_limited(
+    path: &str,
+    file: File,
+    meta: &std::fs::Metadata,
+    limit: u64,
+) -> Result<Vec<u8>, SandboxError> {
+    let too_large = |size| SandboxError::TooLarge {
+        path: path.into(),
+        size,
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large(meta.len()));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| SandboxError::Io {
+            path: path.into(),
+            reason: e.to_string(),
+        })?;
+    if buf.len() as u64 > limit {
+        return Err(too_large(buf.len() as u64));
+    }
+    Ok(buf)
+}
+
 /// A workspace root that paths are resolved inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
     root: PathBuf,
+    private: Private,
 }
 
 impl Sandbox {
-    /// A sandbox rooted at `root` (canonicalized; must be an existing directory).
+    /// A sandbox rooted at `root` (canonicalized; must be an existing directory), hiding
+    /// boyd's own directories as this process finds them ([`Private::from_env`]).
     pub fn new(root: impl AsRef<Path>) -> Result<Self, SandboxError> {
+        Self::with_private(root, Private::from_env())
+    }
+
+    /// A sandbox rooted at `root` that hides `private` (and nothing else of boyd's).
+    pub fn with_private(root: impl AsRef<Path>, private: Private) -> Result<Self, SandboxError> {
         let root = root.as_ref();
         let canon = root.canonicalize().map_err(|e| SandboxError::BadRoot {
             root: root.to_path_buf(),
@@ -184,12 +325,37 @@ impl Sandbox {
                 reason: "not a directory".into(),
             });
         }
-        Ok(Self { root: canon })
+        Ok(Self {
+            root: canon,
+            private,
+        })
+    }
+
+    /// The same sandbox also hiding `path` (a directory or file, see [`Private::with`]).
+    pub fn guarding(mut self, path: impl AsRef<Path>) -> Self {
+        self.private = self.private.with(path.as_ref());
+        self
     }
 
     /// The canonical root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// What this sandbox hides of boyd's own.
+    pub fn private(&self) -> &Private {
+        &self.private
+    }
+
+    /// Whether the entry at `real` (a resolved path, or a canonical directory joined with one
+    /// plain name, as a walk that never follows links makes) is boyd's own: walks skip it.
+    pub fn hides(&self, real: &Path) -> bool {
+        self.private.hides(&self.root, real)
+    }
+
+    /// Whether a resolved path is boyd's own (by path only, no file system access).
+    fn is_private(&self, real: &Path) -> bool {
+        self.private.covers(&self.root, real)
     }
 
     /// Whether a path (resolved, or a canonical directory joined with one plain name) is the
@@ -274,18 +440,63 @@ impl Sandbox {
         if !canon.starts_with(&self.root) {
             return Err(SandboxError::Escape { path: path.into() });
         }
+        if self.is_private(&canon) {
+            return Err(SandboxError::Private { path: path.into() });
+        }
         Ok(canon)
     }
 
-    /// Open a file inside the workspace for reading, re-checking the opened handle's real path.
+    /// Open a regular file inside the workspace for reading: the resolved path (inside the
+    /// root, not boyd's own) must be a regular file by its metadata before anything is opened,
+    /// the open does not block, and the opened handle is checked again (its real path, that it
+    /// is a regular file, and that it is the file checked). Returns the resolved path and the
+    /// file.
     pub fn open_file(&self, path: &str) -> Result<(PathBuf, File), SandboxError> {
-        let real = self.resolve(path)?;
-        let file = File::open(&real).map_err(|e| SandboxError::Io {
-            path: path.into(),
-            reason: e.to_string(),
-        })?;
-        self.check_handle(path, &file)?;
+        let (real, file, _) = self.open_checked(path)?;
         Ok((real, file))
+    }
+
+    /// Read a workspace file opened by [`Sandbox::open_file`], at most `limit` bytes: a larger
+    /// file is refused from its size before anything is read, and the read itself stops after
+    /// `limit` bytes whatever the size said (a file that grows is refused too).
+    pub fn read_bytes(&self, path: &str, limit: u64) -> Result<(PathBuf, Vec<u8>), SandboxError> {
+        let (real, file, meta) = self.open_checked(path)?;
+        Ok((real, read_limited(path, file, &meta, limit)?))
+    }
+
+    /// [`Sandbox::read_bytes`] for a file a walk found: `real` is a canonical directory of the
+    /// workspace joined with a plain name (walks never follow links). boyd's own files and
+    /// anything outside the root are refused like a resolved path.
+    pub fn read_found(&self, real: &Path, limit: u64) -> Result<Vec<u8>, SandboxError> {
+        let shown = super::rel_display(&self.root, real);
+        if !real.starts_with(&self.root) {
+            return Err(SandboxError::Escape { path: shown });
+        }
+        if self.is_private(real) {
+            return Err(SandboxError::Private { path: shown });
+        }
+        let (file, meta) = self.open_resolved(&shown, real)?;
+        read_limited(&shown, file, &meta, limit)
+    }
+
+    fn open_checked(&self, path: &str) -> Result<(PathBuf, File, std::fs::Metadata), SandboxError> {
+        let real = self.resolve(path)?;
+        let (file, meta) = self.open_resolved(path, &real)?;
+        Ok((real, file, meta))
+    }
+
+    /// Open the resolved `real` (`path` as given, for errors) as [`Sandbox::open_file`] does.
+    fn open_resolved(
+        &self,
+        path: &str,
+        real: &Path,
+    ) -> Result<(File, std::fs::Metadata), SandboxError> {
+        let (file, meta) = open_regular(path, real)?;
+        self.check_handle(path, &file)?;
+        if self.private.is_guarded_file(&meta) {
+            return Err(SandboxError::Private { path: path.into() });
+        }
+        Ok((file, meta))
     }
 
     /// Check that an opened file is really inside the root (Linux: via `/proc/self/fd`).
@@ -294,6 +505,7 @@ impl Sandbox {
         use std::os::fd::AsRawFd;
         let link = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         match std::fs::read_link(&link) {
+            Ok(real) if self.is_private(&real) => Err(SandboxError::Private { path: path.into() }),
             Ok(real) if real.starts_with(&self.root) => Ok(()),
             Ok(_) => Err(SandboxError::Escape { path: path.into() }),
             // /proc not mounted: fall back to the canonicalize check already done.
@@ -332,10 +544,14 @@ impl Sandbox {
         // `dir` is always a canonical directory under the root.
         let mut dir = self.root.clone();
         let protected = || SandboxError::Protected { path: path.into() };
+        let private = || SandboxError::Private { path: path.into() };
         for part in parents {
             let next = dir.join(part);
             if self.is_protected(&next) {
                 return Err(protected());
+            }
+            if self.is_private(&next) {
+                return Err(private());
             }
             match std::fs::symlink_metadata(&next) {
                 Ok(_) => {}
@@ -358,6 +574,9 @@ impl Sandbox {
             if self.is_protected(&canon) {
                 return Err(protected());
             }
+            if self.is_private(&canon) {
+                return Err(private());
+            }
             if !canon.is_dir() {
                 return Err(SandboxError::Io {
                     path: path.into(),
@@ -369,6 +588,9 @@ impl Sandbox {
         let target = dir.join(last);
         if self.is_protected(&target) {
             return Err(protected());
+        }
+        if self.hides(&target) {
+            return Err(private());
         }
         if let Ok(m) = std::fs::symlink_metadata(&target) {
             if m.file_type().is_symlink() {
@@ -405,12 +627,15 @@ impl Sandbox {
             use std::os::fd::AsRawFd;
             let link = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
             if let Ok(real) = std::fs::read_link(&link) {
-                if real != target || self.is_protected(&real) {
+                if real != target || self.is_protected(&real) || self.is_private(&real) {
                     return Err(SandboxError::Escape { path: path.into() });
                 }
             }
         }
         let m = file.metadata().map_err(io)?;
+        if self.private.is_guarded_file(&m) {
+            return Err(SandboxError::Private { path: path.into() });
+        }
         if !m.is_file() {
             return Err(SandboxError::NotRegular {
                 path: path.into(),
@@ -462,6 +687,9 @@ impl Sandbox {
         let target = parent.join(last);
         if self.is_protected(&target) {
             return Err(SandboxError::Protected { path: path.into() });
+        }
+        if self.hides(&target) {
+            return Err(SandboxError::Private { path: path.into() });
         }
         let m = match std::fs::symlink_metadata(&target) {
             Ok(m) => m,

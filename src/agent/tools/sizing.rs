@@ -8,8 +8,8 @@
 
 use serde::Deserialize;
 
-use super::files::PATH_MAX_CHARS;
-use super::{parse_args, Tool, ToolContext, ToolError};
+use super::files::{MAX_READ_BYTES, PATH_MAX_CHARS};
+use super::{check_args, parse_args, Tool, ToolContext, ToolError};
 use crate::sizer::{self, SizeQuery};
 use crate::sizing::{Estimate, Hardware};
 use crate::units::Bytes;
@@ -243,8 +243,11 @@ impl Tool for SizeModel {
         schema
     }
     fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        // An argument the schema does not offer (`config` unless extended) is refused here too,
+        // not only by the loops: the schema is what this tool may be asked.
+        check_args(self, &args)?;
         let a: SizeArgs = parse_args(args)?;
-        let mut model = a.model.trim().to_string();
+        let model = a.model.trim().to_string();
         let known = self
             .models
             .iter()
@@ -258,16 +261,22 @@ impl Tool for SizeModel {
         }
         let hw = self.hardware_for(a.hw.as_deref(), ctx.task.as_deref())?;
         let mut label = model.clone();
+        let mut config_text = None;
         if let Some(config) = &a.config {
-            // A Hugging Face config in the workspace.
-            let path = ctx.workspace()?.resolve(config)?;
-            model = path.to_string_lossy().into_owned();
-            label = config.clone();
+            // A Hugging Face config in the workspace, read as every file tool reads: resolved
+            // inside the workspace, a regular file, not boyd's own, at most MAX_READ_BYTES.
             if a.quant.is_none() {
                 return Err(ToolError::invalid(
                     "a config.json gives the shape but not the quantization; add quant (e.g. \"Q4_K_M\").",
                 ));
             }
+            let limit = MAX_READ_BYTES.min(sizer::CONFIG_MAX_BYTES);
+            let (_, bytes) = ctx.workspace()?.read_bytes(config, limit)?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                ToolError::invalid(format!("{config} is not UTF-8 text, so not a config.json."))
+            })?;
+            label = config.clone();
+            config_text = Some(text);
         } else if self.families.iter().any(|f| f == &model) {
             return self.sweep(&model, &hw, a.quant, a.ctx, a.kv_type);
         }
@@ -284,9 +293,20 @@ impl Tool for SizeModel {
             quant: a.quant,
             ctx: ctx_tokens,
             kv_dtype: a.kv_type,
-            ..SizeQuery::new(&model, &hw)
+            ..SizeQuery::new(
+                if config_text.is_some() {
+                    &label
+                } else {
+                    &model
+                },
+                &hw,
+            )
         };
-        let e = sizer::estimate(&q).map_err(|e| ToolError::failed(format!("{e:#}.")))?;
+        let e = match &config_text {
+            Some(text) => sizer::estimate_config(&q, text),
+            None => sizer::estimate(&q),
+        }
+        .map_err(|e| ToolError::failed(format!("{e:#}.")))?;
         Ok(render_estimate(&label, &e, ctx_tokens.is_some()))
     }
 }

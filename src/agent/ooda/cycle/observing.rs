@@ -102,7 +102,9 @@ impl Ooda<'_> {
                 slot: last_action.clone(),
             }));
             if let Some(ws) = &self.workspace {
-                v.push(Arc::new(WorkspaceSensor::new(ws.root())));
+                v.push(Arc::new(
+                    WorkspaceSensor::new(ws.root()).hiding(ws.private().clone()),
+                ));
                 v.push(Arc::new(FileHashSensor {
                     workspace: ws.clone(),
                     watch: watch.clone(),
