@@ -8,6 +8,7 @@ mod attacks_shell;
 mod attacks_trust;
 mod audit;
 mod catalog;
+mod catalog_hub;
 mod common;
 mod constrain;
 mod decoder;
