@@ -17,6 +17,7 @@ mod gguf;
 mod kernels;
 mod kv_dtype;
 mod measure;
+mod model_auto;
 mod numerics;
 mod ooda;
 mod ooda_answer;
