@@ -16,8 +16,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::sizing::{ArchParams, Architecture};
+use crate::sizing::{ArchParams, Architecture, Hardware};
 use crate::units::Bytes;
+
+pub mod fit;
+
+pub use fit::{pick_auto, AutoChoice, Considered, Fit, AUTO_MIN_DECODE_TPS, LIST_CTX};
 
 pub use crate::store::{
     AltSource, EntryRef, FetchAttempt, FetchOptions, HubAccess, PipPart, ResolvedFrom, Source,
@@ -445,10 +449,23 @@ pub struct ModelRow {
     pub path: Option<PathBuf>,
     /// Shipped with boyd or a user entry.
     pub origin: EntryOrigin,
+    /// Whether it runs on the machine `boyd models list` sized it for (`None`: not sized, or
+    /// the sizing model could not size it).
+    pub fit: Option<Fit>,
 }
 
 /// The rows of `boyd models list`: every entry with its download state (no hashing).
 pub fn list_models(catalog: &Catalog, store: &Store) -> Vec<ModelRow> {
+    list_models_on(catalog, store, None, LIST_CTX)
+}
+
+/// [`list_models`], each row also sized on `hw` at `ctx` tokens (see [`fit::fit`]).
+pub fn list_models_on(
+    catalog: &Catalog,
+    store: &Store,
+    hw: Option<&Hardware>,
+    ctx: u32,
+) -> Vec<ModelRow> {
     catalog
         .entries
         .values()
@@ -465,6 +482,13 @@ pub fn list_models(catalog: &Catalog, store: &Store) -> Vec<ModelRow> {
                 downloaded: path.as_ref().map(|p| p.is_file()),
                 path,
                 origin: origin.clone(),
+                fit: hw.and_then(|hw| match fit::fit(e, hw, ctx) {
+                    Ok(f) => Some(f),
+                    Err(err) => {
+                        tracing::warn!(model = %e.name, error = %err, "cannot size this entry");
+                        None
+                    }
+                }),
             }
         })
         .collect()

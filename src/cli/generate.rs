@@ -77,7 +77,12 @@ pub fn load_model(
     default: &str,
     ctx: Option<usize>,
 ) -> anyhow::Result<(LocalModel, ResolvedModel)> {
-    let resolved = catalog::resolve_model(g.model.as_deref(), default)
+    let auto = match g.model.as_deref() {
+        Some(super::auto::AUTO) => Some(super::auto::choose(g, ctx.unwrap_or(4096))?),
+        _ => None,
+    };
+    let spec = auto.as_deref().or(g.model.as_deref());
+    let resolved = catalog::resolve_model(spec, default)
         .context("resolving the model (see `boyd models list`)")?;
     let device = crate::runtime::parse_device(&g.device)?;
     let t0 = Instant::now();

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 pub mod approve;
 pub mod audit;
+pub mod auto;
 pub mod backend;
 pub mod bench;
 pub mod chat;
@@ -31,9 +32,15 @@ pub mod validate;
 /// Global options shared by every subcommand.
 #[derive(Debug, Clone, clap::Args)]
 pub struct GlobalOpts {
-    /// Model: a catalog name (see `boyd models list`) or a path to a .gguf file.
+    /// Model: a catalog name (see `boyd models list`), a path to a .gguf file, or `auto`: the
+    /// largest downloaded catalog model that fits this machine at the run's context and decodes
+    /// fast enough, by the sizing model (the choice and the reason are printed).
     #[arg(long, short = 'm', global = true, env = "BOYD_MODEL")]
     pub model: Option<String>,
+    /// With `--model auto`: also consider catalog models not downloaded yet, and pull the one
+    /// chosen (hub, then the alternative source; sha256-verified).
+    #[arg(long, global = true)]
+    pub pull: bool,
     /// Device to run on: cpu, cuda[:N], metal or auto.
     #[arg(long, global = true, default_value = "cpu")]
     pub device: String,

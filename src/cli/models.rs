@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::GlobalOpts;
 use crate::catalog::{self, Catalog, FetchOptions, ResolvedFrom, Store};
+use crate::sizer;
 use crate::store::VerifyStatus;
 use crate::units::Bytes;
 
@@ -23,8 +24,9 @@ pub struct Args {
 /// `boyd models` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
-    /// List catalog models: name, architecture, parameters, quantization, size, licence, and
-    /// whether the file is in the store.
+    /// List catalog models: name, architecture, parameters, quantization, file size, licence,
+    /// whether the file is in the store, and whether it runs here (the sizing model's fit check
+    /// against this machine's free memory; `--device` picks the GPU). `--json` for all fields.
     List,
     /// Fetch a model into the store (hub cache, hub, then the alternative source) and verify it.
     Pull {
@@ -47,19 +49,28 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     let store = Store::from_env()?;
     let catalog = Catalog::load_from(Some(&store.models_dir()))?;
     match args.command {
-        ModelsCommand::List => list(&catalog, &store, g.json),
+        ModelsCommand::List => list(&catalog, &store, g),
         ModelsCommand::Pull { name, force } => pull(&catalog, &store, &name, force, g.json),
         ModelsCommand::Verify { name } => verify(&catalog, &store, name.as_deref(), g.json),
     }
 }
 
-fn list(catalog: &Catalog, store: &Store, json: bool) -> anyhow::Result<ExitCode> {
-    let rows = catalog::list_models(catalog, store);
-    if json {
+fn list(catalog: &Catalog, store: &Store, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
+    // This machine as the sizing model sees it (the GPU `--device` names, else the host's free
+    // RAM); when it cannot be read the list still prints, without the fit column.
+    let hw = match sizer::hardware("this", &g.device, None) {
+        Ok(hw) => Some(hw),
+        Err(e) => {
+            tracing::warn!("cannot size this machine: {e:#}");
+            None
+        }
+    };
+    let rows = catalog::list_models_on(catalog, store, hw.as_ref(), catalog::LIST_CTX);
+    if g.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let table: Vec<[String; 7]> = rows
+    let table: Vec<[String; 8]> = rows
         .iter()
         .map(|r| {
             [
@@ -74,6 +85,7 @@ fn list(catalog: &Catalog, store: &Store, json: bool) -> anyhow::Result<ExitCode
                     Some(false) => "no".into(),
                     None => "- (sizing only)".into(),
                 },
+                runs_here(r.fit.as_ref()),
             ]
         })
         .collect();
@@ -86,11 +98,33 @@ fn list(catalog: &Catalog, store: &Store, json: bool) -> anyhow::Result<ExitCode
             "SIZE",
             "LICENSE",
             "DOWNLOADED",
+            "RUNS HERE",
         ],
         &table,
     );
-    println!("\nstore: {}", store.models_dir().display());
+    match &hw {
+        Some(hw) => println!(
+            "\nRUNS HERE: the sizing model's fit check at {} tokens of context (capped at each \
+             model's own) against {} free on {} ({}); `boyd size NAME` for the detail.",
+            catalog::LIST_CTX,
+            hw.free,
+            hw.description,
+            hw.backend
+        ),
+        None => println!("\nRUNS HERE: ? (this machine could not be sized; see the log)"),
+    }
+    println!("store: {}", store.models_dir().display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The RUNS HERE cell: `yes (needs X)`, `no: needs X, Y free`, or why the decoder cannot.
+fn runs_here(fit: Option<&catalog::Fit>) -> String {
+    match fit {
+        None => "?".into(),
+        Some(f) if !f.fits => format!("no: needs {}, {} free", f.needs, f.free),
+        Some(f) if !f.runnable => format!("fits ({}), decoder: sizing only", f.needs),
+        Some(f) => format!("yes ({})", f.needs),
+    }
 }
 
 #[derive(Serialize)]
@@ -220,7 +254,7 @@ fn human_params(n: u64) -> String {
     }
 }
 
-fn print_table(header: &[&str], rows: &[[String; 7]]) {
+fn print_table<const N: usize>(header: &[&str], rows: &[[String; N]]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

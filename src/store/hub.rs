@@ -199,3 +199,24 @@ pub(super) fn import_file(
         },
     )
 }
+
+/// A hub download that does not match the catalog is removed from the hub cache as well (the
+/// cache's name for it and the blob behind that name), so no later run finds it there: the
+/// store refused it, and nothing of it stays on disk.
+pub(super) fn discard_mismatched_download(downloaded: &Path, err: &StoreError) {
+    if !matches!(err, StoreError::SourceMismatch { .. }) {
+        return;
+    }
+    let blob = std::fs::canonicalize(downloaded).ok();
+    for path in std::iter::once(downloaded.to_owned()).chain(blob) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "removed a hub download that does not match the catalog")
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a hub download that does not match the catalog")
+            }
+        }
+    }
+}

@@ -487,9 +487,11 @@ impl Store {
             }
         }
         if let HubAccess::Online { timeout } = opts.hub {
-            match hub_download(source, timeout, opts)
-                .and_then(|p| import_file(&p, &dest, source, "hub", opts.progress))
-            {
+            let downloaded = hub_download(source, timeout, opts).and_then(|p| {
+                import_file(&p, &dest, source, "hub", opts.progress)
+                    .inspect_err(|e| discard_mismatched_download(&p, e))
+            });
+            match downloaded {
                 Ok(()) => {
                     return Ok(Fetched {
                         path: dest,
