@@ -26,9 +26,10 @@
 //! for `max_connections_per_ip` newer connections from its own address (or the whole untrusted
 //! pool from anyone) before losing its slot. That is also the limit of this defence: an
 //! attacker who opens connections faster than that, from the legitimate client's own address,
-//! can still push a slow client out before its request head arrives. The per-address cap is
-//! kept well above what the attackers of one address need to churn only their own share, and
-//! below the pool, so one address cannot take all of it. Trusted connections are never
+//! can still push a slow client out before its request head arrives. The per-address cap
+//! (256 of the 448 untrusted slots by default) keeps one address from taking the whole pool
+//! while leaving a client that shares an address with attackers that many newer connections of
+//! margin; it never refuses a connection by itself. Trusted connections are never
 //! evicted; they leave when their keep-alive idle time ([`ServeLimits::header_timeout`]) runs
 //! out, like every connection waiting for a request head.
 //!
