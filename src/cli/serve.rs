@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use super::GlobalOpts;
-use crate::serve::{ServeLimits, ServeOptions, Server};
+use crate::serve::{self, ServeLimits, ServeOptions, Server};
 
 /// Arguments of `boyd serve`.
 #[derive(Debug, clap::Args)]
@@ -33,17 +33,29 @@ pub struct Args {
     /// Largest request body in bytes (a larger one is refused before it is read).
     #[arg(long, default_value_t = ServeLimits::default().max_body_bytes)]
     pub max_body: usize,
-    /// Open connections at once (more are closed at accept).
-    #[arg(long, default_value_t = ServeLimits::default().max_connections)]
+    /// Open connections at once. Over a cap, a new connection evicts the oldest connection that
+    /// has not yet sent a request past the checks (Host, Origin, API key); it is closed at accept
+    /// only when every open connection has.
+    #[arg(long, default_value_t = serve::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Of --max-connections, slots kept for connections whose request passed the checks (with
+    /// --api-key-env: carried the key); idle or half-sent connections never hold them.
+    #[arg(long, value_name = "N", default_value_t = serve::DEFAULT_RESERVED_CONNECTIONS)]
+    pub reserved_connections: usize,
+    /// Connections from one address (an IPv6 client: one /64) that have not yet sent a request
+    /// past the checks; a new one over it evicts that address's oldest.
+    #[arg(long, value_name = "N", default_value_t = serve::DEFAULT_MAX_CONNECTIONS_PER_IP)]
+    pub max_connections_per_ip: usize,
     /// Requests handled at once (more get HTTP 503).
     #[arg(long, default_value_t = ServeLimits::default().max_in_flight)]
     pub max_in_flight: usize,
     /// Generations waiting for the model (more get HTTP 503 with Retry-After).
     #[arg(long, default_value_t = ServeLimits::default().max_queued)]
     pub max_queued: usize,
-    /// Seconds a client has to send the request headers (also the keep-alive idle time).
-    #[arg(long, value_name = "SECS", default_value_t = ServeLimits::default().header_timeout.as_secs_f64())]
+    /// Seconds a client has to send the request headers, from connecting or from the end of the
+    /// previous response: also the time an idle or kept-alive connection stays open. Idle and
+    /// slowloris sockets are closed when it runs out.
+    #[arg(long, value_name = "SECS", default_value_t = serve::DEFAULT_HEADER_TIMEOUT_SECS as f64)]
     pub header_timeout: f64,
     /// Seconds a client has to send the whole body.
     #[arg(long, value_name = "SECS", default_value_t = ServeLimits::default().body_timeout.as_secs_f64())]
@@ -78,16 +90,26 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
     }
     if args.max_body == 0
         || args.max_connections == 0
+        || args.max_connections_per_ip == 0
         || args.max_in_flight == 0
         || args.max_queued == 0
     {
         anyhow::bail!(
-            "--max-body, --max-connections, --max-in-flight and --max-queued must be at least 1"
+            "--max-body, --max-connections, --max-connections-per-ip, --max-in-flight and --max-queued must be at least 1"
+        );
+    }
+    if args.reserved_connections >= args.max_connections {
+        anyhow::bail!(
+            "--reserved-connections {} must be below --max-connections {}: the rest is where new connections wait for their first request (lower the reserve or raise the cap)",
+            args.reserved_connections,
+            args.max_connections
         );
     }
     let limits = ServeLimits {
         max_body_bytes: args.max_body,
         max_connections: args.max_connections,
+        reserved_connections: args.reserved_connections,
+        max_connections_per_ip: args.max_connections_per_ip,
         max_in_flight: args.max_in_flight,
         max_queued: args.max_queued,
         header_timeout: secs("header-timeout", args.header_timeout)?,

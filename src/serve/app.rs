@@ -1,6 +1,6 @@
-//! The HTTP side of `boyd serve`: the accept loop (connection cap, hyper's header timeout and
-//! buffer cap, a write-stall deadline), the tower layers (in-flight cap with load shedding, the
-//! header guard, the body limit) and the axum handlers.
+//! The HTTP side of `boyd serve`: the accept loop (the connection table of [`super::conns`],
+//! hyper's header timeout and buffer cap, a write-stall deadline), the tower layers (in-flight
+//! cap with load shedding, the header guard, the body limit) and the axum handlers.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -27,9 +27,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep, timeout_at, Instant, Sleep};
-use tower::ServiceBuilder;
+use tower::{ServiceBuilder, ServiceExt as _};
 
 use super::api::{finish_name, logprobs_json, parse_chat_request, usage_json, ApiError};
+use super::conns::{Admission, ConnId, ConnTable};
 use super::guard::{self, KeyCheck};
 use super::worker::{Event, Job, Reply};
 use super::{now_s, ServeLimits, ServeOptions, Stats};
@@ -146,11 +147,17 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// Refuse on headers alone, before anything reads the body.
+/// Refuse on headers alone, before anything reads the body. A request that passes makes its
+/// connection trusted (it keeps its slot; see [`super::conns`]).
 async fn guard(State(sh): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     Stats::add(&sh.stats.requests, 1);
     match check_headers(&sh, &req) {
-        Ok(()) => next.run(req).await,
+        Ok(()) => {
+            if let Some(conn) = req.extensions().get::<ConnId>() {
+                conn.trust();
+            }
+            next.run(req).await
+        }
         Err(e) => {
             Stats::add(&sh.stats.refused, 1);
             tracing::info!(method = %req.method(), path = %req.uri().path(), status = e.status, "refused: {}", e.message);
@@ -634,7 +641,7 @@ pub(crate) async fn accept_loop(
     let limits = shared.limits().clone();
     let stats = Arc::clone(&shared.stats);
     let app = router(shared);
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let table = ConnTable::new(&limits, Arc::clone(&stats));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
@@ -659,23 +666,38 @@ pub(crate) async fn accept_loop(
                 continue;
             }
         };
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            Stats::add(&stats.connections_refused, 1);
-            tracing::debug!(%peer, "connection refused: {} open", limits.max_connections);
-            drop(tcp);
-            continue;
+        let (slot, evicted) = match table.admit(peer.ip()) {
+            Admission::Open(slot, evicted) => (slot, evicted),
+            Admission::Refused => {
+                tracing::debug!(%peer, "connection refused: no untrusted connection to make room");
+                drop(tcp);
+                continue;
+            }
         };
         let _ = tcp.set_nodelay(true);
         Stats::add(&stats.connections_open, 1);
         let open = OpenConnection(Arc::clone(&stats));
         let io = TokioIo::new(WriteDeadline::new(tcp, limits.write_stall_timeout));
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let conn_id = slot.id();
+        let service = hyper_util::service::TowerToHyperService::new(app.clone().map_request(
+            move |mut req: Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(conn_id.clone());
+                req
+            },
+        ));
         let conn = http.serve_connection(io, service);
         tokio::spawn(async move {
             let _slot = slot;
             let _open = open;
-            if let Err(e) = conn.await {
-                tracing::debug!(%peer, "connection ended: {e}");
+            tokio::select! {
+                r = conn => {
+                    if let Err(e) = r {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                }
+                Ok(()) = evicted => {
+                    tracing::debug!(%peer, "untrusted connection evicted for a newer one");
+                }
             }
         });
     }

@@ -13,7 +13,12 @@
 //! one worker thread that takes generation jobs from a bounded queue (see [`worker`]), so a slow
 //! or hostile client costs a task and a few kilobytes, never the model. What a client can hold
 //! is capped ([`ServeLimits`]): connections, requests in flight, queued generations, head and
-//! body size, and time for the head, the body, the generation and each stalled write. Every
+//! body size, and time for the head, the body, the generation and each stalled write.
+//! Connections that have not yet sent a request past the guard (idle sockets, slowloris heads)
+//! are capped per address and overall, and give their slots up to newer connections, oldest
+//! first, while slots reserved for connections whose requests passed the guard (the API key
+//! when one is set) stay free for them (see [`conns`]); so hundreds of idle or trickling
+//! sockets cannot keep a legitimate client out. Every
 //! request passes [`guard`] on its headers alone before its body is read: the `Host` must be
 //! this server's address (DNS rebinding), a browser `Origin` must be loopback, the API key is
 //! compared in constant time, and POST bodies must be declared JSON. A generation stops when its
@@ -22,6 +27,7 @@
 
 mod api;
 mod app;
+mod conns;
 pub mod guard;
 mod worker;
 
@@ -34,19 +40,37 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::lm::LanguageModel;
 
+/// Default [`ServeLimits::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default [`ServeLimits::reserved_connections`].
+pub const DEFAULT_RESERVED_CONNECTIONS: usize = 64;
+/// Default [`ServeLimits::max_connections_per_ip`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 256;
+/// Default [`ServeLimits::header_timeout`] (seconds).
+pub const DEFAULT_HEADER_TIMEOUT_SECS: u64 = 10;
+
 /// What one client may hold, and for how long.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeLimits {
     /// Largest request body (bytes); a bigger `Content-Length` is refused before reading.
     pub max_body_bytes: usize,
-    /// Open connections at once; connections over it are closed as soon as they are accepted.
+    /// Open connections at once. A new connection over a cap evicts the oldest *untrusted*
+    /// connection (one none of whose requests has passed the header guard yet); it is closed at
+    /// accept only when every open connection is trusted.
     pub max_connections: usize,
+    /// Of `max_connections`, slots only trusted connections may hold: untrusted connections
+    /// are capped at `max_connections - reserved_connections` (at least 1).
+    pub reserved_connections: usize,
+    /// Untrusted connections from one client address (an IPv6 client counts by its /64); a
+    /// new one over it evicts that address's oldest. Trusted connections do not count.
+    pub max_connections_per_ip: usize,
     /// Requests being handled at once (reading bodies, waiting, generating); more get 503.
     pub max_in_flight: usize,
     /// Generations waiting for the model; more get 503 with `Retry-After`.
     pub max_queued: usize,
-    /// Time to send the request line and headers (also the idle time of a kept-alive
-    /// connection).
+    /// Time to send the request line and headers, counted from the connection's start or the
+    /// end of the previous response; so it is also the idle time of an open or kept-alive
+    /// connection. A slowloris head or an idle socket is closed when it runs out.
     pub header_timeout: Duration,
     /// Time to send the whole body once the headers are in.
     pub body_timeout: Duration,
@@ -60,10 +84,12 @@ impl Default for ServeLimits {
     fn default() -> Self {
         Self {
             max_body_bytes: 4 << 20,
-            max_connections: 256,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            reserved_connections: DEFAULT_RESERVED_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_in_flight: 128,
             max_queued: 16,
-            header_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(DEFAULT_HEADER_TIMEOUT_SECS),
             body_timeout: Duration::from_secs(30),
             generation_timeout: Duration::from_secs(600),
             write_stall_timeout: Duration::from_secs(30),
@@ -111,6 +137,7 @@ pub(crate) struct Stats {
     busy: AtomicU64,
     connections_open: AtomicU64,
     connections_refused: AtomicU64,
+    connections_evicted: AtomicU64,
     generations: AtomicU64,
     generations_cancelled: AtomicU64,
     generated_tokens: AtomicU64,
@@ -130,6 +157,7 @@ impl Stats {
             busy: g(&self.busy),
             connections_open: g(&self.connections_open),
             connections_refused: g(&self.connections_refused),
+            connections_evicted: g(&self.connections_evicted),
             generations: g(&self.generations),
             generations_cancelled: g(&self.generations_cancelled),
             generated_tokens: g(&self.generated_tokens),
@@ -149,8 +177,11 @@ pub struct ServeStats {
     pub busy: u64,
     /// Connections open now.
     pub connections_open: u64,
-    /// Connections closed at accept because `max_connections` were open.
+    /// Connections closed at accept because `max_connections` trusted connections were open.
     pub connections_refused: u64,
+    /// Untrusted connections closed to make room for newer ones (see
+    /// [`ServeLimits::max_connections`]).
+    pub connections_evicted: u64,
     /// Generations the model ran.
     pub generations: u64,
     /// Generations stopped early (client gone or generation timeout).

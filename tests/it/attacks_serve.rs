@@ -1,8 +1,9 @@
 //! `boyd serve` as an attacker meets it: bodies that are never read before the key is checked,
 //! foreign `Host` and `Origin` headers, non-JSON bodies, wrong keys, clients that leave while
-//! the model generates, generations past their deadline, and a 10-second loopback siege of 200
+//! the model generates, generations past their deadline, a 10-second loopback siege of 200
 //! slow or oversized clients during which a well-formed request is still answered in time and
-//! the server's memory stays bounded.
+//! the server's memory stays bounded, and 300 idle plus 260 slowloris sockets that do not keep
+//! authenticated clients out.
 //!
 //! Every case speaks raw HTTP/1.1 over a socket, so what the server does with a half-sent
 //! request is what is tested, and every refusal asserts that the model ran nothing.
@@ -592,11 +593,24 @@ fn a_client_that_stops_reading_a_stream_is_cut_off_and_its_generation_stopped() 
     drop(s);
 }
 
+/// An authenticated `GET /health` on `s`, kept alive; the status.
+fn health_on(s: &TcpStream, addr: SocketAddr) -> u16 {
+    let mut w = s;
+    w.write_all(
+        format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {KEY}\r\n\r\n")
+            .as_bytes(),
+    )
+    .expect("send");
+    read_reply(s).map(|r| r.status).unwrap_or(0)
+}
+
 #[test]
 fn connection_and_in_flight_caps_refuse_the_excess() {
     let dir = tempfile::tempdir().expect("tmp");
     let limits = ServeLimits {
         max_connections: 4,
+        reserved_connections: 2,
+        max_connections_per_ip: 4,
         max_in_flight: 2,
         // Far longer than any wait below, so "closed at once" cannot be a timeout firing,
         // and the holders keep their slots however loaded the machine is.
@@ -606,7 +620,8 @@ fn connection_and_in_flight_caps_refuse_the_excess() {
     };
     let srv = server(dir.path(), limits);
     let addr = srv.addr();
-    // Two requests whose bodies never finish hold both in-flight slots.
+    // Two requests whose bodies never finish hold both in-flight slots (and, having passed the
+    // key check, two trusted connection slots).
     let holders: Vec<TcpStream> = (0..2)
         .map(|_| {
             let s = connect(addr);
@@ -625,26 +640,8 @@ fn connection_and_in_flight_caps_refuse_the_excess() {
         .headers
         .iter()
         .any(|(k, v)| k == "retry-after" && v == "1"));
-    // Four connections open (two holders, two idle): the fifth is closed at once. The refused
-    // request's connection must be gone first, or an idle one would be the fifth.
-    assert!(wait_for(Duration::from_secs(30), || srv
-        .stats()
-        .connections_open
-        == 2));
-    let idle: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
-    assert!(wait_for(Duration::from_secs(30), || srv
-        .stats()
-        .connections_open
-        == 4));
-    let mut fifth = connect(addr);
-    let mut buf = Vec::new();
-    let t0 = Instant::now();
-    let _ = fifth.read_to_end(&mut buf);
-    assert!(buf.is_empty() && t0.elapsed() < Duration::from_secs(60));
-    assert_eq!(srv.stats().connections_refused, 1);
     // Once the holders leave, the same request is served.
     drop(holders);
-    drop(idle);
     assert!(wait_for(Duration::from_secs(30), || srv
         .stats()
         .connections_open
@@ -652,6 +649,185 @@ fn connection_and_in_flight_caps_refuse_the_excess() {
     let r = exchange(addr, &post(addr, "", &chat_body(2, false)), b"");
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(srv.stats().busy, 1);
+    // Two kept-alive connections whose requests carried the key hold the reserved slots; two
+    // idle ones fill the rest. A fifth connection does not wait behind them: it takes the oldest
+    // idle one's slot, and its request is answered.
+    let trusted: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
+    for s in &trusted {
+        assert_eq!(health_on(s, addr), 200);
+    }
+    let mut idle: Vec<TcpStream> = (0..2).map(|_| connect(addr)).collect();
+    assert!(wait_for(Duration::from_secs(30), || srv
+        .stats()
+        .connections_open
+        == 4));
+    let fifth = connect(addr);
+    assert_eq!(health_on(&fifth, addr), 200);
+    let mut buf = Vec::new();
+    let _ = idle[0].read_to_end(&mut buf);
+    assert!(buf.is_empty(), "the oldest idle connection was closed");
+    let st = srv.stats();
+    assert_eq!(
+        (st.connections_evicted, st.connections_refused),
+        (1, 0),
+        "{st:?}"
+    );
+    // Once every slot is held by a connection whose request passed the checks, a new
+    // connection is closed at once.
+    assert_eq!(health_on(&idle[1], addr), 200);
+    let mut sixth = connect(addr);
+    let t0 = Instant::now();
+    let _ = sixth.read_to_end(&mut buf);
+    assert!(buf.is_empty() && t0.elapsed() < Duration::from_secs(60));
+    assert_eq!(srv.stats().connections_refused, 1);
+    drop((trusted, idle, fifth));
+    assert!(wait_for(Duration::from_secs(30), || srv
+        .stats()
+        .connections_open
+        == 0));
+}
+
+/// Raise this process's soft limit on open files to the hard limit; `None` (saying why) when
+/// even the hard limit is below `need`.
+fn raise_open_files(need: u64) -> Option<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).ok()?;
+    if hard < need {
+        eprintln!(
+            "skipping: the hard limit on open files is {hard}, below the {need} this siege needs (raise it with ulimit -Hn)"
+        );
+        return None;
+    }
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard).ok()?;
+    }
+    Some(hard)
+}
+
+/// Whether the server has closed the non-blocking socket `s` (EOF or reset).
+fn closed_nb(s: &TcpStream) -> bool {
+    let mut b = [0u8; 1024];
+    loop {
+        match (&*s).read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// Keep `n` attacking sockets open until `stop`: idle ones, or (`slow`) slowloris ones that
+/// sent a partial request head and add one byte a second. Every second each socket the server
+/// has closed is counted in `cut` and opened again.
+fn hold_sockets(
+    addr: SocketAddr,
+    n: usize,
+    slow: bool,
+    stop: &AtomicBool,
+    ready: &AtomicUsize,
+    cut: &AtomicU64,
+) {
+    let open = || -> Option<TcpStream> {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+        if slow {
+            (&s).write_all(
+                format!("POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nX-Pad: ").as_bytes(),
+            )
+            .ok()?;
+        }
+        s.set_nonblocking(true).ok()?;
+        Some(s)
+    };
+    let mut socks: Vec<Option<TcpStream>> = (0..n).map(|_| open()).collect();
+    ready.fetch_add(1, Ordering::SeqCst);
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..10 {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for slot in socks.iter_mut() {
+            let alive = slot.as_ref().is_some_and(|s| {
+                !closed_nb(s)
+                    && (!slow
+                        || match (&*s).write(b"a") {
+                            Ok(_) => true,
+                            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+                        })
+            });
+            if !alive {
+                if slot.is_some() {
+                    cut.fetch_add(1, Ordering::Relaxed);
+                }
+                *slot = open();
+            }
+        }
+    }
+}
+
+#[test]
+fn idle_and_slowloris_sockets_do_not_starve_authenticated_clients() {
+    const IDLE: usize = 300;
+    const SLOW: usize = 260;
+    const GOOD: usize = 30;
+    // The attackers' sockets, the server's side of as many, and the rest of the test process.
+    if raise_open_files(2 * (IDLE + SLOW) as u64 + 512).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let srv = server(dir.path(), ServeLimits::default());
+    let addr = srv.addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicUsize::new(0));
+    let cuts: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let attackers: Vec<_> = [(IDLE, false), (SLOW, true)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, slow))| {
+            let (stop, ready, cuts) = (Arc::clone(&stop), Arc::clone(&ready), Arc::clone(&cuts));
+            std::thread::spawn(move || hold_sockets(addr, n, slow, &stop, &ready, &cuts[i]))
+        })
+        .collect();
+    assert!(
+        wait_for(Duration::from_secs(120), || ready.load(Ordering::SeqCst)
+            == 2),
+        "the attackers opened their sockets"
+    );
+    // Let the server read them all (and the slowloris ones trickle) before the clients come.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut answered = 0;
+    let mut failures = Vec::new();
+    for i in 0..GOOD {
+        let reply = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).and_then(|s| {
+            s.set_read_timeout(Some(Duration::from_secs(30)))?;
+            (&s).write_all(post(addr, "", &chat_body(2, false)).as_bytes())?;
+            read_reply(&s)
+        });
+        match reply {
+            Ok(r) if r.status == 200 => answered += 1,
+            Ok(r) => failures.push(format!("request {i}: HTTP {} {}", r.status, r.body)),
+            Err(e) => failures.push(format!("request {i}: {e}")),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in attackers {
+        let _ = t.join();
+    }
+    let (idle_cut, slow_cut) = (
+        cuts[0].load(Ordering::Relaxed),
+        cuts[1].load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "{IDLE} idle + {SLOW} slowloris sockets (reopened when cut): {answered} of {GOOD} authenticated requests answered; attacker sockets cut by the server: {idle_cut} idle, {slow_cut} slowloris; server {:?}",
+        srv.stats()
+    );
+    assert_eq!(answered, GOOD, "{failures:#?}");
+    assert!(
+        idle_cut + slow_cut > 0,
+        "the attack held its sockets: the server never cut one"
+    );
 }
 
 /// `VmRSS` and `VmHWM` of a process, in KiB.
