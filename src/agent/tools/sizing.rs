@@ -424,9 +424,9 @@ fn asks_about_this_machine(task: &str) -> bool {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect();
-    words.windows(2).any(|w| {
-        w[0] == "this" && MACHINE_NOUNS.contains(&w[1].as_str())
-    })
+    words
+        .windows(2)
+        .any(|w| w[0] == "this" && MACHINE_NOUNS.contains(&w[1].as_str()))
 }
 
 /// `hardware`: a hardware preset's memory and bandwidth, or this machine's.
