@@ -557,7 +557,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             _ => None,
         };
         if let Some(key) = hw_key {
-            let named = named_values(task, &preset_names(allowed));
+            let named = hardware_in_task(task, allowed);
             if let (false, Some(hw)) = (named.is_empty(), props.get_mut(key)) {
                 *hw = serde_json::json!({ "enum": named });
                 changed = true;
@@ -1015,6 +1015,37 @@ fn preset_names(allowed: &Toolset) -> Vec<String> {
         .collect()
 }
 
+/// The hardware the task names, as the values of `size_model`'s `hw` and `hardware`'s
+/// `preset`: the presets it names, or, naming none, the device its memory size describes ("24 GB GPU", "8 GB RAM"), unless the
+/// task is about this machine. Read by tokens ([`crate::sizing::described::read`]), so the
+/// model copies a value instead of choosing `this` for a question about other hardware.
+fn hardware_in_task(task: &str, allowed: &Toolset) -> Vec<String> {
+    let named = named_values(task, &preset_names(allowed));
+    let Ok(all) = crate::sizing::Hardware::presets() else {
+        return named;
+    };
+    let r = crate::sizing::described::read(task, &all);
+    let Some(gib) = r.memory_gib.filter(|g| g.is_finite() && *g > 0.0) else {
+        return named;
+    };
+    let size = if gib.fract() == 0.0 {
+        format!("{gib:.0} GB")
+    } else {
+        format!("{gib:.1} GB")
+    };
+    match named.as_slice() {
+        [] if !super::tools::sizing::asks_about_this_machine(task) => {
+            let class = match r.class {
+                crate::sizing::described::DeviceClass::Gpu => "GPU",
+                crate::sizing::described::DeviceClass::Apple => "Mac",
+                crate::sizing::described::DeviceClass::Cpu => "RAM",
+            };
+            vec![format!("{size} {class}")]
+        }
+        _ => named,
+    }
+}
+
 /// A tool set of `tool` alone.
 fn only(tool: Arc<dyn super::tools::Tool>) -> Toolset {
     let mut set = Toolset::new();
@@ -1358,6 +1389,19 @@ mod tests {
         s.observation.blob = Some("ab".repeat(32));
         let n = narrow(&tools, "t", &[], &[s]);
         assert_eq!(enum_of(&n, "read_blob", "blob"), vec!["ab".repeat(32)]);
+    }
+
+    #[test]
+    fn hardware_named_by_its_memory_is_the_only_hw_value_and_this_machine_stays_free() {
+        let tools = Toolset::builtin(None);
+        let n = narrow(&tools, "Is 20 GB of VRAM enough for llama-3.1-70b?", &[], &[]);
+        assert_eq!(enum_of(&n, "size_model", "hw"), vec!["20 GB GPU"]);
+        let n = narrow(&tools, "Would llama-3.1-8b run in 6 GB RAM?", &[], &[]);
+        assert_eq!(enum_of(&n, "size_model", "hw"), vec!["6 GB RAM"]);
+        // About this machine: hw stays free text (the model may pass "this").
+        let n = narrow(&tools, "Does a 2 GB llama-3.2-1b fit on this machine?", &[], &[]);
+        let schema = n.get("size_model").expect("size_model").args_schema();
+        assert_eq!(schema["properties"]["hw"]["type"], "string", "{schema}");
     }
 
     #[test]

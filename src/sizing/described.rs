@@ -28,6 +28,8 @@ pub const GPU_NOUNS: &[&str] = &[
 pub const APPLE_NOUNS: &[&str] = &[
     "mac", "macbook", "imac", "apple", "macmini", "studio", "m1", "m2", "m3", "m4", "unified",
 ];
+/// Words for a machine's memory, which place a memory size on the device.
+const MEMORY_NOUNS: &[&str] = &["ram", "memory", "vram", "unified"];
 /// Units of bytes, in GiB.
 const BYTE_UNITS: &[(&str, f64)] = &[
     ("gb", 1.0),
@@ -155,7 +157,7 @@ fn model_number(name: &str) -> &str {
 /// Read `text` against the preset list.
 pub fn read(text: &str, presets: &[Hardware]) -> Reading {
     let toks = tokens(text);
-    let mut memory_gib = None;
+    let mut memories: Vec<(usize, f64)> = Vec::new();
     let mut bandwidth_gbs = None;
     for (i, t) in toks.iter().enumerate() {
         let Tok::Num(v, _) = t else { continue };
@@ -168,7 +170,7 @@ pub fn read(text: &str, presets: &[Hardware]) -> Reading {
             if per_second {
                 bandwidth_gbs.get_or_insert(v * decimal(unit));
             } else {
-                memory_gib.get_or_insert(v * gib);
+                memories.push((i, v * gib));
             }
         } else if let Some(per_s) = unit.strip_suffix("ps") {
             if BYTE_UNITS.iter().any(|(u, _)| *u == per_s) {
@@ -177,6 +179,21 @@ pub fn read(text: &str, presets: &[Hardware]) -> Reading {
         }
     }
     let words: Vec<&str> = toks.iter().map(Tok::text).collect();
+    // Of several sizes ("a 40 GB model on 48 GB of VRAM"), the one nearest a word for a device
+    // or its memory; the first when there is none.
+    let nouns: Vec<usize> = words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| {
+            GPU_NOUNS.contains(w) || APPLE_NOUNS.contains(w) || MEMORY_NOUNS.contains(w)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let distance = |i: usize| nouns.iter().map(|&n| n.abs_diff(i)).min().unwrap_or(0);
+    let memory_gib = memories
+        .iter()
+        .min_by_key(|(i, _)| distance(*i))
+        .map(|&(_, gib)| gib);
     let class = if words.iter().any(|w| GPU_NOUNS.contains(w)) {
         DeviceClass::Gpu
     } else if words.iter().any(|w| APPLE_NOUNS.contains(w)) {
@@ -405,5 +422,9 @@ mod tests {
         )
         .names_hardware());
         assert!(read("Will it fit in 8 GB of memory?", &presets()).names_hardware());
+        // Of two sizes, the one placed on the device.
+        let r = read("Can a 40 GB model file load on a GPU with 48GB?", &presets());
+        assert_eq!(r.memory_gib, Some(48.0));
+        assert_eq!(r.class, DeviceClass::Gpu);
     }
 }

@@ -405,7 +405,7 @@ impl SizeModel {
 
 /// Whether the task points at this computer: `this` before a machine noun (`this machine`,
 /// `this box`). "My laptop" is the user's laptop, not necessarily the one boyd runs on.
-fn asks_about_this_machine(task: &str) -> bool {
+pub(crate) fn asks_about_this_machine(task: &str) -> bool {
     const MACHINE_NOUNS: &[&str] = &[
         "machine",
         "computer",
