@@ -1394,12 +1394,22 @@ mod tests {
     #[test]
     fn hardware_named_by_its_memory_is_the_only_hw_value_and_this_machine_stays_free() {
         let tools = Toolset::builtin(None);
-        let n = narrow(&tools, "Is 20 GB of VRAM enough for llama-3.1-70b?", &[], &[]);
+        let n = narrow(
+            &tools,
+            "Is 20 GB of VRAM enough for llama-3.1-70b?",
+            &[],
+            &[],
+        );
         assert_eq!(enum_of(&n, "size_model", "hw"), vec!["20 GB GPU"]);
         let n = narrow(&tools, "Would llama-3.1-8b run in 6 GB RAM?", &[], &[]);
         assert_eq!(enum_of(&n, "size_model", "hw"), vec!["6 GB RAM"]);
         // About this machine: hw stays free text (the model may pass "this").
-        let n = narrow(&tools, "Does a 2 GB llama-3.2-1b fit on this machine?", &[], &[]);
+        let n = narrow(
+            &tools,
+            "Does a 2 GB llama-3.2-1b fit on this machine?",
+            &[],
+            &[],
+        );
         let schema = n.get("size_model").expect("size_model").args_schema();
         assert_eq!(schema["properties"]["hw"]["type"], "string", "{schema}");
     }

@@ -423,7 +423,10 @@ mod tests {
         .names_hardware());
         assert!(read("Will it fit in 8 GB of memory?", &presets()).names_hardware());
         // Of two sizes, the one placed on the device.
-        let r = read("Can a 40 GB model file load on a GPU with 48GB?", &presets());
+        let r = read(
+            "Can a 40 GB model file load on a GPU with 48GB?",
+            &presets(),
+        );
         assert_eq!(r.memory_gib, Some(48.0));
         assert_eq!(r.class, DeviceClass::Gpu);
     }
