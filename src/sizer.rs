@@ -490,9 +490,7 @@ pub fn hardware(name: &str, device: &str, mem_gib: Option<f64>) -> anyhow::Resul
         if !(gib.is_finite() && gib > 0.0 && gib < 1e9) {
             bail!("--mem-gib {gib}: must be a positive number of GiB");
         }
-        let memory = Bytes((gib * Bytes::GIB as f64) as u64);
-        hw.memory = memory;
-        hw.free = Bytes((memory.0 as f64 * hw.usable_fraction) as u64);
+        hw = hw.with_memory(Bytes((gib * Bytes::GIB as f64) as u64));
     }
     Ok(hw)
 }

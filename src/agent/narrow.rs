@@ -557,7 +557,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             _ => None,
         };
         if let Some(key) = hw_key {
-            let named = hardware_in_task(task, allowed);
+            let named = hardware_in_task(task);
             if let (false, Some(hw)) = (named.is_empty(), props.get_mut(key)) {
                 *hw = serde_json::json!({ "enum": named });
                 changed = true;
@@ -924,10 +924,7 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
             return None;
         }
         // Each named model on each named preset (on any, when the task names none).
-        let presets: Vec<String> = named_values(task, &preset_names(allowed))
-            .into_iter()
-            .filter(|p| p != "this")
-            .collect();
+        let presets = named_presets(task);
         let sized: Vec<(String, Option<String>)> = calls(steps)
             .filter(|(name, _, ok)| *name == "size_model" && *ok)
             .filter_map(|(_, args, _)| {
@@ -989,8 +986,7 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
         }
         return (!answer.is_empty()).then_some(answer);
     }
-    // "this" is a preset name and a common word: it does not name hardware by itself.
-    let presets: Vec<String> = named_values(task, &preset_names(allowed));
+    let presets = named_presets(task);
     let hw = out.get("hardware")?;
     let left = enum_values(&hw.args_schema()["properties"]["preset"]).unwrap_or_default();
     if presets.is_empty() || !left.iter().any(|p| presets.contains(p)) {
@@ -999,31 +995,27 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
     Some(only(hw.clone()))
 }
 
-/// The hardware presets (the `hardware` tool's enum, less `this`: a common word).
-fn preset_names(allowed: &Toolset) -> Vec<String> {
-    allowed
-        .get("hardware")
-        .and_then(|t| enum_values(&t.args_schema()["properties"]["preset"]))
-        .or_else(|| {
-            crate::sizing::Hardware::presets()
-                .ok()
-                .map(|p| p.into_iter().map(|h| h.name).collect())
-        })
+/// The hardware presets the task names (`this` is not a preset: it names nothing by itself).
+fn named_presets(task: &str) -> Vec<String> {
+    crate::sizing::Hardware::presets()
+        .map(|all| named_in_presets(task, &all))
         .unwrap_or_default()
-        .into_iter()
-        .filter(|p| p != "this")
-        .collect()
+}
+
+fn named_in_presets(task: &str, presets: &[crate::sizing::Hardware]) -> Vec<String> {
+    let names: Vec<String> = presets.iter().map(|h| h.name.clone()).collect();
+    named_values(task, &names)
 }
 
 /// The hardware the task names, as the values of `size_model`'s `hw` and `hardware`'s
 /// `preset`: the presets it names, or, naming none, the device its memory size describes ("24 GB GPU", "8 GB RAM"), unless the
 /// task is about this machine. Read by tokens ([`crate::sizing::described::read`]), so the
 /// model copies a value instead of choosing `this` for a question about other hardware.
-fn hardware_in_task(task: &str, allowed: &Toolset) -> Vec<String> {
-    let named = named_values(task, &preset_names(allowed));
+fn hardware_in_task(task: &str) -> Vec<String> {
     let Ok(all) = crate::sizing::Hardware::presets() else {
-        return named;
+        return Vec::new();
     };
+    let named = named_in_presets(task, &all);
     let r = crate::sizing::described::read(task, &all);
     let Some(gib) = r.memory_gib.filter(|g| g.is_finite() && *g > 0.0) else {
         return named;

@@ -238,8 +238,8 @@ fn named_preset(words: &[&str], presets: &[Hardware], memory_gib: Option<f64>) -
     nearest(&by_number, memory_gib).map(|h| h.name.clone())
 }
 
-fn gib_of(h: &Hardware) -> f64 {
-    h.memory.0 as f64 / Bytes::GIB as f64
+fn gib_bytes(gib: f64) -> Bytes {
+    Bytes((gib * Bytes::GIB as f64) as u64)
 }
 
 /// The device among `hs` nearest `memory_gib` in memory (the first when none is stated).
@@ -247,9 +247,11 @@ fn nearest<'a>(hs: &[&'a Hardware], memory_gib: Option<f64>) -> Option<&'a Hardw
     let Some(m) = memory_gib else {
         return hs.first().copied();
     };
-    hs.iter()
-        .copied()
-        .min_by(|a, b| (gib_of(a) - m).abs().total_cmp(&(gib_of(b) - m).abs()))
+    hs.iter().copied().min_by(|a, b| {
+        (a.memory.gib() - m)
+            .abs()
+            .total_cmp(&(b.memory.gib() - m).abs())
+    })
 }
 
 /// The hardware `text` describes, with what was assumed said in its description and source.
@@ -282,12 +284,10 @@ pub fn described(text: &str, presets: &[Hardware]) -> Result<Hardware, SizingErr
         (None, Some(gib)) => custom(r.class, gib, presets)?,
     };
     if let (Some(_), Some(gib)) = (&r.preset, r.memory_gib) {
-        if (gib - gib_of(&hw)).abs() > 0.5 {
-            let memory = Bytes((gib * Bytes::GIB as f64) as u64);
+        if (gib - hw.memory.gib()).abs() > 0.5 {
             hw.description = format!("{} with {gib} GB", hw.description);
             hw.name = format!("{}-{gib}gb", hw.name);
-            hw.memory = memory;
-            hw.free = Bytes((memory.0 as f64 * hw.usable_fraction) as u64);
+            hw = hw.with_memory(gib_bytes(gib));
         }
     }
     if let Some(gbs) = r.bandwidth_gbs {
@@ -303,7 +303,7 @@ pub fn described(text: &str, presets: &[Hardware]) -> Result<Hardware, SizingErr
 /// An unnamed device of `class` with `gib` of memory: the preset of the class nearest in
 /// memory with the memory replaced, or a CPU machine with the assumed host figures.
 fn custom(class: DeviceClass, gib: f64, presets: &[Hardware]) -> Result<Hardware, SizingError> {
-    let memory = Bytes((gib * Bytes::GIB as f64) as u64);
+    let memory = gib_bytes(gib);
     let backend = match class {
         DeviceClass::Gpu => Some(Backend::Cuda),
         DeviceClass::Apple => Some(Backend::Metal),
@@ -318,11 +318,9 @@ fn custom(class: DeviceClass, gib: f64, presets: &[Hardware]) -> Result<Hardware
     if let Some(backend) = backend {
         let same: Vec<&Hardware> = presets.iter().filter(|h| h.backend == backend).collect();
         if let Some(base) = nearest(&same, Some(gib)) {
-            let mut hw = base.clone();
+            let mut hw = base.clone().with_memory(memory);
             hw.name = name;
             hw.description = format!("a {gib} GB {label}");
-            hw.memory = memory;
-            hw.free = Bytes((memory.0 as f64 * hw.usable_fraction) as u64);
             hw.source = format!(
                 "memory {gib} GB as stated; bandwidth {:.0} GB/s and matrix throughput assumed \
                  from {}, the {label} preset nearest in memory",

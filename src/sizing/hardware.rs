@@ -589,6 +589,14 @@ impl Hardware {
         .with_free(free))
     }
 
+    /// The same device with `memory` in place of its own, of which the same share is usable
+    /// (a preset bought with another memory size: an M2 Max with 32 GB).
+    pub fn with_memory(mut self, memory: Bytes) -> Self {
+        self.memory = memory;
+        self.free = Bytes((memory.0 as f64 * self.usable_fraction) as u64);
+        self
+    }
+
     /// The same device with `free` memory set explicitly (the probed machine's available RAM).
     pub fn with_free(mut self, free: Bytes) -> Self {
         self.free = Bytes(free.0.min(self.memory.0));
