@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use boyd::agent::approval::ApprovalKey;
 use boyd::agent::audit::{
@@ -26,10 +26,12 @@ use boyd::agent::condense::sha256_hex;
 use boyd::agent::guard::canonical_json;
 use boyd::agent::ooda::decide::{Candidate, ScriptedDecider, ScriptedDecision};
 use boyd::agent::ooda::orient::ScriptedOrienter;
-use boyd::agent::ooda::{Ooda, OodaConfig, OodaError, OodaState};
+use boyd::agent::ooda::{Ooda, OodaError, OodaState};
 use boyd::agent::rundir::RunDir;
-use boyd::agent::tools::{Cost, RiskProfile, Sandbox, Tool, ToolContext, ToolError, Toolset};
+use boyd::agent::tools::{Sandbox, Toolset};
 use boyd::lm::CancelToken;
+
+use super::attacks_trust::{quiet, Launch};
 
 /// A config directory holding the approval key, a home for runs, a workspace.
 struct Lab {
@@ -312,38 +314,6 @@ fn a_middle_record_edited_and_every_later_hash_recomputed_fails_at_that_record()
     }
 }
 
-/// A tool the policy gates: irreversible, so the run escalates for a token.
-struct Launch(Arc<AtomicUsize>);
-
-impl Tool for Launch {
-    fn name(&self) -> &str {
-        "launch"
-    }
-    fn description(&self) -> &str {
-        "Launch the rocket. Cannot be undone."
-    }
-    fn args_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
-    }
-    fn risk(&self) -> RiskProfile {
-        RiskProfile {
-            cost: Cost::Low,
-            reversible: false,
-        }
-    }
-    fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<String, ToolError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Ok("launched".into())
-    }
-}
-
-fn quiet() -> OodaConfig {
-    OodaConfig {
-        builtin_sensors: false,
-        ..OodaConfig::default()
-    }
-}
-
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -382,7 +352,9 @@ fn escalated_run(lab: &Lab, tools: &Toolset) -> (PathBuf, String, String) {
 fn resume_refuses_to_extend_a_forged_chain_and_writes_nothing() {
     let lab = Lab::new();
     let calls = Arc::new(AtomicUsize::new(0));
-    let tools = Toolset::builtin(None).with(Launch(calls.clone()));
+    let tools = Toolset::builtin(None).with(Launch {
+        calls: calls.clone(),
+    });
     let (run, run_id, fp) = escalated_run(&lab, &tools);
     let forged_seq = append_forged(&run, the_log_says_run_go(), None);
     let before = files(&run);
@@ -521,7 +493,9 @@ fn a_signed_record_written_just_before_a_crash_is_still_recovered() {
 #[test]
 fn approve_refuses_a_fingerprint_the_run_is_not_waiting_for() {
     let lab = Lab::new();
-    let tools = Toolset::builtin(None).with(Launch(Arc::new(AtomicUsize::new(0))));
+    let tools = Toolset::builtin(None).with(Launch {
+        calls: Arc::new(AtomicUsize::new(0)),
+    });
     let (_run, run_id, fp) = escalated_run(&lab, &tools);
     let other = boyd::agent::guard::fingerprint("launch", &json!({"n": 2}));
     assert_ne!(other, fp);

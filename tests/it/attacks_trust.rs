@@ -161,8 +161,8 @@ fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send
 }
 
 /// A tool that counts its calls (irreversible unless told otherwise).
-struct Launch {
-    calls: Arc<AtomicUsize>,
+pub(crate) struct Launch {
+    pub(crate) calls: Arc<AtomicUsize>,
 }
 
 impl Tool for Launch {
@@ -187,7 +187,7 @@ impl Tool for Launch {
     }
 }
 
-fn quiet() -> OodaConfig {
+pub(crate) fn quiet() -> OodaConfig {
     OodaConfig {
         builtin_sensors: false,
         ..OodaConfig::default()
