@@ -13,12 +13,26 @@ fn main() -> ExitCode {
     // The shell sandbox's launcher (hidden): restrict this process, then exec the program.
     // Dispatched before anything else so the process is still single-threaded.
     let mut args = std::env::args_os();
-    if args
-        .nth(1)
+    let first = args.nth(1);
+    if first
+        .as_ref()
         .is_some_and(|a| a == boyd::agent::tools::jail::LAUNCHER_ARG)
     {
         let code = boyd::agent::tools::jail::launcher_main(args.collect());
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // A chat template's rendering process (hidden): see `boyd::runtime::template_process`.
+    if first
+        .as_ref()
+        .is_some_and(|a| a == boyd::runtime::template_process::RENDER_ARG)
+    {
+        let code = boyd::runtime::template_process::helper_main();
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // Every chat template this run renders is rendered by a child of this binary, so a
+    // template that exhausts memory fails its render instead of ending boyd.
+    if let Ok(exe) = std::env::current_exe() {
+        boyd::runtime::template_process::use_helper(exe);
     }
     let cli = boyd::cli::Cli::parse();
     if cli.command.only_prints() {

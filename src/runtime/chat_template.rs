@@ -11,19 +11,22 @@
 //! ([`TEMPLATE_FUEL`] minijinja instructions, so a loop that never ends stops) and its output is
 //! capped at [`TEMPLATE_MAX_OUTPUT`] bytes (so a template cannot print without bound); both
 //! errors name the model file when it is known ([`ChatTemplate::set_origin`]). A template can
-//! still build a large string in a variable without printing it (doubling it in a loop): fuel
-//! bounds the number of doublings only loosely, see the README's threat model.
+//! also build a large string in a variable without printing it (doubling it in a loop), which
+//! neither limit sees and which would end the process on a failed allocation: the `boyd`
+//! binary therefore renders in a child process with a memory limit
+//! ([`crate::runtime::template_process`]), so such a template fails the render, not boyd.
 //!
 //! For KV-cache prefix reuse the agent relies on one property, tested for the real models:
 //! with `add_generation_prompt = false`, rendering messages `[m1..mk]` yields a string prefix
 //! of rendering `[m1..mk, mk+1]`.
 
 use minijinja::{Environment, Error, ErrorKind};
+use serde::{Deserialize, Serialize};
 
 use crate::lm::ChatMessage;
 
 /// Why a chat template could not be used.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum ChatTemplateError {
     /// The template does not parse.
@@ -53,6 +56,14 @@ pub enum ChatTemplateError {
         model: String,
         /// The cap.
         limit: usize,
+    },
+    /// The rendering process ran out of its memory or CPU limit, or was stopped.
+    #[error("rendering the chat template of {model} was stopped ({why}); a template that builds huge strings cannot be used: pass another model or fix its tokenizer.chat_template")]
+    Resources {
+        /// The model file (or "the model" when unknown).
+        model: String,
+        /// What stopped it, with the limits.
+        why: String,
     },
     /// `tokenizer.chat_template` is present but not a string.
     #[error("GGUF metadata key \"tokenizer.chat_template\" is not a string")]
@@ -266,7 +277,32 @@ impl ChatTemplate {
         self.max_output = max_output;
     }
 
-    fn model_name(&self) -> String {
+    /// The fuel and output limits of one render.
+    pub(crate) fn limits(&self) -> (u64, usize) {
+        (self.env.fuel().unwrap_or(TEMPLATE_FUEL), self.max_output)
+    }
+
+    /// The BOS and EOS texts, and the model file named in errors.
+    pub(crate) fn parts(&self) -> (&str, &str, Option<&str>) {
+        (&self.bos, &self.eos, self.origin.as_deref())
+    }
+
+    /// Rebuild a template from its parts (the rendering process's side).
+    pub(crate) fn rebuild(
+        source: &str,
+        bos: &str,
+        eos: &str,
+        fallback: bool,
+        origin: Option<&str>,
+        (fuel, max_output): (u64, usize),
+    ) -> Result<Self, ChatTemplateError> {
+        let mut t = Self::build(source, bos, eos, fallback)?;
+        t.origin = origin.map(str::to_string);
+        t.set_limits(fuel, max_output);
+        Ok(t)
+    }
+
+    pub(crate) fn model_name(&self) -> String {
         self.origin.clone().unwrap_or_else(|| "the model".into())
     }
 
@@ -293,6 +329,26 @@ impl ChatTemplate {
     /// Render with an optional list of tool definitions (JSON schemas, OpenAI style) that
     /// templates such as Qwen2.5's put into the system prompt.
     pub fn render_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        tools: Option<&serde_json::Value>,
+    ) -> Result<String, ChatTemplateError> {
+        if let Some(helper) = crate::runtime::template_process::helper() {
+            return crate::runtime::template_process::render(
+                helper,
+                self,
+                messages,
+                add_generation_prompt,
+                tools,
+            );
+        }
+        self.render_here(messages, add_generation_prompt, tools)
+    }
+
+    /// Render in this process (what [`Self::render_with_tools`] does unless a rendering
+    /// process is set, and what that process does).
+    pub(crate) fn render_here(
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,

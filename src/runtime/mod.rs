@@ -18,6 +18,7 @@ pub mod reference;
 pub mod sampling;
 pub mod session;
 pub mod synth;
+pub mod template_process;
 pub mod tokenizer;
 
 use candle_core::Device;

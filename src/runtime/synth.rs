@@ -119,6 +119,12 @@ impl Gen {
 
 /// Build the GGUF bytes of a synthetic model.
 pub fn build(spec: &SynthSpec) -> candle_core::Result<Vec<u8>> {
+    build_with(spec, &[])
+}
+
+/// Build the GGUF bytes of a synthetic model with `extra` metadata keys added (a chat
+/// template, say) after its own.
+pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Result<Vec<u8>> {
     let a = spec.arch.gguf_name();
     let mut w = GgufWriter::new();
     let u32v = |x: u32| Value::U32(x);
@@ -165,6 +171,9 @@ pub fn build(spec: &SynthSpec) -> candle_core::Result<Vec<u8>> {
         .kv("tokenizer.ggml.bos_token_id", u32v(256))
         .kv("tokenizer.ggml.eos_token_id", u32v(258))
         .kv("tokenizer.ggml.add_bos_token", Value::Bool(false));
+    for (key, value) in extra {
+        w.kv(key, value.clone());
+    }
 
     let mut g = Gen {
         rng: rand::rngs::StdRng::seed_from_u64(spec.seed),

@@ -8,6 +8,7 @@ mod attacks_jail;
 mod attacks_paths;
 mod attacks_serve;
 mod attacks_shell;
+mod attacks_template;
 mod attacks_trust;
 mod audit;
 mod catalog;

@@ -371,11 +371,10 @@ mod imp {
             read
         };
         let file_rights = AccessFs::from_file(ABI_USED);
-        // Listing any directory of the fresh root is harmless: it holds only what is below.
-        let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = vec![
-            ("/".into(), AccessFs::ReadDir.into()),
-            (root.to_path_buf(), workspace),
-        ];
+        // No rule for `/` or `/tmp`: the program may list the workspace and the system
+        // directories, and nothing else (`ls /`, `ls /tmp`, `ls /etc` fail).
+        let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> =
+            vec![(root.to_path_buf(), workspace)];
         for d in SYSTEM_DIRS {
             if Path::new(d).exists() {
                 rules.push((d.into(), read));
