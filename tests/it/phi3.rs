@@ -304,3 +304,67 @@ fn phi3_chat_template_encodes_specials_and_end_stops() {
     let decoded = tok.decode(&ids, false).expect("decode");
     assert_eq!(decoded.replace(" \n", "\n"), text, "{ids:?}");
 }
+
+/// Dev check against llama.cpp (`benches/compare/phi3-llama-cpp.sh`): with `BOYD_PHI3_OUT` set
+/// to a folder, writes a phi3 file of real-ish shapes (Phi-3's vocabulary size and head dim,
+/// 4 layers) and both engines' greedy continuation and the chat prompt's token ids as JSON.
+#[test]
+#[ignore = "writes files for benches/compare/phi3-llama-cpp.sh"]
+fn phi3_write_llama_cpp_comparison() {
+    use boyd::lm::CancelToken;
+    use boyd::runtime::session::{Flow, GenOptions};
+    let Ok(out) = std::env::var("BOYD_PHI3_OUT") else {
+        return;
+    };
+    let dir = Path::new(&out);
+    let path = dir.join("phi3-synth.gguf");
+    let spec = SynthSpec {
+        n_layers: 4,
+        hidden: 384,
+        n_heads: 4,
+        n_kv_heads: 4,
+        head_dim: 96,
+        ffn: 1024,
+        vocab: 32064,
+        context_length: 4096,
+        sliding_window: Some(2047),
+        ..SynthSpec::tiny(Architecture::Phi3)
+    };
+    synth::write(&spec, &path).expect("write");
+    let prompt_ids = prompt(32000, 24, 11);
+    let mut greedy = Vec::new();
+    for engine in [EngineKind::Candle, EngineKind::Native] {
+        let mut f = GgufFile::open(&path).expect("open");
+        let d = Decoder::load_with_options(
+            &mut f,
+            &Device::Cpu,
+            usize::MAX,
+            &RuntimeOptions::with_engine(engine),
+        )
+        .expect("load");
+        let mut s = Session::new(d, 1024);
+        let opts = GenOptions {
+            sampling: Default::default(),
+            max_tokens: 64,
+            eos: vec![],
+        };
+        let o = s
+            .generate(&prompt_ids, &opts, &CancelToken::new(), &mut |_| {
+                Flow::Continue
+            })
+            .expect("generate");
+        greedy.push(format!("\"{}\": {:?}", engine.as_str(), o.tokens));
+    }
+    let tok = GgufTokenizer::from_path(&path).expect("tokenizer");
+    let messages = [
+        ChatMessage::new(Role::System, "You are a helpful assistant."),
+        ChatMessage::new(Role::User, "Hello, how are you? What is 2+2?"),
+    ];
+    let text = tok.render_chat(&messages, true).expect("render");
+    let ids = tok.encode(&text, false).expect("encode");
+    let json = format!(
+        "{{\"prompt\": {prompt_ids:?}, {}, \"chat_text\": {text:?}, \"chat_ids\": {ids:?}}}",
+        greedy.join(", ")
+    );
+    std::fs::write(dir.join("boyd.json"), json).expect("json");
+}
