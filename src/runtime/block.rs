@@ -2,7 +2,8 @@
 //! `ArchParams`, that the candle engine (`decoder`) and the native CPU engine (`native`) share.
 //!
 //! [`BlockSpec`] holds what the architecture decides — dimensions, the switches (Q/K/V biases,
-//! per-head Q/K norms, the RoPE pairing, tied output embeddings, the sliding window) — and the
+//! per-head Q/K norms, the RoPE pairing, tied output embeddings, the sliding window, fused
+//! projections) — and the
 //! names and shapes of every tensor a block reads. [`BlockSpec::load_layer`] loads one block's
 //! weights through an engine's [`WeightSource`], so which tensors are required, optional or
 //! absent is decided here once. [`RopeTables`] are the cos/sin tables both engines rotate with:
@@ -77,17 +78,25 @@ pub trait WeightSource {
     fn has(&self, name: &str) -> bool;
 }
 
+/// Projections that read the same input: one matrix per part, or one fused matrix holding the
+/// parts' rows in order (Phi-3's `attn_qkv`: Q, K, V; its `ffn_up`: gate, up). An engine runs
+/// a fused matrix as one product and splits its output by rows
+/// ([`BlockSpec::qkv_rows`], [`BlockSpec::gate_up_rows`]).
+#[derive(Debug)]
+pub enum Projections<M> {
+    /// One matrix per part, in order.
+    Separate(Vec<M>),
+    /// One matrix holding every part's rows, part after part.
+    Fused(M),
+}
+
 /// One block's weights in an engine's representation.
 #[derive(Debug)]
 pub struct LayerWeights<M, V> {
     /// RMS-norm weight before attention.
     pub attn_norm: V,
-    /// Query projection.
-    pub wq: M,
-    /// Key projection.
-    pub wk: M,
-    /// Value projection.
-    pub wv: M,
+    /// Query, key and value projections (rows [`BlockSpec::qkv_rows`]).
+    pub qkv: Projections<M>,
     /// Biases of Q, K and V, when present.
     pub bias: [Option<V>; 3],
     /// Per-head RMS-norm weights of Q and K, when the architecture has them.
@@ -96,10 +105,8 @@ pub struct LayerWeights<M, V> {
     pub wo: M,
     /// RMS-norm weight before the feed-forward.
     pub ffn_norm: V,
-    /// SwiGLU gate projection.
-    pub gate: M,
-    /// SwiGLU up projection.
-    pub up: M,
+    /// SwiGLU gate and up projections (rows [`BlockSpec::gate_up_rows`]).
+    pub gate_up: Projections<M>,
     /// Feed-forward down projection.
     pub down: M,
 }
@@ -133,6 +140,10 @@ pub struct BlockSpec {
     pub tied_embeddings: bool,
     /// Rotary position embedding.
     pub rope: RopeSpec,
+    /// Q, K and V are one matrix, `attn_qkv` (Phi-3).
+    pub fused_qkv: bool,
+    /// Gate and up are one matrix, `ffn_up` with the gate's rows first (Phi-3).
+    pub fused_gate_up: bool,
 }
 
 impl BlockSpec {
@@ -171,7 +182,51 @@ impl BlockSpec {
                 position_scale,
                 interleaved: matches!(p.architecture, Architecture::Llama | Architecture::Mistral),
             },
+            fused_qkv: p.architecture == Architecture::Phi3,
+            fused_gate_up: p.architecture == Architecture::Phi3,
         })
+    }
+
+    /// Refuse what the file asks for that the block does not compute: RoPE over part of a
+    /// head (`rope.dimension_count` below the head dim, as in Phi-4-mini) and LongRoPE
+    /// frequency factors (`rope_factors_long`/`rope_factors_short`, Phi-3 128k models).
+    pub fn check_file(&self, header: &GgufHeader) -> Result<()> {
+        let arch = header.architecture()?;
+        let key = format!("{}.rope.dimension_count", arch.gguf_name());
+        if let Some(dims) = header.opt_u32(&key)? {
+            // A count above the head dim is a header that disagrees with itself: the tensor
+            // shapes name that problem when the weights load.
+            if (dims as usize) < self.head_dim {
+                return Err(DecoderError::Unsupported {
+                    arch,
+                    what: format!("RoPE over {dims} of {} head dims ({key})", self.head_dim),
+                    fix: "the decoder rotates whole heads only; use a model with full rotary \
+                          embeddings",
+                });
+            }
+        }
+        for name in ["rope_factors_long.weight", "rope_factors_short.weight"] {
+            if header.tensor(name).is_some() {
+                return Err(DecoderError::Unsupported {
+                    arch,
+                    what: format!("LongRoPE frequency factors (tensor {name:?})"),
+                    fix: "the decoder has no LongRoPE; use the model's 4k-context variant \
+                          (e.g. Phi-3-mini-4k-instruct)",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Row counts of Q, K and V: the parts of [`LayerWeights::qkv`].
+    pub fn qkv_rows(&self) -> [usize; 3] {
+        let kv = self.n_kv_heads * self.head_dim;
+        [self.n_heads * self.head_dim, kv, kv]
+    }
+
+    /// Row counts of gate and up: the parts of [`LayerWeights::gate_up`].
+    pub fn gate_up_rows(&self) -> [usize; 2] {
+        [self.ffn, self.ffn]
     }
 
     /// Query heads per key/value head.
@@ -195,7 +250,8 @@ impl BlockSpec {
     }
 
     /// Load block `layer` through `src`: biases are required when the architecture has them
-    /// and loaded when present otherwise; Q/K norms only when the architecture has them.
+    /// and loaded when present otherwise; Q/K norms only when the architecture has them; Q/K/V
+    /// and gate/up as one fused matrix each when the architecture stores them so.
     pub fn load_layer<S: WeightSource>(
         &self,
         layer: usize,
@@ -225,17 +281,31 @@ impl BlockSpec {
         } else {
             None
         };
+        let qkv = if self.fused_qkv {
+            Projections::Fused(src.matrix(&matrix(&n("attn_qkv.weight"), q + 2 * kv, h))?)
+        } else {
+            Projections::Separate(vec![
+                src.matrix(&matrix(&n("attn_q.weight"), q, h))?,
+                src.matrix(&matrix(&n("attn_k.weight"), kv, h))?,
+                src.matrix(&matrix(&n("attn_v.weight"), kv, h))?,
+            ])
+        };
+        let gate_up = if self.fused_gate_up {
+            Projections::Fused(src.matrix(&matrix(&n("ffn_up.weight"), 2 * ffn, h))?)
+        } else {
+            Projections::Separate(vec![
+                src.matrix(&matrix(&n("ffn_gate.weight"), ffn, h))?,
+                src.matrix(&matrix(&n("ffn_up.weight"), ffn, h))?,
+            ])
+        };
         Ok(LayerWeights {
-            wq: src.matrix(&matrix(&n("attn_q.weight"), q, h))?,
-            wk: src.matrix(&matrix(&n("attn_k.weight"), kv, h))?,
-            wv: src.matrix(&matrix(&n("attn_v.weight"), kv, h))?,
+            qkv,
             bias,
             qk_norm,
             wo: src.matrix(&matrix(&n("attn_output.weight"), h, q))?,
             attn_norm: src.vector(&vector(&n("attn_norm.weight"), h))?,
             ffn_norm: src.vector(&vector(&n("ffn_norm.weight"), h))?,
-            gate: src.matrix(&matrix(&n("ffn_gate.weight"), ffn, h))?,
-            up: src.matrix(&matrix(&n("ffn_up.weight"), ffn, h))?,
+            gate_up,
             down: src.matrix(&matrix(&n("ffn_down.weight"), h, ffn))?,
         })
     }
@@ -370,6 +440,18 @@ mod tests {
             None,
             "tied embeddings have no output tensor"
         );
+    }
+
+    #[test]
+    fn phi3_fuses_qkv_and_gate_up_and_rotates_split_halves() {
+        let phi3 = BlockSpec::new(&params(Architecture::Phi3)).expect("runnable");
+        assert!(phi3.fused_qkv && phi3.fused_gate_up && !phi3.rope.interleaved);
+        assert!(!phi3.qkv_bias && !phi3.qk_norm);
+        // 4 query heads and 2 KV heads of 8: Q rows, then K, then V.
+        assert_eq!(phi3.qkv_rows(), [32, 16, 16]);
+        assert_eq!(phi3.gate_up_rows(), [64, 64]);
+        let llama = BlockSpec::new(&params(Architecture::Llama)).expect("runnable");
+        assert!(!llama.fused_qkv && !llama.fused_gate_up);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use candle_core::{DType, Device, Module, Tensor, D};
 
 use crate::kernels::cpu::KvType;
 use crate::runtime::block::{
-    shaped_tensor, BlockSpec, LayerWeights, MatrixTensor, VectorTensor, WeightSource,
+    shaped_tensor, BlockSpec, LayerWeights, MatrixTensor, Projections, VectorTensor, WeightSource,
 };
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
@@ -44,6 +44,16 @@ pub enum DecoderError {
     /// The architecture is known but the decoder cannot run it.
     #[error("architecture {0} is supported for sizing only, not for running")]
     NotRunnable(Architecture),
+    /// The file asks for something the decoder does not compute.
+    #[error("{arch} model: {what} is not supported; {fix}")]
+    Unsupported {
+        /// The file's architecture.
+        arch: Architecture,
+        /// What the file asks for.
+        what: String,
+        /// What to do instead.
+        fix: &'static str,
+    },
     /// A tensor has the wrong shape.
     #[error("tensor {name:?} has shape {found:?}, expected {expected:?}")]
     Shape {
@@ -317,6 +327,7 @@ impl Decoder {
         let engine = opts.engine;
         let params = file.header.arch_params()?;
         let spec = BlockSpec::new(&params)?;
+        spec.check_file(&file.header)?;
         let positions = (params.context_length as usize).min(max_positions).max(1);
         let native = match engine {
             EngineKind::Candle => false,
@@ -518,9 +529,8 @@ impl Decoder {
             let a = self.attention(&m.rope, i, b, &h, pos, mask.as_ref(), cache)?;
             x = (x + a)?;
             let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, eps)?;
-            let g = b.gate.forward(&h)?.silu()?;
-            let u = b.up.forward(&h)?;
-            x = (x + b.down.forward(&(g * u)?)?)?;
+            let [g, u] = project(&b.gate_up, &h, self.spec.gate_up_rows())?;
+            x = (x + b.down.forward(&(g.silu()? * u)?)?)?;
         }
         cache.advance(t);
         let x = if all { x } else { x.narrow(1, t - 1, 1)? };
@@ -564,8 +574,7 @@ impl Decoder {
         let (_, t, _) = x.dims3()?;
         let p = &self.spec;
         let (nh, nkv, hd) = (p.n_heads, p.n_kv_heads, p.head_dim);
-        let proj = |w: &QMatMul, b: &Option<Tensor>, heads: usize| -> Result<Tensor> {
-            let mut y = w.forward(x)?;
+        let heads = |mut y: Tensor, b: &Option<Tensor>, heads: usize| -> Result<Tensor> {
             if let Some(b) = b {
                 y = y.broadcast_add(b)?;
             }
@@ -574,9 +583,10 @@ impl Decoder {
                 .contiguous()?)
         };
         let [bq, bk, bv] = &a.bias;
-        let mut q = proj(&a.wq, bq, nh)?;
-        let mut k = proj(&a.wk, bk, nkv)?;
-        let v = proj(&a.wv, bv, nkv)?;
+        let [q, k, v] = project(&a.qkv, x, p.qkv_rows())?;
+        let mut q = heads(q, bq, nh)?;
+        let mut k = heads(k, bk, nkv)?;
+        let v = heads(v, bv, nkv)?;
         if let Some((qn, kn)) = &a.qk_norm {
             q = candle_nn::ops::rms_norm(&q, qn, p.norm_eps)?;
             k = candle_nn::ops::rms_norm(&k, kn, p.norm_eps)?;
@@ -614,6 +624,35 @@ impl Decoder {
     pub fn vocab(&self) -> usize {
         self.params.vocab as usize
     }
+}
+
+/// The outputs of `w` on `x`, one per part: separate matrices each run once; a fused matrix
+/// runs once and its output is split by columns into parts of `rows` each.
+fn project<const N: usize>(
+    w: &Projections<QMatMul>,
+    x: &Tensor,
+    rows: [usize; N],
+) -> Result<[Tensor; N]> {
+    let parts: Vec<Tensor> = match w {
+        Projections::Separate(ms) => ms
+            .iter()
+            .map(|m| m.forward(x))
+            .collect::<candle_core::Result<_>>()?,
+        Projections::Fused(m) => {
+            let y = m.forward(x)?;
+            let mut start = 0;
+            let mut parts = Vec::with_capacity(N);
+            for r in rows {
+                parts.push(y.narrow(D::Minus1, start, r)?);
+                start += r;
+            }
+            parts
+        }
+    };
+    let n = parts.len();
+    parts.try_into().map_err(|_| {
+        candle_core::Error::Msg(format!("{n} projections where the block has {N}")).into()
+    })
 }
 
 /// Run `D::Minus1` argmax on a logits vector.

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use crate::kernels::cpu::{hadamard_rotate, pool, Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
-    shaped_tensor, BlockSpec, MatrixTensor, RopeTables, VectorTensor, WeightSource,
+    shaped_tensor, BlockSpec, MatrixTensor, Projections, RopeTables, VectorTensor, WeightSource,
 };
 use crate::runtime::decoder::DecoderError;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
@@ -73,6 +73,15 @@ enum Proj {
 }
 
 impl Proj {
+    /// The block's projections as the engine runs them: a fused matrix as is (its parts are
+    /// `rows`), separate matrices concatenated when their formats agree.
+    fn from_block(p: Projections<QMatrix>, rows: &[usize]) -> Self {
+        match p {
+            Projections::Fused(m) => Proj::Fused(m, rows.to_vec()),
+            Projections::Separate(parts) => Proj::new(parts),
+        }
+    }
+
     fn new(parts: Vec<QMatrix>) -> Self {
         let same = parts
             .windows(2)
@@ -285,13 +294,13 @@ impl NativeModel {
             let (q_norm, k_norm) = w.qk_norm.unzip();
             layers.push(Layer {
                 attn_norm: w.attn_norm,
-                qkv: Proj::new(vec![w.wq, w.wk, w.wv]),
+                qkv: Proj::from_block(w.qkv, &spec.qkv_rows()),
                 bias: w.bias,
                 q_norm,
                 k_norm,
                 wo: w.wo,
                 ffn_norm: w.ffn_norm,
-                gate_up: Proj::new(vec![w.gate, w.up]),
+                gate_up: Proj::from_block(w.gate_up, &spec.gate_up_rows()),
                 down: w.down,
             });
         }

@@ -1,9 +1,11 @@
 //! Small seeded synthetic models, written as real GGUF files.
 //!
-//! Tests and benchmarks need llama-, qwen2- and qwen3-shaped models without a download. A
-//! `SynthSpec` describes the shape; `write` fills every tensor from a seeded RNG, quantizes the
-//! matrices with candle to the requested GGML type, and adds a byte-level BPE vocabulary so the
-//! file also loads through the tokenizer and the CLI.
+//! Tests and benchmarks need llama-, qwen2-, qwen3- and phi3-shaped models without a download.
+//! A `SynthSpec` describes the shape; `write` fills every tensor from a seeded RNG, quantizes
+//! the matrices with candle to the requested GGML type, and adds a vocabulary so the file also
+//! loads through the tokenizer and the CLI: byte-level BPE, or for phi3 a SentencePiece
+//! vocabulary laid out like Phi-3's (its specials 64 ids below the end) with its chat template.
+//! Phi3 files store Q/K/V as one `attn_qkv` matrix and gate/up as one `ffn_up` matrix.
 
 use std::path::Path;
 
@@ -39,6 +41,8 @@ pub struct SynthSpec {
     pub weight_type: GgmlType,
     /// Share the output projection with the token embedding.
     pub tied: bool,
+    /// `attention.sliding_window`, when set.
+    pub sliding_window: Option<u32>,
     /// RNG seed.
     pub seed: u64,
 }
@@ -54,10 +58,12 @@ impl SynthSpec {
             n_kv_heads: 2,
             head_dim: if arch == Architecture::Qwen3 { 32 } else { 16 },
             ffn: 128,
-            vocab: 320,
+            // Phi-3's vocabulary ends with its 11 specials and 53 padding tokens.
+            vocab: if arch == Architecture::Phi3 { 448 } else { 320 },
             context_length: 512,
             weight_type: GgmlType::Q8_0,
-            tied: arch != Architecture::Qwen2,
+            tied: !matches!(arch, Architecture::Qwen2 | Architecture::Phi3),
+            sliding_window: None,
             seed: 42,
         }
     }
@@ -149,32 +155,17 @@ pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Res
             &format!("{a}.attention.layer_norm_rms_epsilon"),
             Value::F32(1e-6),
         );
-    // Vocabulary: the 256 byte symbols, three specials, then filler tokens.
-    let b2u = byte_to_unicode();
-    let mut tokens: Vec<String> = b2u.iter().map(|c| c.to_string()).collect();
-    let mut types = vec![1i32; 256];
-    for s in ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] {
-        tokens.push(s.to_string());
-        types.push(3);
+    if let Some(win) = spec.sliding_window {
+        w.kv(&format!("{a}.attention.sliding_window"), u32v(win));
     }
-    let mut i = 0;
-    while tokens.len() < spec.vocab as usize {
-        tokens.push(format!("<|extra_{i}|>"));
-        types.push(4);
-        i += 1;
+    if spec.arch == Architecture::Phi3 {
+        phi3_vocab(&mut w, spec.vocab)?;
+    } else {
+        bpe_vocab(&mut w, spec.vocab);
     }
-    w.kv("tokenizer.ggml.model", Value::String("gpt2".into()))
-        .kv("tokenizer.ggml.pre", Value::String("default".into()))
-        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens)))
-        .kv("tokenizer.ggml.token_type", Value::Array(Array::I32(types)))
-        .kv("tokenizer.ggml.merges", Value::Array(Array::String(vec![])))
-        .kv("tokenizer.ggml.bos_token_id", u32v(256))
-        .kv("tokenizer.ggml.eos_token_id", u32v(258))
-        .kv("tokenizer.ggml.add_bos_token", Value::Bool(false));
     for (key, value) in extra {
         w.kv(key, value.clone());
     }
-
     let mut g = Gen {
         rng: rand::rngs::StdRng::seed_from_u64(spec.seed),
         device: Device::Cpu,
@@ -182,17 +173,23 @@ pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Res
     let f32t = GgmlType::F32;
     let (h, hd, nh, nkv) = (spec.hidden, spec.head_dim, spec.n_heads, spec.n_kv_heads);
     let wt = spec.weight_type;
+    let fused = spec.arch == Architecture::Phi3;
     let (dims, data) = g.matrix(spec.vocab, h, wt)?;
     w.tensor("token_embd.weight", wt, &dims, &data);
     for l in 0..spec.n_layers {
         let n = |s: &str| format!("blk.{l}.{s}");
         let v = g.vector(h, 0.1, 1.0);
         w.tensor(&n("attn_norm.weight"), f32t, &[h as u64], &v);
-        for (name, rows) in [
-            ("attn_q", nh * hd),
-            ("attn_k", nkv * hd),
-            ("attn_v", nkv * hd),
-        ] {
+        let qkv: &[(&str, u32)] = if fused {
+            &[("attn_qkv", (nh + 2 * nkv) * hd)]
+        } else {
+            &[
+                ("attn_q", nh * hd),
+                ("attn_k", nkv * hd),
+                ("attn_v", nkv * hd),
+            ]
+        };
+        for &(name, rows) in qkv {
             let (dims, data) = g.matrix(rows, h, wt)?;
             w.tensor(&n(&format!("{name}.weight")), wt, &dims, &data);
             if spec.arch.qkv_bias() {
@@ -210,11 +207,17 @@ pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Res
         w.tensor(&n("attn_output.weight"), wt, &dims, &data);
         let v = g.vector(h, 0.1, 1.0);
         w.tensor(&n("ffn_norm.weight"), f32t, &[h as u64], &v);
-        for (name, rows, cols) in [
-            ("ffn_gate", spec.ffn, h),
-            ("ffn_up", spec.ffn, h),
-            ("ffn_down", h, spec.ffn),
-        ] {
+        // Phi-3's `ffn_up` holds the gate's rows, then the up rows.
+        let ffn: &[(&str, u32, u32)] = if fused {
+            &[("ffn_up", 2 * spec.ffn, h), ("ffn_down", h, spec.ffn)]
+        } else {
+            &[
+                ("ffn_gate", spec.ffn, h),
+                ("ffn_up", spec.ffn, h),
+                ("ffn_down", h, spec.ffn),
+            ]
+        };
+        for &(name, rows, cols) in ffn {
             let (dims, data) = g.matrix(rows, cols, wt)?;
             w.tensor(&n(&format!("{name}.weight")), wt, &dims, &data);
         }
@@ -226,6 +229,137 @@ pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Res
         w.tensor("output.weight", wt, &dims, &data);
     }
     Ok(w.to_bytes())
+}
+
+/// Byte-level BPE: the 256 byte symbols, three specials, then filler tokens.
+fn bpe_vocab(w: &mut GgufWriter, vocab: u32) {
+    let u32v = |x: u32| Value::U32(x);
+    let b2u = byte_to_unicode();
+    let mut tokens: Vec<String> = b2u.iter().map(|c| c.to_string()).collect();
+    let mut types = vec![1i32; 256];
+    for s in ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] {
+        tokens.push(s.to_string());
+        types.push(3);
+    }
+    let mut i = 0;
+    while tokens.len() < vocab as usize {
+        tokens.push(format!("<|extra_{i}|>"));
+        types.push(4);
+        i += 1;
+    }
+    w.kv("tokenizer.ggml.model", Value::String("gpt2".into()))
+        .kv("tokenizer.ggml.pre", Value::String("default".into()))
+        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens)))
+        .kv("tokenizer.ggml.token_type", Value::Array(Array::I32(types)))
+        .kv("tokenizer.ggml.merges", Value::Array(Array::String(vec![])))
+        .kv("tokenizer.ggml.bos_token_id", u32v(256))
+        .kv("tokenizer.ggml.eos_token_id", u32v(258))
+        .kv("tokenizer.ggml.add_bos_token", Value::Bool(false));
+}
+
+/// Phi-3's added tokens, in id order from `<|endoftext|>` (32000 in the real vocabulary).
+pub const PHI3_SPECIALS: [&str; 11] = [
+    "<|endoftext|>",
+    "<|assistant|>",
+    "<|placeholder1|>",
+    "<|placeholder2|>",
+    "<|placeholder3|>",
+    "<|placeholder4|>",
+    "<|system|>",
+    "<|end|>",
+    "<|placeholder5|>",
+    "<|placeholder6|>",
+    "<|user|>",
+];
+
+/// Phi-3-mini-4k-instruct's chat template (`tokenizer.chat_template` of its GGUF).
+pub const PHI3_CHAT_TEMPLATE: &str = "{% for message in messages %}\
+{% if message['role'] == 'system' %}{{'<|system|>\\n' + message['content'] + '<|end|>\\n'}}\
+{% elif message['role'] == 'user' %}{{'<|user|>\\n' + message['content'] + '<|end|>\\n'}}\
+{% elif message['role'] == 'assistant' %}{{'<|assistant|>\\n' + message['content'] + '<|end|>\\n'}}\
+{% endif %}{% endfor %}\
+{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% else %}{{ eos_token }}{% endif %}";
+
+/// The id of Phi-3's first added token (`<|endoftext|>`) in a vocabulary of `vocab` tokens:
+/// 64 below the end, as 32000 is in Phi-3's 32064.
+pub fn phi3_first_special(vocab: u32) -> u32 {
+    vocab.saturating_sub(64)
+}
+
+/// A SentencePiece (`llama`) vocabulary laid out like Phi-3's: `<unk>`, `<s>`, `</s>`, the 256
+/// byte tokens, word pieces (scored so that earlier pieces merge first), Phi-3's 11 added
+/// tokens as control tokens 64 ids below the end, then padding; `<|endoftext|>` is EOS and
+/// the chat template is Phi-3's.
+fn phi3_vocab(w: &mut GgufWriter, vocab: u32) -> candle_core::Result<()> {
+    let first_special = phi3_first_special(vocab) as usize;
+    let mut pieces: Vec<String> = vec!["▁".into()];
+    pieces.extend(
+        ('a'..='z')
+            .chain('A'..='Z')
+            .chain('0'..='9')
+            .map(String::from),
+    );
+    pieces.extend(".,!?'-:".chars().map(String::from));
+    for p in [
+        "▁t", "he", "▁a", "in", "th", "er", "▁the", "on", "an", "re", "▁s", "▁w", "▁o", "at", "en",
+        "nd", "ou", "is", "▁h", "▁c", "▁b", "▁i", "▁f", "it", "es", "or", "ing", "▁m", "▁p", "ed",
+        "▁d", "▁to", "▁and", "▁of", "▁in", "▁is", "▁I", "▁H", "ll", "lo", "ello", "▁Hello", "▁y",
+        "▁you", "▁wh", "▁what", "ow", "▁how", "ar", "▁are",
+    ] {
+        pieces.push(p.into());
+    }
+    if 259 + pieces.len() > first_special {
+        candle_core::bail!(
+            "a phi3 synthetic vocabulary needs at least {} tokens",
+            259 + pieces.len() + 64
+        );
+    }
+    let mut tokens: Vec<String> = vec!["<unk>".into(), "<s>".into(), "</s>".into()];
+    let mut types = vec![2i32, 3, 3];
+    tokens.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    types.extend([6; 256]);
+    let n_pieces = first_special - tokens.len();
+    let mut i = 0;
+    while pieces.len() < n_pieces {
+        // Unreachable fillers: no piece merges into `▁x…`.
+        pieces.push(format!("▁x{i}"));
+        i += 1;
+    }
+    tokens.extend(pieces);
+    types.resize(tokens.len(), 1);
+    tokens.extend(PHI3_SPECIALS.iter().map(|s| s.to_string()));
+    types.resize(tokens.len(), 3);
+    let mut i = 0;
+    while tokens.len() < vocab as usize {
+        tokens.push(format!("[PAD{i}]"));
+        types.push(5);
+        i += 1;
+    }
+    // Byte and special tokens score 0; pieces descend so that earlier ones merge first.
+    let scores: Vec<f32> = (0..tokens.len())
+        .map(|i| match types[i] {
+            1 => -(i as f32),
+            _ => 0.0,
+        })
+        .collect();
+    let u32v = |x: u32| Value::U32(x);
+    let eos = first_special as u32;
+    w.kv("tokenizer.ggml.model", Value::String("llama".into()))
+        .kv("tokenizer.ggml.pre", Value::String("default".into()))
+        .kv("tokenizer.ggml.tokens", Value::Array(Array::String(tokens)))
+        .kv("tokenizer.ggml.scores", Value::Array(Array::F32(scores)))
+        .kv("tokenizer.ggml.token_type", Value::Array(Array::I32(types)))
+        .kv("tokenizer.ggml.bos_token_id", u32v(1))
+        .kv("tokenizer.ggml.eos_token_id", u32v(eos))
+        .kv("tokenizer.ggml.unknown_token_id", u32v(0))
+        .kv("tokenizer.ggml.padding_token_id", u32v(eos))
+        .kv("tokenizer.ggml.add_bos_token", Value::Bool(false))
+        .kv("tokenizer.ggml.add_eos_token", Value::Bool(false))
+        .kv(
+            "tokenizer.chat_template",
+            Value::String(PHI3_CHAT_TEMPLATE.into()),
+        );
+    Ok(())
 }
 
 /// Write a synthetic model to `path`.

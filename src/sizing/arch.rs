@@ -21,7 +21,7 @@ pub enum Architecture {
     Qwen3,
     /// Gemma 3 (sizing only).
     Gemma3,
-    /// Phi-3 (sizing only).
+    /// Phi-3: llama layout with fused Q/K/V and gate/up matrices.
     Phi3,
 }
 
@@ -55,7 +55,7 @@ impl Architecture {
     pub fn runnable(self) -> bool {
         matches!(
             self,
-            Self::Llama | Self::Mistral | Self::Qwen2 | Self::Qwen3
+            Self::Llama | Self::Mistral | Self::Qwen2 | Self::Qwen3 | Self::Phi3
         )
     }
 

@@ -138,6 +138,18 @@ impl Model {
         self
     }
 
+    /// Add an f32 tensor of zeros with `dims` (innermost first).
+    fn with_tensor(mut self, name: &str, dims: &[u64]) -> Self {
+        let n: u64 = dims.iter().product();
+        self.tensors.push((
+            name.to_string(),
+            GgmlType::F32,
+            dims.to_vec(),
+            vec![0u8; n as usize * 4],
+        ));
+        self
+    }
+
     fn bytes(&self) -> Vec<u8> {
         let mut w = GgufWriter::new();
         for (k, v) in &self.kv {
@@ -904,6 +916,8 @@ fn tokenizer_cases() -> Vec<Case> {
 fn decoder_cases() -> Vec<Case> {
     use GgufError as E;
     let m = Model::tiny();
+    let phi3_spec = SynthSpec::tiny(Architecture::Phi3);
+    let phi3 = Model::synth(&phi3_spec);
     let d = |name, model: Model, want| Case {
         name,
         bytes: model.bytes(),
@@ -1053,7 +1067,7 @@ fn decoder_cases() -> Vec<Case> {
             {
                 let mut m = m
                     .clone()
-                    .set("general.architecture", Value::String("phi3".into()));
+                    .set("general.architecture", Value::String("gemma3".into()));
                 let keys: Vec<String> =
                     m.kv.keys()
                         .filter(|k| k.starts_with("llama."))
@@ -1061,15 +1075,54 @@ fn decoder_cases() -> Vec<Case> {
                         .collect();
                 for k in keys {
                     let v = m.kv.remove(&k).expect("key");
-                    m.kv.insert(k.replacen("llama.", "phi3.", 1), v);
+                    m.kv.insert(k.replacen("llama.", "gemma3.", 1), v);
                 }
                 m
             },
             |f| {
                 matches!(
                     f,
-                    Failure::Decoder(DecoderError::NotRunnable(Architecture::Phi3))
+                    Failure::Decoder(DecoderError::NotRunnable(Architecture::Gemma3))
                 )
+            },
+        ),
+        d(
+            "phi3 without its fused qkv matrix",
+            phi3.clone().without_tensor("blk.1.attn_qkv.weight"),
+            |f| matches!(gguf(f), Some(E::MissingTensor(t)) if t == "blk.1.attn_qkv.weight"),
+        ),
+        d(
+            "phi3 with separate gate and up of the fused size",
+            phi3.clone()
+                .without_tensor("blk.0.ffn_up.weight")
+                .with_tensor(
+                    "blk.0.ffn_up.weight",
+                    &[phi3_spec.hidden as u64, phi3_spec.ffn as u64],
+                ),
+            |f| {
+                matches!(f, Failure::Decoder(DecoderError::Shape { name, expected, .. })
+                    // Gate and up of the tiny model's 128 rows each.
+                    if name == "blk.0.ffn_up.weight" && expected[0] == 256)
+            },
+        ),
+        d(
+            "phi3 LongRoPE factors",
+            phi3.clone()
+                .with_tensor("rope_factors_long.weight", &[phi3_spec.head_dim as u64 / 2]),
+            |f| {
+                matches!(f, Failure::Decoder(e @ DecoderError::Unsupported { .. })
+                    if e.to_string().contains("LongRoPE") && e.to_string().contains("4k"))
+            },
+        ),
+        d(
+            "phi3 partial rotary",
+            phi3.clone().set(
+                "phi3.rope.dimension_count",
+                Value::U32(phi3_spec.head_dim / 2),
+            ),
+            |f| {
+                matches!(f, Failure::Decoder(e @ DecoderError::Unsupported { .. })
+                    if e.to_string().contains("rope.dimension_count"))
             },
         ),
         d(

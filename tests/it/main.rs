@@ -28,6 +28,7 @@ mod ooda;
 mod ooda_answer;
 mod ooda_cli;
 mod ooda_sensing;
+mod phi3;
 mod prompt_examples;
 mod react_audit;
 mod remote;
