@@ -18,6 +18,7 @@ import json
 import os
 
 import numpy as np
+import llama_cpp
 from llama_cpp import Llama
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +50,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
-    kw = dict(model_path=args.model, n_ctx=2048, n_batch=2048, n_ubatch=2048, verbose=False)
+    kw = dict(model_path=args.model, n_ctx=1024, n_batch=1024, n_ubatch=1024, verbose=False)
     if args.threads:
         kw["n_threads"] = args.threads
         kw["n_threads_batch"] = args.threads
@@ -61,7 +62,9 @@ def main():
         llm.eval(ids)
         out, margins = [], []
         for _ in range(args.tokens):
-            logits = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+            # The last evaluated row, read from llama.cpp's context directly.
+            ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float64)
             top2 = np.partition(logits, -2)[-2:]
             tok = int(np.argmax(logits))
             out.append(tok)
@@ -71,7 +74,7 @@ def main():
     record = {
         "model_sha256": sha256(args.model),
         "tokens": args.tokens,
-        "llama_cpp_python": __import__("llama_cpp").__version__,
+        "llama_cpp_python": llama_cpp.__version__,
         "cases": cases,
     }
     with open(args.out, "w") as f:
