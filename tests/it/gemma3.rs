@@ -354,7 +354,10 @@ fn gemma3_270m_turn_tokens_and_stop() {
 /// 2 × 5 × 64 tokens); run with `cargo test --release --test it gemma3_270m_greedy -- --ignored`
 /// after `boyd models pull gemma3-270m`.
 #[test]
-#[ignore = "needs the gemma3-270m file; about a minute"]
+// Open (2026-12-04): the native engine diverges from llama.cpp on prompt 0 at step 11, where
+// llama.cpp's best two logits are 0.035 apart (a near-tie; llama.cpp rounds its GELU through
+// f16, boyd does not). Steps 0-10 are equal.
+#[ignore = "needs the gemma3-270m file; fails on a near-tie, see the note above"]
 fn gemma3_270m_greedy_equals_llama_cpp() {
     let Some(path) = common::gemma3_270m() else {
         return;
