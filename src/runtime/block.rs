@@ -27,6 +27,21 @@ pub struct RopeSpec {
     pub interleaved: bool,
 }
 
+/// The activation of the feed-forward's gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateActivation {
+    /// SiLU (SwiGLU: llama, mistral, qwen).
+    Silu,
+    /// GELU, tanh approximation (GeGLU: Gemma 3).
+    GeluTanh,
+}
+
+/// GELU with the tanh approximation, `x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`.
+pub fn gelu_tanh(x: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + 0.044_715 * x * x)).tanh())
+}
+
 /// A tensor of one dimension: its name in the file and its length.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VectorTensor {
@@ -101,6 +116,9 @@ pub struct LayerWeights<M, V> {
     pub bias: [Option<V>; 3],
     /// Per-head RMS-norm weights of Q and K, when the architecture has them.
     pub qk_norm: Option<(V, V)>,
+    /// RMS-norm weights applied to the attention output and to the feed-forward output before
+    /// each residual add (`post_attention_norm`, `post_ffw_norm`), when the architecture has them.
+    pub post_norms: Option<(V, V)>,
     /// Attention output projection.
     pub wo: M,
     /// RMS-norm weight before the feed-forward.
@@ -144,7 +162,29 @@ pub struct BlockSpec {
     pub fused_qkv: bool,
     /// Gate and up are one matrix, `ffn_up` with the gate's rows first (Phi-3).
     pub fused_gate_up: bool,
+    /// Gemma 3 switches: norms after attention and after the feed-forward, a GELU gate, the
+    /// embedding scale, the attention scale, and local/global layers.
+    pub gemma: Option<GemmaSwitches>,
 }
+
+/// What Gemma 3's block does differently from the llama block (see llama.cpp's gemma3 graph).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GemmaSwitches {
+    /// The token embedding is multiplied by this (`√hidden`).
+    pub embed_scale: f32,
+    /// Query scale: `1 / √head_dim` (`query_pre_attn_scalar`), `1 / √(hidden / heads)` for
+    /// the 27B model (62 layers), as llama.cpp sets it.
+    pub attn_scale: f32,
+    /// Per layer: whether it is a sliding-window ("local") layer. Local layers attend to the
+    /// last `sliding_window` positions and rotate with `rope_local`; global layers see every
+    /// position and rotate with the file's `rope`.
+    pub local: Vec<bool>,
+    /// RoPE of the local layers: base 10000, no scaling.
+    pub rope_local: RopeSpec,
+}
+
+/// RoPE base of Gemma 3's sliding-window layers (the file's `rope.freq_base` is the global one).
+const GEMMA_LOCAL_ROPE_BASE: f32 = 10_000.0;
 
 impl BlockSpec {
     /// The block of a model the runtime can run, or why it cannot: an architecture supported
@@ -164,6 +204,21 @@ impl BlockSpec {
             Some(RopeScaling::Linear { factor }) if factor > 0.0 => 1.0 / factor,
             _ => 1.0,
         };
+        let interleaved = matches!(p.architecture, Architecture::Llama | Architecture::Mistral);
+        let gemma = (p.architecture == Architecture::Gemma3).then(|| GemmaSwitches {
+            embed_scale: (p.hidden as f32).sqrt(),
+            attn_scale: if p.n_layers == 62 {
+                1.0 / ((p.hidden / p.n_heads) as f32).sqrt()
+            } else {
+                1.0 / (p.head_dim as f32).sqrt()
+            },
+            local: (0..p.n_layers).map(|i| p.is_sliding_layer(i)).collect(),
+            rope_local: RopeSpec {
+                base: GEMMA_LOCAL_ROPE_BASE,
+                position_scale: 1.0,
+                interleaved,
+            },
+        });
         Ok(Self {
             n_layers: p.n_layers as usize,
             hidden: p.hidden as usize,
@@ -180,10 +235,11 @@ impl BlockSpec {
             rope: RopeSpec {
                 base: p.rope_base,
                 position_scale,
-                interleaved: matches!(p.architecture, Architecture::Llama | Architecture::Mistral),
+                interleaved,
             },
             fused_qkv: p.architecture == Architecture::Phi3,
             fused_gate_up: p.architecture == Architecture::Phi3,
+            gemma,
         })
     }
 
@@ -227,6 +283,45 @@ impl BlockSpec {
     /// Row counts of gate and up: the parts of [`LayerWeights::gate_up`].
     pub fn gate_up_rows(&self) -> [usize; 2] {
         [self.ffn, self.ffn]
+    }
+
+    /// The sliding window of layer `layer`: the model's window on every layer, except
+    /// Gemma 3's global layers, which see every position.
+    pub fn window(&self, layer: usize) -> Option<usize> {
+        match &self.gemma {
+            Some(g) if !g.local.get(layer).copied().unwrap_or(false) => None,
+            _ => self.sliding_window,
+        }
+    }
+
+    /// Whether layer `layer` rotates with [`BlockSpec::local_rope_tables`] (Gemma 3's local
+    /// layers) rather than [`BlockSpec::rope_tables`].
+    pub fn local_rope(&self, layer: usize) -> bool {
+        self.gemma
+            .as_ref()
+            .is_some_and(|g| g.local.get(layer).copied().unwrap_or(false))
+    }
+
+    /// The scale of the attention scores: `1 / √head_dim` unless the architecture says else.
+    pub fn attn_scale(&self) -> f32 {
+        match &self.gemma {
+            Some(g) => g.attn_scale,
+            None => 1.0 / (self.head_dim as f32).sqrt(),
+        }
+    }
+
+    /// The factor the token embedding is multiplied by (1 unless the architecture scales it).
+    pub fn embed_scale(&self) -> f32 {
+        self.gemma.as_ref().map_or(1.0, |g| g.embed_scale)
+    }
+
+    /// The feed-forward gate's activation.
+    pub fn gate_activation(&self) -> GateActivation {
+        if self.gemma.is_some() {
+            GateActivation::GeluTanh
+        } else {
+            GateActivation::Silu
+        }
     }
 
     /// Query heads per key/value head.
@@ -281,6 +376,14 @@ impl BlockSpec {
         } else {
             None
         };
+        let post_norms = if self.gemma.is_some() {
+            Some((
+                src.vector(&vector(&n("post_attention_norm.weight"), h))?,
+                src.vector(&vector(&n("post_ffw_norm.weight"), h))?,
+            ))
+        } else {
+            None
+        };
         let qkv = if self.fused_qkv {
             Projections::Fused(src.matrix(&matrix(&n("attn_qkv.weight"), q + 2 * kv, h))?)
         } else {
@@ -299,6 +402,7 @@ impl BlockSpec {
             ])
         };
         Ok(LayerWeights {
+            post_norms,
             qkv,
             bias,
             qk_norm,
@@ -312,17 +416,31 @@ impl BlockSpec {
 
     /// The RoPE cos/sin tables for positions `0..positions`.
     pub fn rope_tables(&self, positions: usize) -> RopeTables {
+        self.tables(&self.rope, positions)
+    }
+
+    /// The RoPE tables of the local layers, when they differ from [`BlockSpec::rope_tables`]
+    /// (Gemma 3).
+    pub fn local_rope_tables(&self, positions: usize) -> Option<RopeTables> {
+        let g = self.gemma.as_ref()?;
+        g.local
+            .iter()
+            .any(|&l| l)
+            .then(|| self.tables(&g.rope_local, positions))
+    }
+
+    fn tables(&self, rope: &RopeSpec, positions: usize) -> RopeTables {
         let hd = self.head_dim;
         let half = hd / 2;
         let inv_freq: Vec<f32> = (0..half)
-            .map(|i| 1.0 / self.rope.base.powf(2.0 * i as f32 / hd as f32))
+            .map(|i| 1.0 / rope.base.powf(2.0 * i as f32 / hd as f32))
             .collect();
         let (mut cos, mut sin) = (
             Vec::with_capacity(positions * half),
             Vec::with_capacity(positions * half),
         );
         for pos in 0..positions {
-            let pos = pos as f32 * self.rope.position_scale;
+            let pos = pos as f32 * rope.position_scale;
             for f in &inv_freq {
                 let a = pos * f;
                 cos.push(a.cos());
@@ -333,7 +451,7 @@ impl BlockSpec {
             cos,
             sin,
             half,
-            interleaved: self.rope.interleaved,
+            interleaved: rope.interleaved,
         }
     }
 }
@@ -455,9 +573,7 @@ mod tests {
     }
 
     #[test]
-    fn unrunnable_or_odd_heads_are_refused() {
-        let e = BlockSpec::new(&params(Architecture::Gemma3)).expect_err("refused");
-        assert!(matches!(e, DecoderError::NotRunnable(_)), "{e}");
+    fn odd_heads_are_refused() {
         let mut p = params(Architecture::Llama);
         p.head_dim = 7;
         p.head_dim_v = 7;

@@ -26,7 +26,8 @@ use candle_core::{DType, Device, Module, Tensor, D};
 
 use crate::kernels::cpu::KvType;
 use crate::runtime::block::{
-    shaped_tensor, BlockSpec, LayerWeights, MatrixTensor, Projections, VectorTensor, WeightSource,
+    shaped_tensor, BlockSpec, GateActivation, LayerWeights, MatrixTensor, Projections, RopeTables,
+    VectorTensor, WeightSource,
 };
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
@@ -164,8 +165,7 @@ struct Rope {
 }
 
 impl Rope {
-    fn new(spec: &BlockSpec, positions: usize, device: &Device) -> Result<Self> {
-        let tables = spec.rope_tables(positions);
+    fn new(spec: &BlockSpec, tables: RopeTables, device: &Device) -> Result<Self> {
         let shape = (tables.positions(), tables.half());
         Ok(Self {
             cos: Tensor::from_vec(tables.cos, shape, device)?,
@@ -255,6 +255,8 @@ struct CandleModel {
     norm: Tensor,
     output: QMatMul,
     rope: Rope,
+    /// The local layers' RoPE, when it differs (Gemma 3).
+    rope_local: Option<Rope>,
 }
 
 enum Engine {
@@ -388,7 +390,11 @@ impl Decoder {
         let loaded = LoadedBytes {
             file_tensors: l.loaded_bytes,
         };
-        let rope = Rope::new(&spec, positions, device)?;
+        let rope = Rope::new(&spec, spec.rope_tables(positions), device)?;
+        let rope_local = spec
+            .local_rope_tables(positions)
+            .map(|t| Rope::new(&spec, t, device))
+            .transpose()?;
         Ok(Self {
             params,
             spec,
@@ -399,6 +405,7 @@ impl Decoder {
                 norm,
                 output,
                 rope,
+                rope_local,
             }),
             positions,
             loaded,
@@ -522,15 +529,44 @@ impl Decoder {
         cache.reserve(t)?;
         let ids = Tensor::new(tokens, &self.device)?;
         let mut x = m.embed.embedding(&ids)?.unsqueeze(0)?; // (1, t, hidden)
-        let mask = self.mask(t, pos)?;
+        let embed_scale = self.spec.embed_scale();
+        if embed_scale != 1.0 {
+            x = (x * f64::from(embed_scale))?;
+        }
+        let mask = self.mask(t, pos, self.spec.sliding_window)?;
+        // Gemma 3's global layers see every position.
+        let global_mask = match self.spec.sliding_window {
+            Some(_) => self.mask(t, pos, None)?,
+            None => mask.clone(),
+        };
+        let eps = self.spec.norm_eps;
         for (i, b) in m.blocks.iter().enumerate() {
-            let eps = self.spec.norm_eps;
+            let rope = match &m.rope_local {
+                Some(local) if self.spec.local_rope(i) => local,
+                _ => &m.rope,
+            };
+            let mask = if self.spec.window(i).is_some() {
+                mask.as_ref()
+            } else {
+                global_mask.as_ref()
+            };
             let h = candle_nn::ops::rms_norm(&x, &b.attn_norm, eps)?;
-            let a = self.attention(&m.rope, i, b, &h, pos, mask.as_ref(), cache)?;
+            let mut a = self.attention(rope, i, b, &h, pos, mask, cache)?;
+            if let Some((post_attn, _)) = &b.post_norms {
+                a = candle_nn::ops::rms_norm(&a, post_attn, eps)?;
+            }
             x = (x + a)?;
             let h = candle_nn::ops::rms_norm(&x, &b.ffn_norm, eps)?;
             let [g, u] = project(&b.gate_up, &h, self.spec.gate_up_rows())?;
-            x = (x + b.down.forward(&(g.silu()? * u)?)?)?;
+            let g = match self.spec.gate_activation() {
+                GateActivation::Silu => g.silu()?,
+                GateActivation::GeluTanh => g.gelu()?,
+            };
+            let mut f = b.down.forward(&(g * u)?)?;
+            if let Some((_, post_ffw)) = &b.post_norms {
+                f = candle_nn::ops::rms_norm(&f, post_ffw, eps)?;
+            }
+            x = (x + f)?;
         }
         cache.advance(t);
         let x = if all { x } else { x.narrow(1, t - 1, 1)? };
@@ -541,9 +577,8 @@ impl Decoder {
 
     /// Additive causal (and sliding-window) mask of shape `(t, pos + t)`, or `None` when every
     /// cached position is visible (a single decode step inside the window).
-    fn mask(&self, t: usize, pos: usize) -> Result<Option<Tensor>> {
+    fn mask(&self, t: usize, pos: usize, window: Option<usize>) -> Result<Option<Tensor>> {
         let total = pos + t;
-        let window = self.spec.sliding_window;
         if t == 1 && window.is_none_or(|w| total <= w) {
             return Ok(None);
         }
@@ -603,7 +638,7 @@ impl Decoder {
         let group = p.group();
         // Fold the query heads of each KV head into rows: (1, nkv, group * t, hd).
         let q = q.reshape((1, nkv, group * t, hd))?;
-        let scale = 1.0 / (hd as f64).sqrt();
+        let scale = f64::from(p.attn_scale());
         let mut scores = (q.matmul(&k.t()?)? * scale)?;
         if let Some(m) = mask {
             scores = scores

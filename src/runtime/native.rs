@@ -16,7 +16,8 @@ use std::sync::Mutex;
 
 use crate::kernels::cpu::{hadamard_rotate, pool, Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
-    shaped_tensor, BlockSpec, MatrixTensor, Projections, RopeTables, VectorTensor, WeightSource,
+    gelu_tanh, shaped_tensor, BlockSpec, GateActivation, MatrixTensor, Projections, RopeTables,
+    VectorTensor, WeightSource,
 };
 use crate::runtime::decoder::DecoderError;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
@@ -138,6 +139,8 @@ struct Layer {
     bias: [Option<Vec<f32>>; 3],
     q_norm: Option<Vec<f32>>,
     k_norm: Option<Vec<f32>>,
+    /// Norms of the attention output and the feed-forward output (Gemma 3).
+    post_norms: Option<(Vec<f32>, Vec<f32>)>,
     wo: QMatrix,
     ffn_norm: Vec<f32>,
     gate_up: Proj,
@@ -217,6 +220,8 @@ pub struct NativeModel {
     layers: Vec<Layer>,
     norm: Vec<f32>,
     rope: RopeTables,
+    /// The local layers' RoPE tables, when they differ (Gemma 3).
+    rope_local: Option<RopeTables>,
     kernels: &'static Kernels,
     scratch: Mutex<Scratch>,
     /// Where the per-operation profile goes on drop (profiling is on when set).
@@ -264,6 +269,23 @@ impl WeightSource for Loader<'_> {
     }
 }
 
+/// RMS norm of each `w.len()`-wide row of `x`, in place.
+fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    let n = w.len();
+    for o in x.chunks_exact_mut(n) {
+        let ms = o.iter().map(|v| v * v).sum::<f32>() / n as f32;
+        let r = 1.0 / (ms + eps).sqrt();
+        o.iter_mut().zip(w).for_each(|(o, w)| *o = *o * r * w);
+    }
+}
+
+/// `g = gelu(g) · u`, element by element (Gemma's GeGLU).
+fn gelu_mul(g: &mut [f32], u: &[f32]) {
+    g.iter_mut()
+        .zip(u)
+        .for_each(|(g, u)| *g = gelu_tanh(*g) * u);
+}
+
 fn rms_norm(x: &mut [f32], src: &[f32], w: &[f32], eps: f32) {
     let n = w.len();
     for (o, s) in x.chunks_exact_mut(n).zip(src.chunks_exact(n)) {
@@ -298,6 +320,7 @@ impl NativeModel {
                 bias: w.bias,
                 q_norm,
                 k_norm,
+                post_norms: w.post_norms,
                 wo: w.wo,
                 ffn_norm: w.ffn_norm,
                 gate_up: Proj::from_block(w.gate_up, &spec.gate_up_rows()),
@@ -313,6 +336,7 @@ impl NativeModel {
             layers,
             norm,
             rope: spec.rope_tables(positions),
+            rope_local: spec.local_rope_tables(positions),
             kernels: Kernels::get_for(opts.kernels),
             scratch: Mutex::new(Scratch {
                 prof: Prof {
@@ -365,15 +389,24 @@ impl NativeModel {
         let s = &mut *guard;
         s.prof.start();
         s.x.resize(t * h, 0.0);
+        let embed_scale = p.embed_scale();
         for (i, &tok) in tokens.iter().enumerate() {
-            self.embed
-                .dequantize_row(tok as usize, &mut s.x[i * h..(i + 1) * h]);
+            let row = &mut s.x[i * h..(i + 1) * h];
+            self.embed.dequantize_row(tok as usize, row);
+            if embed_scale != 1.0 {
+                row.iter_mut().for_each(|v| *v *= embed_scale);
+            }
         }
         s.prof.lap(0);
         let group = p.group();
-        let scale = 1.0 / (hd as f32).sqrt();
-        let window = p.sliding_window;
+        let scale = p.attn_scale();
+        let gelu = p.gate_activation() == GateActivation::GeluTanh;
         for (li, l) in self.layers.iter().enumerate() {
+            let window = p.window(li);
+            let rope = match &self.rope_local {
+                Some(local) if p.local_rope(li) => local,
+                _ => &self.rope,
+            };
             // The norm writes straight into the product's input (no buffer of its own, no copy).
             s.acts
                 .fill(h, t, |xn| rms_norm(xn, &s.x, &l.attn_norm, p.norm_eps));
@@ -404,10 +437,8 @@ impl NativeModel {
             }
             s.prof.lap(2);
             for i in 0..t {
-                self.rope
-                    .rotate(&mut s.q[i * nh * hd..(i + 1) * nh * hd], pos + i);
-                self.rope
-                    .rotate(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
+                rope.rotate(&mut s.q[i * nh * hd..(i + 1) * nh * hd], pos + i);
+                rope.rotate(&mut s.k[i * nkv * hd..(i + 1) * nkv * hd], pos + i);
             }
             // Append K/V: the cache is [kv_head][capacity] rows of head_dim per layer, stored
             // in the cache's type (converted or quantized here).
@@ -477,6 +508,9 @@ impl NativeModel {
             s.acts.set(&s.att, nh * hd);
             s.tmp.resize(t * h, 0.0);
             k.matmul(&l.wo, &mut s.acts, &mut s.tmp);
+            if let Some((post_attn, _)) = &l.post_norms {
+                rms_norm_in_place(&mut s.tmp, post_attn, p.norm_eps);
+            }
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
             s.prof.lap(5);
             s.acts
@@ -491,7 +525,14 @@ impl NativeModel {
                     s.proj.resize(t * 2 * ffn, 0.0);
                     k.matmul(m, &mut s.acts, &mut s.proj);
                     s.prof.lap(6);
-                    k.silu_mul_rows(&mut s.proj, ffn);
+                    if gelu {
+                        for row in s.proj.chunks_exact_mut(2 * ffn) {
+                            let (g, u) = row.split_at_mut(ffn);
+                            gelu_mul(g, u);
+                        }
+                    } else {
+                        k.silu_mul_rows(&mut s.proj, ffn);
+                    }
                     let out = &s.proj;
                     s.acts.fill(ffn, t, |x| {
                         for (dst, row) in x.chunks_exact_mut(ffn).zip(out.chunks_exact(2 * ffn)) {
@@ -503,12 +544,19 @@ impl NativeModel {
                     l.gate_up
                         .apply(k, &mut s.acts, &mut s.proj, &mut [&mut s.gate, &mut s.up]);
                     s.prof.lap(6);
-                    k.silu_mul(&mut s.gate, &s.up);
+                    if gelu {
+                        gelu_mul(&mut s.gate, &s.up);
+                    } else {
+                        k.silu_mul(&mut s.gate, &s.up);
+                    }
                     s.acts.set(&s.gate, ffn);
                 }
             }
             s.prof.lap(7);
             k.matmul(&l.down, &mut s.acts, &mut s.tmp);
+            if let Some((_, post_ffw)) = &l.post_norms {
+                rms_norm_in_place(&mut s.tmp, post_ffw, p.norm_eps);
+            }
             s.x.iter_mut().zip(&s.tmp).for_each(|(x, a)| *x += a);
             s.prof.lap(8);
         }

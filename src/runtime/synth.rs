@@ -1,6 +1,6 @@
 //! Small seeded synthetic models, written as real GGUF files.
 //!
-//! Tests and benchmarks need llama-, qwen2-, qwen3- and phi3-shaped models without a download.
+//! Tests and benchmarks need llama-, qwen2-, qwen3-, gemma3- and phi3-shaped models without a download.
 //! A `SynthSpec` describes the shape; `write` fills every tensor from a seeded RNG, quantizes
 //! the matrices with candle to the requested GGML type, and adds a vocabulary so the file also
 //! loads through the tokenizer and the CLI: byte-level BPE, or for phi3 a SentencePiece
@@ -41,7 +41,7 @@ pub struct SynthSpec {
     pub weight_type: GgmlType,
     /// Share the output projection with the token embedding.
     pub tied: bool,
-    /// `attention.sliding_window`, when set.
+    /// `attention.sliding_window`, when set (Gemma 3: its local layers' window).
     pub sliding_window: Option<u32>,
     /// RNG seed.
     pub seed: u64,
@@ -63,7 +63,7 @@ impl SynthSpec {
             context_length: 512,
             weight_type: GgmlType::Q8_0,
             tied: !matches!(arch, Architecture::Qwen2 | Architecture::Phi3),
-            sliding_window: None,
+            sliding_window: (arch == Architecture::Gemma3).then_some(8),
             seed: 42,
         }
     }
@@ -147,7 +147,16 @@ pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Res
         )
         .kv(&format!("{a}.attention.key_length"), u32v(spec.head_dim))
         .kv(&format!("{a}.attention.value_length"), u32v(spec.head_dim))
-        .kv(&format!("{a}.rope.freq_base"), Value::F32(10_000.0))
+        // Gemma 3's file base is its global layers'; its local layers use 10000 regardless, so
+        // a distinct base here shows which table a layer rotates with.
+        .kv(
+            &format!("{a}.rope.freq_base"),
+            Value::F32(if spec.arch == Architecture::Gemma3 {
+                1_000_000.0
+            } else {
+                10_000.0
+            }),
+        )
         .kv(&format!("{a}.rope.dimension_count"), u32v(spec.head_dim))
         // Read by candle-transformers' qwen3 reference: 0 = compute in f32 (its default is f16).
         .kv("general.dtype", u32v(0))
@@ -207,6 +216,12 @@ pub fn build_with(spec: &SynthSpec, extra: &[(&str, Value)]) -> candle_core::Res
         w.tensor(&n("attn_output.weight"), wt, &dims, &data);
         let v = g.vector(h, 0.1, 1.0);
         w.tensor(&n("ffn_norm.weight"), f32t, &[h as u64], &v);
+        if spec.arch == Architecture::Gemma3 {
+            for name in ["post_attention_norm.weight", "post_ffw_norm.weight"] {
+                let v = g.vector(h, 0.3, 1.0);
+                w.tensor(&n(name), f32t, &[h as u64], &v);
+            }
+        }
         // Phi-3's `ffn_up` holds the gate's rows, then the up rows.
         let ffn: &[(&str, u32, u32)] = if fused {
             &[("ffn_up", 2 * spec.ffn, h), ("ffn_down", h, spec.ffn)]

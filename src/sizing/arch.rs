@@ -19,7 +19,8 @@ pub enum Architecture {
     Qwen2,
     /// Qwen3: llama layout plus RMS norms on Q and K per head.
     Qwen3,
-    /// Gemma 3 (sizing only).
+    /// Gemma 3: post-attention and post-FFN norms, a GELU gate, a scaled embedding, and
+    /// sliding-window layers interleaved with global ones.
     Gemma3,
     /// Phi-3: llama layout with fused Q/K/V and gate/up matrices.
     Phi3,
@@ -55,7 +56,7 @@ impl Architecture {
     pub fn runnable(self) -> bool {
         matches!(
             self,
-            Self::Llama | Self::Mistral | Self::Qwen2 | Self::Qwen3 | Self::Phi3
+            Self::Llama | Self::Mistral | Self::Qwen2 | Self::Qwen3 | Self::Gemma3 | Self::Phi3
         )
     }
 

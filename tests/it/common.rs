@@ -43,3 +43,8 @@ pub fn qwen_coder() -> Option<PathBuf> {
         "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     )
 }
+
+/// The Gemma 3 270M file (`boyd models pull gemma3-270m`), if present.
+pub fn gemma3_270m() -> Option<PathBuf> {
+    real_model("gemma3-270m", "gemma-3-270m-q4_k_m.gguf")
+}

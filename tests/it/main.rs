@@ -17,6 +17,7 @@ mod common;
 mod constrain;
 mod decoder;
 mod fuzz_corpus;
+mod gemma3;
 mod gguf;
 mod heldout;
 mod kernels;

@@ -665,6 +665,19 @@ fn qwen_coder_tokenizer_matches_llama_cpp() {
     }
 }
 
+/// Gemma 3's SentencePiece vocabulary (262k tokens, byte fallback, no space prefix).
+#[test]
+fn gemma3_tokenizer_matches_llama_cpp() {
+    let Some(path) = common::gemma3_270m() else {
+        return;
+    };
+    let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
+    assert_eq!(tok.kind(), VocabKind::Spm);
+    let (ok, total) = compare_with_llama_cpp(&tok, "gemma3-270m");
+    assert_eq!(ok, total, "token ids differ from llama.cpp (see stderr)");
+    assert_round_trip(&tok);
+}
+
 #[test]
 fn smollm2_chat_template_renders_special_tokens_as_single_ids() {
     let Some(path) = common::smollm2() else {

@@ -1,0 +1,407 @@
+//! Gemma 3 on both engines, against a plain f32 forward pass written here from the model's
+//! definition (llama.cpp's gemma3 graph): embedding × √hidden; per layer RMS norm → attention
+//! with per-head Q/K norms, split-half RoPE (base 10000 on the five sliding-window layers of
+//! every six, the file's base on the sixth, global one) → post-attention norm → residual →
+//! RMS norm → GELU(tanh)-gated feed-forward → post-feed-forward norm → residual; final norm;
+//! tied output.
+//!
+//! The synthetic file has seven layers (local ×5, global, local), a window of 8 and prompts of
+//! 24 tokens, so every switch changes the logits: the test also checks that the reference
+//! without the post-norms, with every layer local, or with every layer global, is far from
+//! what the engines compute.
+
+use std::path::Path;
+
+use boyd::lm::{CancelToken, ChatMessage, Role, SamplingParams};
+use boyd::runtime::chat_template::ChatTemplate;
+use boyd::runtime::decoder::{Decoder, EngineKind};
+use boyd::runtime::gguf::GgufFile;
+use boyd::runtime::options::RuntimeOptions;
+use boyd::runtime::session::{Flow, GenOptions, Session};
+use boyd::runtime::synth::{self, SynthSpec};
+use boyd::runtime::tokenizer::GgufTokenizer;
+use boyd::sizing::{Architecture, GgmlType, KvDtype};
+use candle_core::Device;
+use rand::{Rng, SeedableRng};
+
+use crate::common;
+
+const WINDOW: usize = 8;
+
+fn spec() -> SynthSpec {
+    SynthSpec {
+        n_layers: 7,
+        weight_type: GgmlType::F32,
+        sliding_window: Some(WINDOW as u32),
+        ..SynthSpec::tiny(Architecture::Gemma3)
+    }
+}
+
+fn prompt(vocab: u32, n: usize, seed: u64) -> Vec<u32> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(0..vocab)).collect()
+}
+
+/// What the reference does; `Full` is Gemma 3, the others each drop one switch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Variant {
+    Full,
+    NoPostNorms,
+    AllLocal,
+    AllGlobal,
+}
+
+/// An f32 tensor of the file, row-major (outermost GGUF dimension first).
+fn f32_tensor(file: &mut GgufFile, name: &str) -> Vec<f32> {
+    let info = file.header.tensor(name).expect(name).clone();
+    assert_eq!(info.ggml_type, GgmlType::F32, "{name}");
+    file.tensor_data(&info)
+        .expect("tensor data")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+fn rms(x: &[f32], w: &[f32], eps: f32) -> Vec<f32> {
+    let ms = x.iter().map(|v| v * v).sum::<f32>() / x.len() as f32;
+    let r = 1.0 / (ms + eps).sqrt();
+    x.iter().zip(w).map(|(x, w)| x * r * w).collect()
+}
+
+/// `w` is `rows × cols` row-major; returns `w · x`.
+fn matvec(w: &[f32], x: &[f32]) -> Vec<f32> {
+    w.chunks_exact(x.len())
+        .map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum())
+        .collect()
+}
+
+fn gelu(x: f32) -> f32 {
+    let c = (2.0 / std::f32::consts::PI).sqrt();
+    0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+}
+
+/// Rotate one head by split halves (element `i` with `i + hd/2`).
+fn rope(head: &mut [f32], pos: usize, base: f32) {
+    let half = head.len() / 2;
+    for i in 0..half {
+        let angle = pos as f32 / base.powf(2.0 * i as f32 / head.len() as f32);
+        let (c, s) = (angle.cos(), angle.sin());
+        let (a, b) = (head[i], head[i + half]);
+        head[i] = a * c - b * s;
+        head[i + half] = a * s + b * c;
+    }
+}
+
+/// Logits at every position of `tokens`, computed over the whole sequence at once.
+fn reference(path: &Path, tokens: &[u32], variant: Variant) -> Vec<Vec<f32>> {
+    let mut file = GgufFile::open(path).expect("open");
+    let p = file.header.arch_params().expect("params");
+    let (h, hd) = (p.hidden as usize, p.head_dim as usize);
+    let (nh, nkv) = (p.n_heads as usize, p.n_kv_heads as usize);
+    let eps = p.norm_eps;
+    let window = p.sliding_window.expect("window") as usize;
+    let embed = f32_tensor(&mut file, "token_embd.weight");
+    let mut xs: Vec<Vec<f32>> = tokens
+        .iter()
+        .map(|&t| {
+            let row = &embed[t as usize * h..(t as usize + 1) * h];
+            row.iter().map(|v| v * (h as f32).sqrt()).collect()
+        })
+        .collect();
+    for l in 0..p.n_layers as usize {
+        let w = |file: &mut GgufFile, s: &str| f32_tensor(file, &format!("blk.{l}.{s}.weight"));
+        let local = match variant {
+            Variant::AllLocal => true,
+            Variant::AllGlobal => false,
+            _ => (l + 1) % 6 != 0,
+        };
+        let base = if local { 10_000.0 } else { p.rope_base };
+        let (wq, wk, wv, wo) = (
+            w(&mut file, "attn_q"),
+            w(&mut file, "attn_k"),
+            w(&mut file, "attn_v"),
+            w(&mut file, "attn_output"),
+        );
+        let (qn, kn) = (w(&mut file, "attn_q_norm"), w(&mut file, "attn_k_norm"));
+        let (n1, n2) = (w(&mut file, "attn_norm"), w(&mut file, "ffn_norm"));
+        let (post1, post2) = (
+            w(&mut file, "post_attention_norm"),
+            w(&mut file, "post_ffw_norm"),
+        );
+        let (wg, wu, wd) = (
+            w(&mut file, "ffn_gate"),
+            w(&mut file, "ffn_up"),
+            w(&mut file, "ffn_down"),
+        );
+        let mut qs = Vec::new();
+        let mut ks = Vec::new();
+        let mut vs = Vec::new();
+        for (pos, x) in xs.iter().enumerate() {
+            let xn = rms(x, &n1, eps);
+            let mut q = matvec(&wq, &xn);
+            let mut k = matvec(&wk, &xn);
+            for head in q.chunks_exact_mut(hd) {
+                let normed = rms(head, &qn, eps);
+                head.copy_from_slice(&normed);
+                rope(head, pos, base);
+            }
+            for head in k.chunks_exact_mut(hd) {
+                let normed = rms(head, &kn, eps);
+                head.copy_from_slice(&normed);
+                rope(head, pos, base);
+            }
+            qs.push(q);
+            ks.push(k);
+            vs.push(matvec(&wv, &xn));
+        }
+        for (pos, x) in xs.iter_mut().enumerate() {
+            let mut out = vec![0f32; nh * hd];
+            for head in 0..nh {
+                let g = head / (nh / nkv);
+                let q = &qs[pos][head * hd..(head + 1) * hd];
+                let first = if local {
+                    (pos + 1).saturating_sub(window)
+                } else {
+                    0
+                };
+                let scores: Vec<f32> = (first..=pos)
+                    .map(|j| {
+                        let k = &ks[j][g * hd..(g + 1) * hd];
+                        q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() / (hd as f32).sqrt()
+                    })
+                    .collect();
+                let m = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
+                let e: Vec<f32> = scores.iter().map(|s| (s - m).exp()).collect();
+                let sum: f32 = e.iter().sum();
+                for (j, e) in (first..=pos).zip(&e) {
+                    let v = &vs[j][g * hd..(g + 1) * hd];
+                    for (o, v) in out[head * hd..(head + 1) * hd].iter_mut().zip(v) {
+                        *o += e / sum * v;
+                    }
+                }
+            }
+            let mut a = matvec(&wo, &out);
+            if variant != Variant::NoPostNorms {
+                a = rms(&a, &post1, eps);
+            }
+            x.iter_mut().zip(&a).for_each(|(x, a)| *x += a);
+            let xn = rms(x, &n2, eps);
+            let act: Vec<f32> = matvec(&wg, &xn)
+                .into_iter()
+                .zip(matvec(&wu, &xn))
+                .map(|(g, u)| gelu(g) * u)
+                .collect();
+            let mut f = matvec(&wd, &act);
+            if variant != Variant::NoPostNorms {
+                f = rms(&f, &post2, eps);
+            }
+            x.iter_mut().zip(&f).for_each(|(x, f)| *x += f);
+        }
+    }
+    let norm = f32_tensor(&mut file, "output_norm.weight");
+    xs.iter()
+        .map(|x| matvec(&embed, &rms(x, &norm, eps)))
+        .collect()
+}
+
+/// An engine's logits at every position: token by token, then in one batch.
+fn engine(path: &Path, kind: EngineKind, tokens: &[u32]) -> (Vec<Vec<f32>>, Vec<Vec<f32>>) {
+    let mut f = GgufFile::open(path).expect("open");
+    let opts = RuntimeOptions {
+        kv_dtype: KvDtype::F32,
+        ..RuntimeOptions::with_engine(kind)
+    };
+    let d = Decoder::load_with_options(&mut f, &Device::Cpu, usize::MAX, &opts).expect("load");
+    let mut s = Session::new(d, 256);
+    let stepwise = tokens.iter().map(|&t| s.step(t).expect("step")).collect();
+    s.reset();
+    let batched = s
+        .logits_all(tokens)
+        .and_then(|t| Ok(t.to_vec2::<f32>()?))
+        .expect("batched");
+    (stepwise, batched)
+}
+
+fn worst_relative(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    a.iter().zip(b).fold(0f32, |w, (x, y)| {
+        let d = x.iter().zip(y).fold(0f32, |m, (p, q)| m.max((p - q).abs()));
+        let scale = y.iter().fold(0f32, |m, v| m.max(v.abs()));
+        w.max(d / scale)
+    })
+}
+
+/// Both engines, stepwise and batched, equal the reference to float rounding; the reference
+/// without any one of Gemma's switches does not.
+#[test]
+fn gemma3_engines_match_a_plain_reference_forward() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gemma3.gguf");
+    let spec = spec();
+    synth::write(&spec, &path).expect("write");
+    let tokens = prompt(spec.vocab, 3 * WINDOW, 11);
+    let want = reference(&path, &tokens, Variant::Full);
+    for kind in [EngineKind::Candle, EngineKind::Native] {
+        let (step, batch) = engine(&path, kind, &tokens);
+        let (e1, e2) = (worst_relative(&step, &want), worst_relative(&batch, &want));
+        eprintln!("{kind:?}: stepwise {e1:.2e}, batched {e2:.2e} vs the reference");
+        assert!(e1 < 1e-4 && e2 < 1e-4, "{kind:?}: {e1} / {e2}");
+    }
+    for variant in [Variant::NoPostNorms, Variant::AllLocal, Variant::AllGlobal] {
+        let e = worst_relative(&reference(&path, &tokens, variant), &want);
+        eprintln!("{variant:?}: {e:.2e} from the full reference");
+        assert!(e > 1e-2, "{variant:?} changes the logits by only {e}");
+    }
+}
+
+/// On quantized weights (Q8_0, as the real file's embedding) the engines stay together: the
+/// logits within a few percent of their largest magnitude, the greedy choice at ≥ 90 % of the
+/// positions.
+#[test]
+fn gemma3_native_tracks_candle_on_quantized_weights() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gemma3.gguf");
+    let spec = SynthSpec {
+        weight_type: GgmlType::Q8_0,
+        ..spec()
+    };
+    synth::write(&spec, &path).expect("write");
+    let tokens = prompt(spec.vocab, 3 * WINDOW, 5);
+    let (c, _) = engine(&path, EngineKind::Candle, &tokens);
+    let (n_step, n_batch) = engine(&path, EngineKind::Native, &tokens);
+    let e = worst_relative(&n_step, &c);
+    eprintln!("Q8_0 gemma3: native vs candle worst relative {e:.2e}");
+    // Seven layers of 8-bit activations (the llama test above has two): a looser bound.
+    assert!(e < 6e-2, "{e}");
+    assert!(worst_relative(&n_batch, &n_step) < 1e-4);
+    let argmax = |v: &[f32]| boyd::runtime::sampling::argmax(v).expect("finite logits");
+    let agree = n_step
+        .iter()
+        .zip(&c)
+        .filter(|(a, b)| argmax(a) == argmax(b))
+        .count();
+    assert!(
+        agree * 10 >= tokens.len() * 9,
+        "argmax agrees at {agree}/{}",
+        tokens.len()
+    );
+}
+
+/// Gemma 3's instruction-tuned chat template (from its tokenizer configuration; the 270M base
+/// file carries none) renders through boyd's template engine: system text folded into the
+/// first user turn, `model` for the assistant, `<end_of_turn>` after every turn.
+#[test]
+fn gemma3_chat_template_renders_turns() {
+    let src = std::fs::read_to_string(data_dir().join("gemma3-chat-template.jinja"))
+        .expect("template file");
+    let t = ChatTemplate::new(&src, "<bos>", "<eos>").expect("compiles");
+    let msgs = [
+        ChatMessage::new(Role::System, "Be brief."),
+        ChatMessage::new(Role::User, "Hi"),
+        ChatMessage::new(Role::Assistant, "Hello."),
+        ChatMessage::new(Role::User, "Bye"),
+    ];
+    assert_eq!(
+        t.render(&msgs, true).expect("renders"),
+        "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n\
+         <start_of_turn>model\nHello.<end_of_turn>\n\
+         <start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n"
+    );
+    // Prefix-stable without the generation prompt (KV prefix reuse relies on it).
+    let mut prev = String::new();
+    for k in 2..=msgs.len() {
+        let r = t.render(&msgs[..k], false).expect("renders");
+        assert!(r.starts_with(&prev), "{prev:?} / {r:?}");
+        prev = r;
+    }
+    let err = t
+        .render(&[ChatMessage::new(Role::Assistant, "first")], true)
+        .expect_err("roles must alternate");
+    assert!(err.to_string().contains("alternate"), "{err}");
+}
+
+fn data_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("data")
+}
+
+/// The real file's tokenizer: the turn markers are single ids, `<end_of_turn>` ends
+/// generation, and the rendered template encodes with the markers as those ids.
+#[test]
+fn gemma3_270m_turn_tokens_and_stop() {
+    let Some(path) = common::gemma3_270m() else {
+        return;
+    };
+    let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
+    let start = tok.token_to_id("<start_of_turn>").expect("in vocab");
+    let end = tok.token_to_id("<end_of_turn>").expect("in vocab");
+    assert!(
+        tok.is_eog(end),
+        "<end_of_turn> ({end}) must stop generation"
+    );
+    assert!(tok.eos_ids().contains(&end), "{:?}", tok.eos_ids());
+    let ids = tok
+        .encode("<start_of_turn>user\nHi<end_of_turn>\n", true)
+        .expect("encodes");
+    assert_eq!(ids[0], tok.bos_id().expect("gemma adds BOS"));
+    assert_eq!(ids[1], start);
+    assert!(ids.contains(&end), "{ids:?}");
+}
+
+/// The greedy continuations llama.cpp chose on the same file (tests/data/
+/// gemma3-270m.greedy.json, written by benches/compare/greedy.py), on both engines: the prompt
+/// ids first, then 64 tokens each. Ignored by default (loads the 253 MB model and decodes
+/// 2 × 5 × 64 tokens); run with `cargo test --release --test it gemma3_270m_greedy -- --ignored`
+/// after `boyd models pull gemma3-270m`.
+#[test]
+// Open (2026-12-04): the native engine diverges from llama.cpp on prompt 0 at step 11, where
+// llama.cpp's best two logits are 0.035 apart (a near-tie; llama.cpp rounds its GELU through
+// f16, boyd does not). Steps 0-10 are equal.
+#[ignore = "needs the gemma3-270m file; fails on a near-tie, see the note above"]
+fn gemma3_270m_greedy_equals_llama_cpp() {
+    let Some(path) = common::gemma3_270m() else {
+        return;
+    };
+    let text = std::fs::read_to_string(data_dir().join("gemma3-270m.greedy.json"))
+        .expect("greedy reference");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let tok = GgufTokenizer::from_path(&path).expect("tokenizer loads");
+    let ids = |c: &serde_json::Value, k: &str| -> Vec<u32> {
+        serde_json::from_value(c[k].clone()).expect("ids")
+    };
+    for kind in [EngineKind::Native, EngineKind::Candle] {
+        let mut f = GgufFile::open(&path).expect("open");
+        let opts = RuntimeOptions::with_engine(kind);
+        let d = Decoder::load_with_options(&mut f, &Device::Cpu, 2048, &opts).expect("load");
+        let mut s = Session::new(d, 2048);
+        for (i, c) in v["cases"].as_array().expect("cases").iter().enumerate() {
+            let prompt = ids(c, "prompt_ids");
+            let want = ids(c, "greedy_ids");
+            let text = c["text"].as_str().expect("text");
+            assert_eq!(
+                tok.encode(text, true).expect("encodes"),
+                prompt,
+                "prompt {i}"
+            );
+            s.reset();
+            let opts = GenOptions {
+                sampling: SamplingParams::default(),
+                max_tokens: want.len(),
+                eos: vec![],
+            };
+            let got = s
+                .generate(&prompt, &opts, &CancelToken::new(), &mut |_| Flow::Continue)
+                .expect("generate")
+                .tokens;
+            let same = got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+            eprintln!(
+                "{kind:?} prompt {i}: {same}/{} tokens equal llama.cpp's",
+                want.len()
+            );
+            assert_eq!(
+                got, want,
+                "{kind:?}: prompt {i} ({text:.40?}) diverges at {same}"
+            );
+        }
+    }
+}
