@@ -78,7 +78,7 @@ fn not_found_hint(ctx: &ToolContext, path: &str, err: ToolError) -> ToolError {
     ))
 }
 
-fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
+pub(crate) fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     check_regular(ctx, path)?;
     let ws = ctx.workspace()?;
     let (_, buf) = ws.read_bytes(path, MAX_READ_BYTES).map_err(|e| match e {
