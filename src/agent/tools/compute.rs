@@ -22,6 +22,9 @@ const MAX_PROGRAM_CHARS: usize = 1_500;
 /// How a program's result line begins.
 pub const RESULT_PREFIX: &str = "result: ";
 
+/// The name of the compute tool.
+pub const COMPUTE: &str = "compute";
+
 /// The `compute` tool.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Compute;
@@ -117,7 +120,7 @@ pub fn run_program(program: &str) -> Result<(Vec<String>, Number), ToolError> {
 
 impl Tool for Compute {
     fn name(&self) -> &str {
-        "compute"
+        COMPUTE
     }
     fn description(&self) -> &str {
         "Work out a number exactly. Either expression (e.g. \"sqrt(144) * 3\") or program: lines like \"flour_g = 375\\nper_person = flour_g / 6\\nper_person * 22\" (one name per given quantity, the last line is the result). Operators + - * / % ^ and parentheses; functions sqrt abs round(x, digits) floor ceil ln log10 exp min max sum mean median (of any count of values), days(\"2024-03-01\", \"2024-02-01\") for days between two dates."

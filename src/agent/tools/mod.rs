@@ -554,9 +554,11 @@ impl Toolset {
     pub fn builtin(shell: Option<ShellPolicy>) -> Self {
         let mut set = Toolset::new()
             .with(Calculator)
+            .with(Compute)
             .with(ListDir)
             .with(ReadFile)
             .with(SearchText)
+            .with(Table)
             .with(ReadBlob)
             .with(SizeModel::default())
             .with(HardwareInfo::default());

@@ -114,7 +114,7 @@ pub fn schema(paths: Option<&[String]>, fields: Option<&[String]>) -> Value {
                     "properties": {
                         "field": field,
                         "cmp": {"enum": ["eq", "ne", "lt", "le", "gt", "ge", "contains"]},
-                        "value": {"type": ["string", "number", "boolean"]}
+                        "value": {"type": "string", "maxLength": 120, "description": "a number or text; numbers compare by value"}
                     },
                     "required": ["field", "cmp", "value"],
                     "additionalProperties": false
