@@ -14,6 +14,7 @@ mod catalog;
 mod catalog_hub;
 mod common;
 mod constrain;
+mod data_tools;
 mod decoder;
 mod fuzz_corpus;
 mod gguf;

@@ -337,7 +337,7 @@ pub(super) fn run(
                     None => counts.push((s, 1)),
                 }
             }
-            counts.sort_by(|a, b| b.1.cmp(&a.1));
+            counts.sort_by_key(|c| std::cmp::Reverse(c.1));
             let shown: Vec<String> = counts
                 .iter()
                 .take(MAX_LISTED)
