@@ -123,7 +123,7 @@ impl Tool for Compute {
         COMPUTE
     }
     fn description(&self) -> &str {
-        "Work out a number exactly. Either expression (e.g. \"sqrt(144) * 3\") or program: lines like \"flour_g = 375\\nper_person = flour_g / 6\\nper_person * 22\" (one name per given quantity, the last line is the result). Operators + - * / % ^ and parentheses; functions sqrt abs round(x, digits) floor ceil ln log10 exp min max sum mean median (of any count of values), days(\"2024-03-01\", \"2024-02-01\") for days between two dates."
+        "Work out a number exactly. Either expression (one formula) or program: lines \"<name> = <number or formula>\", one name per given quantity, the last line the formula of the result. Operators + - * / % ^ and parentheses; functions sqrt abs round(x, digits) floor ceil ln log10 exp min max sum mean median (of any count of values), days(\"<later YYYY-MM-DD>\", \"<earlier YYYY-MM-DD>\") for the days between two dates."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({

@@ -134,7 +134,7 @@ impl Tool for Table {
         true
     }
     fn description(&self) -> &str {
-        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op get (a field's value), count, sum, mean, min, max, argmax/argmin (the whole record with the largest/smallest field), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records, e.g. [{\"field\": \"region\", \"cmp\": \"eq\", \"value\": \"east\"}] (cmp: eq ne lt le gt ge contains)."
+        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op get (a field's value), count, sum, mean, min, max, argmax/argmin (the whole record with the largest/smallest field), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records: [{\"field\": \"<field>\", \"cmp\": \"eq\", \"value\": \"<value>\"}] (cmp: eq ne lt le gt ge contains)."
     }
     fn args_schema(&self) -> Value {
         schema(None, None)
