@@ -74,13 +74,15 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::tools::choices::{constrain_paths, paths_in_task, relative_in_task, trim_rel};
+use super::tools::compute::COMPUTE;
 use super::tools::files::{FILE_READERS, NO_MATCHES};
+use super::tools::table::TABLE;
 use super::tools::{Toolset, WithSchema, FINAL_ANSWER};
 use super::types::{Action, ObservationKind, Step};
 use super::words::quantities;
 
 /// The file tools whose `path` is narrowed by rule 2.
-const FILE_TOOLS: &[&str] = &["read_file", "list_dir", SEARCH_TEXT];
+const FILE_TOOLS: &[&str] = &["read_file", "list_dir", SEARCH_TEXT, TABLE];
 
 /// Most listed files rule 10 has read.
 pub const MAX_LISTED_READS: usize = 6;
@@ -694,7 +696,10 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     // Nor a calculation: its numbers are in the files (a small model "summed the prices"
     // before reading the price list).
     if !untouched.is_empty() && out.iter().any(|t| FILE_TOOLS.contains(&t.name())) {
-        out = out.without(FINAL_ANSWER).without("calculator");
+        out = out
+            .without(FINAL_ANSWER)
+            .without("calculator")
+            .without(COMPUTE);
     }
     // Rules 11 and 12: the sizing model or a preset the task names is looked at first.
     if untouched.is_empty() {

@@ -22,6 +22,7 @@ use crate::lm::{ChatMessage, Role};
 
 use super::answer::usable;
 use super::eval::numbers_in;
+use super::tools::calculator::lines::{self, is_name, Line};
 use super::tools::calculator::{evaluate_with, Number};
 use super::types::{Action, ObservationKind, Step};
 use super::words::{keywords, quantities, words};
@@ -908,21 +909,6 @@ fn literals(expr: &str) -> Vec<String> {
     out
 }
 
-/// Whether `s` is a name a program may bind (`flour_per_person`).
-fn is_name(s: &str) -> bool {
-    let mut cs = s.chars();
-    cs.next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// One expression of a line: `math.` dropped, a trailing unit or symbol ("100 m²") cut.
-fn tidy(expr: &str) -> String {
-    let e = expr.trim().replace("math.", "");
-    let e = e.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == ')' || c == '_'));
-    e.to_string()
-}
-
 /// Run `program` with the numbers `allowed` (those of the question and the facts): the value
 /// of `answer` when bound, else of the last `print`/bare expression, else of the last binding.
 pub fn run(program: &str, allowed: &[f64]) -> Result<Worked, ProgramError> {
@@ -960,45 +946,17 @@ pub fn run_with(
             fenced = true;
             continue;
         }
-        if line.is_empty()
-            || line.starts_with("import ")
-            || line.starts_with("from ")
-            || line.ends_with(':')
-            || ["==", "<=", ">=", "!="].iter().any(|op| line.contains(op))
+        let Line::Statement { bind, exprs } = lines::read(line) else {
+            continue;
+        };
+        // A bare number on its own line is an output the model imagined, not a computation;
+        // a quoted text is a label.
+        if bind.is_none() && exprs.len() == 1 && exprs[0].parse::<f64>().is_ok()
+            || exprs.iter().any(|e| e.contains(['"', '\'']))
         {
             continue;
         }
-        // `print(x)` is a bare expression; so is `print("total:", x)`'s last argument.
-        let line = match line
-            .strip_prefix("print(")
-            .and_then(|l| l.strip_suffix(')'))
-        {
-            Some(inner) => inner.rsplit(',').next().unwrap_or(inner).trim().to_string(),
-            None => line.to_string(),
-        };
-        // A bare number on its own line is an output the model imagined, not a computation.
-        if line.parse::<f64>().is_ok() || line.contains(['"', '\'']) {
-            continue;
-        }
-        // `x += 3` is `x = x + (3)`.
-        let line = ["+", "-", "*", "/"]
-            .iter()
-            .find_map(|op| {
-                let (name, rhs) = line.split_once(&format!("{op}="))?;
-                let name = name.trim();
-                is_name(name).then(|| format!("{name} = {name} {op} ({rhs})"))
-            })
-            .unwrap_or(line);
-        let parts: Vec<&str> = line.split('=').collect();
-        // `name: float = 3` is `name = 3`.
-        let target = parts[0].split(':').next().unwrap_or_default().trim();
-        let (bind, exprs) = if parts.len() > 1 && is_name(target) {
-            (Some(target.to_ascii_lowercase()), &parts[1..])
-        } else {
-            (None, &parts[..])
-        };
-        for expr in exprs {
-            let e = tidy(expr);
+        for e in exprs {
             let Ok(v) = evaluate_with(&e, &vars) else {
                 continue;
             };

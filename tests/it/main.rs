@@ -15,6 +15,7 @@ mod catalog;
 mod catalog_hub;
 mod common;
 mod constrain;
+mod data_tools;
 mod decoder;
 mod fuzz_corpus;
 mod gemma3;

@@ -279,9 +279,11 @@ mod tests {
             declared,
             [
                 "calculator",
+                "compute",
                 "list_dir",
                 "read_file",
                 "search_text",
+                "table",
                 "read_blob",
                 "write_file",
                 "delete_file"
@@ -304,6 +306,7 @@ mod tests {
             effects,
             [
                 ("read_file", FileEffect::Reads),
+                ("table", FileEffect::Reads),
                 ("write_file", FileEffect::Writes),
                 ("delete_file", FileEffect::Deletes)
             ]

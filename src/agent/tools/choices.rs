@@ -319,7 +319,7 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
         (super::files::LIST_DIR, dirs.clone()),
         (
             "search_text",
-            dedup(dirs.into_iter().chain(files).collect()),
+            dedup(dirs.into_iter().chain(files.iter().cloned()).collect()),
         ),
     ];
     for (name, choices) in plan {
@@ -332,7 +332,42 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
             out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
         }
     }
+    if let Some(inner) = tools.get(super::table::TABLE) {
+        let data: Vec<String> = files
+            .iter()
+            .filter(|f| super::table::read::kind_of(f).is_some())
+            .cloned()
+            .collect();
+        if let Some(schema) = table_schema(root, &data, &task_files_of(task)) {
+            out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
+        }
+    }
     out
+}
+
+/// The files `task` names.
+fn task_files_of(task: &str) -> Vec<String> {
+    paths_in_task(task).0
+}
+
+/// The table tool's schema for the data files `data` of the workspace at `root`: `path` an
+/// enum of them, and `field` an enum of the file's own fields when the file is known: the one
+/// data file the task names, or the workspace's only one. `None` without data files.
+fn table_schema(root: &Path, data: &[String], named: &[String]) -> Option<Value> {
+    if data.is_empty() {
+        return None;
+    }
+    let named_data: Vec<&String> = named.iter().filter(|n| data.contains(n)).collect();
+    let known = match (named_data.as_slice(), data) {
+        ([one], _) => Some(one.as_str()),
+        ([], [only]) => Some(only.as_str()),
+        _ => None,
+    };
+    let fields = known.and_then(|p| {
+        let ws = super::Sandbox::new(root).ok()?;
+        super::table::fields_of(&ws, p)
+    });
+    Some(super::table::schema(Some(data), fields.as_deref()))
 }
 
 #[cfg(test)]

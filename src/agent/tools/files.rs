@@ -78,7 +78,7 @@ fn not_found_hint(ctx: &ToolContext, path: &str, err: ToolError) -> ToolError {
     ))
 }
 
-fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
+pub(crate) fn read_text(ctx: &ToolContext, path: &str) -> Result<String, ToolError> {
     check_regular(ctx, path)?;
     let ws = ctx.workspace()?;
     let (_, buf) = ws.read_bytes(path, MAX_READ_BYTES).map_err(|e| match e {
@@ -528,7 +528,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 pub const LIST_DIR: &str = "list_dir";
 
 /// The tools that only read the workspace's files: nothing to offer in an empty workspace.
-pub const FILE_READERS: [&str; 3] = ["read_file", LIST_DIR, "search_text"];
+pub const FILE_READERS: [&str; 4] = ["read_file", LIST_DIR, "search_text", super::table::TABLE];
 
 impl Tool for ListDir {
     fn name(&self) -> &str {

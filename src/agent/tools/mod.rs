@@ -17,21 +17,25 @@ use crate::lm::CancelToken;
 pub mod blob;
 pub mod calculator;
 pub mod choices;
+pub mod compute;
 pub mod files;
 pub mod jail;
 pub mod private;
 pub mod sandbox;
 pub mod shell;
 pub mod sizing;
+pub mod table;
 
 pub use blob::ReadBlob;
 pub use calculator::Calculator;
+pub use compute::Compute;
 pub use files::{ListDir, ReadFile, SearchText};
 pub use jail::{Jail, JailError};
 pub use private::Private;
 pub use sandbox::{Sandbox, SandboxError};
 pub use shell::{Shell, ShellPolicy};
 pub use sizing::{HardwareInfo, SizeModel};
+pub use table::Table;
 
 /// What kind of failure a tool reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -550,9 +554,11 @@ impl Toolset {
     pub fn builtin(shell: Option<ShellPolicy>) -> Self {
         let mut set = Toolset::new()
             .with(Calculator)
+            .with(Compute)
             .with(ListDir)
             .with(ReadFile)
             .with(SearchText)
+            .with(Table)
             .with(ReadBlob)
             .with(SizeModel::default())
             .with(HardwareInfo::default());

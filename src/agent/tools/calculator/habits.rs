@@ -8,7 +8,8 @@ const CONSTANTS: &[&str] = &["pi", "e"];
 /// Function names.
 const FUNCTIONS: &[&str] = &[
     "sqrt", "abs", "round", "floor", "ceil", "ln", "log10", "log2", "exp", "sin", "cos", "tan",
-    "min", "max", "pow", "log",
+    "min", "max", "pow", "log", "trunc", "int", "sum", "mean", "avg", "average", "median", "days",
+    "date",
 ];
 
 pub(super) fn known(name: &str) -> bool {

@@ -156,7 +156,7 @@ pub enum CalcError {
     #[error("{0}")]
     Syntax(String),
     /// Unknown function or constant.
-    #[error("unknown name {0:?} (functions: sqrt abs round floor ceil ln log10 log2 exp sin cos tan min max pow; constants: pi e)")]
+    #[error("unknown name {0:?} (functions: sqrt abs round floor ceil ln log10 log2 exp sin cos tan min max pow sum mean median days date; constants: pi e)")]
     UnknownName(String),
     /// Wrong argument count.
     #[error("{name} takes {expected} argument(s), got {got}")]
@@ -177,9 +177,15 @@ pub enum CalcError {
     /// Too deeply nested.
     #[error("the expression is nested too deeply")]
     TooDeep,
+    /// A quoted date that is not a calendar date written `YYYY-MM-DD`.
+    #[error("bad date {0:?}: write a date as \"YYYY-MM-DD\" (a real calendar day)")]
+    BadDate(String),
 }
 
+mod dates;
 mod habits;
+pub mod lines;
+mod stats;
 
 const MAX_LEN: usize = 2000;
 /// The operator token of floor division (`//`).
@@ -194,6 +200,8 @@ enum Tok {
     LParen,
     RParen,
     Comma,
+    /// A quoted string: a date (`"2024-03-01"`), worth its day number.
+    Str(String),
 }
 
 fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
@@ -275,6 +283,13 @@ fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
             ',' => {
                 out.push(Tok::Comma);
                 i += 1;
+            }
+            '"' | '\'' => {
+                let end = chars[i + 1..].iter().position(|x| *x == c).ok_or_else(|| {
+                    CalcError::Syntax(format!("the quote at position {i} is not closed"))
+                })?;
+                out.push(Tok::Str(chars[i + 1..i + 1 + end].iter().collect()));
+                i += end + 2;
             }
             other => return Err(CalcError::BadChar { ch: other, pos: i }),
         }
@@ -435,6 +450,7 @@ impl Parser<'_> {
                     }
                 }
             }
+            Some(Tok::Str(text)) => dates::day_number(&text).map(Number::Int),
             Some(Tok::RParen) => Err(CalcError::Syntax("unexpected ')'".into())),
             Some(Tok::Comma) => Err(CalcError::Syntax("unexpected ','".into())),
             Some(Tok::Op(op)) => Err(CalcError::Syntax(format!("unexpected operator '{op}'"))),
@@ -656,6 +672,8 @@ fn call(name: &str, args: &[Number]) -> Result<Number, CalcError> {
                 }
             }))
         }
+        "sum" | "mean" | "avg" | "average" | "median" => stats::many(name, args),
+        "days" | "date" => dates::call(name, args),
         _ => Err(CalcError::UnknownName(name.into())),
     }
 }

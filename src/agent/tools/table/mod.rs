@@ -1,0 +1,174 @@
+//! The `table` tool: questions about records in a structured file, answered by code from the
+//! file itself. CSV and TSV rows, JSON (an array of objects, an object of objects, one value a
+//! line), YAML, TOML, INI and `.env` are read as records ([`read`]); a call filters them
+//! (`where`) and applies one operation to one field: `get`, `count`, `sum`, `mean`, `min`,
+//! `max`, `argmax`, `argmin` or `distinct`. The output is short and states the value, how many
+//! records matched, and for `argmax`/`argmin` the whole record.
+//!
+//! A field that the file does not have is an error listing the fields it has, so the model can
+//! correct its call; when the decoding is constrained and the file is known, the field is an
+//! enum of those names ([`fields_of`], used by `choices::constrain_paths`).
+
+pub mod csv;
+mod ops;
+pub mod read;
+pub mod yaml;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::files::{read_text, PATH_MAX_CHARS};
+use super::{
+    parse_args, FileEffect, PromptHint, Sandbox, Tool, ToolContext, ToolError, Verification,
+};
+
+pub use ops::Cmp;
+
+/// The name of the table tool.
+pub const TABLE: &str = "table";
+
+/// The operations, as the schema offers them.
+pub const OPS: [&str; 9] = [
+    "get", "count", "sum", "mean", "min", "max", "argmax", "argmin", "distinct",
+];
+
+/// Most bytes of a file the table tool reads.
+const MAX_TABLE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The `table` tool.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Table;
+
+/// One condition of `where`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    /// The field compared.
+    pub field: String,
+    /// How.
+    pub cmp: Cmp,
+    /// With what (a string, number or boolean).
+    pub value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    op: String,
+    #[serde(default)]
+    field: Option<String>,
+    #[serde(default, rename = "where")]
+    conditions: Vec<Condition>,
+}
+
+/// The field names of the records of `text` (a file of kind `kind`), in order of first
+/// appearance.
+fn field_names(rows: &[serde_json::Map<String, Value>]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows {
+        for k in r.keys() {
+            if !out.contains(k) {
+                out.push(k.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The fields of the table file `path` in the workspace `ws`, for a typed `field` argument;
+/// `None` when it is not a table file, cannot be read or has no fields.
+pub fn fields_of(ws: &Sandbox, path: &str) -> Option<Vec<String>> {
+    let kind = read::kind_of(path)?;
+    let (_, bytes) = ws.read_bytes(path, MAX_TABLE_BYTES).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let records = read::read(kind, &text).ok()?;
+    let names = field_names(&records.rows);
+    (!names.is_empty()).then_some(names)
+}
+
+/// The schema of the table tool; `fields`, when known, makes `field` and the conditions'
+/// fields an enum of them.
+pub fn schema(paths: Option<&[String]>, fields: Option<&[String]>) -> Value {
+    let path = match paths {
+        Some(p) => serde_json::json!({ "enum": p }),
+        None => serde_json::json!({"type": "string", "maxLength": PATH_MAX_CHARS}),
+    };
+    let field = match fields {
+        Some(f) => serde_json::json!({ "enum": f }),
+        None => {
+            serde_json::json!({"type": "string", "maxLength": 120, "description": "a column or key name; a nested key as a.b.c"})
+        }
+    };
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "path": path,
+            "op": {"enum": OPS},
+            "field": field,
+            "where": {
+                "type": "array",
+                "maxItems": 4,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "field": field,
+                        "cmp": {"enum": ["eq", "ne", "lt", "le", "gt", "ge", "contains"]},
+                        "value": {"type": "string", "maxLength": 120, "description": "a number or text; numbers compare by value"}
+                    },
+                    "required": ["field", "cmp", "value"],
+                    "additionalProperties": false
+                }
+            }
+        },
+        "required": ["path", "op"],
+        "additionalProperties": false
+    })
+}
+
+impl Tool for Table {
+    fn name(&self) -> &str {
+        TABLE
+    }
+    fn needs_workspace(&self) -> bool {
+        true
+    }
+    fn description(&self) -> &str {
+        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op get (a field's value), count, sum, mean, min, max, argmax/argmin (the whole record with the largest/smallest field), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records: [{\"field\": \"<field>\", \"cmp\": \"eq\", \"value\": \"<value>\"}] (cmp: eq ne lt le gt ge contains)."
+    }
+    fn args_schema(&self) -> Value {
+        schema(None, None)
+    }
+    fn file_effect(&self) -> FileEffect {
+        FileEffect::Reads
+    }
+    /// Any answer that returned is what the file holds.
+    fn verify(&self, _args: &Value, _output: &str, _ctx: &ToolContext) -> Verification {
+        Verification::Holds
+    }
+    fn prompt_hint(&self) -> PromptHint {
+        PromptHint {
+            rule: Some("- Counts, totals, averages, largest and smallest over a data file's records come from the table tool.\n"),
+            examples: None,
+        }
+    }
+    fn call(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let a: Args = parse_args(args)?;
+        let op = ops::Op::parse(&a.op)?;
+        let kind = read::kind_of(&a.path).ok_or_else(|| {
+            ToolError::invalid(format!(
+                "{} is not a data file the table tool reads ({}); use read_file or search_text for it.",
+                a.path,
+                read::KINDS
+            ))
+        })?;
+        let text = read_text(ctx, &a.path)?;
+        let records = read::read(kind, &text).map_err(|e| {
+            ToolError::failed(format!("{} could not be read as {kind}: {e}.", a.path))
+        })?;
+        ops::run(&a.path, &records, op, a.field.as_deref(), &a.conditions)
+    }
+}
+
+#[cfg(test)]
+mod tests;
