@@ -21,7 +21,8 @@ fn run(
     let out = react::run(
         task,
         &mut planner,
-        &Toolset::builtin(None),
+        // `compute` is not in the built-in set yet (see `Toolset::builtin`): offered here.
+        &Toolset::builtin(None).with(boyd::agent::tools::Compute),
         &Limits::default(),
         run_dir,
         Some(Sandbox::new(ws).expect("sandbox")),

@@ -1063,7 +1063,7 @@ fn decoder_cases() -> Vec<Case> {
             |f| matches!(gguf(f), Some(E::UnknownArchitecture(a)) if a == "mamba"),
         ),
         d(
-            "a llama file labelled gemma3 (no post-norms, no q/k norms)",
+            "a llama file labelled gemma3 (no post-norms, no q and k norms)",
             {
                 let mut m = m
                     .clone()
@@ -1079,9 +1079,7 @@ fn decoder_cases() -> Vec<Case> {
                 }
                 m
             },
-            |f| {
-                matches!(gguf(f), Some(E::MissingTensor(t)) if t.starts_with("blk.0."))
-            },
+            |f| matches!(gguf(f), Some(E::MissingTensor(t)) if t.starts_with("blk.0.")),
         ),
         d(
             "phi3 without its fused qkv matrix",

@@ -83,6 +83,15 @@ fn a_react_shell_call_leaves_an_intent_and_an_outcome_in_the_audit_chain() {
         report.ok() && report.unknown_intents.is_empty(),
         "{report:?}"
     );
+    // Every record carries a MAC by the approval key, as an OODA run's do: a forged record
+    // appended to a ReAct run's chain fails verification like one in an OODA run's.
+    let key = boyd::agent::approval::ApprovalKey::load_default().expect("approval key");
+    let signed = boyd::agent::audit::verify_with_key(path, Some(&key)).expect("verify");
+    assert_eq!(
+        signed.record_macs,
+        boyd::agent::audit::RecordMacs::Signed,
+        "{signed:?}"
+    );
     let events: Vec<AuditEvent> = read_events(path)
         .expect("read")
         .into_iter()

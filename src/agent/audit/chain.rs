@@ -26,7 +26,7 @@ pub struct ChainLog {
 }
 
 /// The key in the default config directory, when it is usable (a warning otherwise).
-fn default_key() -> Option<ApprovalKey> {
+pub(super) fn default_key() -> Option<ApprovalKey> {
     match ApprovalKey::load_default() {
         Ok(k) => Some(k),
         Err(e) => {

@@ -47,7 +47,9 @@ pub struct ActionTrail {
 }
 
 impl ActionTrail {
-    /// A trail whose chain is created in `run_dir` on the first audited call (unsigned).
+    /// A trail whose chain is created in `run_dir` on the first audited call, its manifest and
+    /// every record signed with the default config directory's approval key (loaded then;
+    /// unsigned, with a warning, when there is none and none can be made).
     pub fn in_run_dir(run_dir: &Path, run_id: &str, task: &str) -> Self {
         Self::new(
             Sink::Closed {
@@ -73,7 +75,8 @@ impl ActionTrail {
         }
     }
 
-    /// Sign the chain's manifest with `key` (before the first audited call; a sink given to
+    /// Sign the chain's manifest and records with `key` instead of the default key (before the
+    /// first audited call; a sink given to
     /// [`ActionTrail::to_sink`] keeps its own signing).
     pub fn with_key(mut self, key: Option<ApprovalKey>) -> Self {
         if let Sink::Closed { key: k, .. } = &mut self.sink {
@@ -89,7 +92,8 @@ impl ActionTrail {
 
     fn sink(&mut self) -> Result<&mut dyn AuditSink, AuditError> {
         if let Sink::Closed { run_dir, key } = &mut self.sink {
-            let log = ChainLog::create_with_key(run_dir, key.take())?;
+            let key = key.take().or_else(super::chain::default_key);
+            let log = ChainLog::create_with_key(run_dir, key)?;
             self.sink = Sink::Open(Box::new(log));
         }
         match &mut self.sink {

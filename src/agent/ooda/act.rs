@@ -279,7 +279,6 @@ mod tests {
             declared,
             [
                 "calculator",
-                "compute",
                 "list_dir",
                 "read_file",
                 "search_text",

@@ -428,7 +428,7 @@ mod tests {
             .filter(|(_, h)| *h != PromptHint::default())
             .collect();
         let names: Vec<&str> = hinted.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["calculator", "compute", "read_file", "table"]);
+        assert_eq!(names, ["calculator", "read_file", "table"]);
         let mut lm = Unused;
         let phases = ModelPhases::new(&mut lm, PhaseOptions::default());
         let world = WorldModel::new("What is 2+2?", 10.0, None);
