@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::tools::table::read::toml_to_json;
 use super::words::{keywords, words};
 
 /// Most facts read from one file.
@@ -143,21 +144,6 @@ fn toml_file(body: &str) -> Option<Found> {
     let mut found = Found::default();
     walk(&v, &mut Vec::new(), &mut found);
     Some(found)
-}
-
-fn toml_to_json(v: toml::Value) -> serde_json::Value {
-    use serde_json::Value;
-    match v {
-        toml::Value::String(s) => Value::String(s),
-        toml::Value::Integer(i) => Value::from(i),
-        toml::Value::Float(f) => Value::from(f),
-        toml::Value::Boolean(b) => Value::Bool(b),
-        toml::Value::Datetime(d) => Value::String(d.to_string()),
-        toml::Value::Array(a) => Value::Array(a.into_iter().map(toml_to_json).collect()),
-        toml::Value::Table(t) => {
-            Value::Object(t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
-        }
-    }
 }
 
 /// A parsed document's values by key path; an array of flat objects as records.

@@ -107,21 +107,23 @@ fn rows_under_header(rows: Vec<Vec<String>>) -> Vec<Map<String, Value>> {
     .collect()
 }
 
-fn toml_value(t: toml::Table) -> Value {
-    fn conv(v: toml::Value) -> Value {
-        match v {
-            toml::Value::String(s) => Value::String(s),
-            toml::Value::Integer(i) => Value::from(i),
-            toml::Value::Float(f) => Value::from(f),
-            toml::Value::Boolean(b) => Value::Bool(b),
-            toml::Value::Datetime(d) => Value::String(d.to_string()),
-            toml::Value::Array(a) => Value::Array(a.into_iter().map(conv).collect()),
-            toml::Value::Table(t) => {
-                Value::Object(t.into_iter().map(|(k, v)| (k, conv(v))).collect())
-            }
+/// A TOML value as JSON (dates as their text).
+pub(crate) fn toml_to_json(v: toml::Value) -> Value {
+    match v {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => Value::from(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(a) => Value::Array(a.into_iter().map(toml_to_json).collect()),
+        toml::Value::Table(t) => {
+            Value::Object(t.into_iter().map(|(k, v)| (k, toml_to_json(v))).collect())
         }
     }
-    conv(toml::Value::Table(t))
+}
+
+fn toml_value(t: toml::Table) -> Value {
+    toml_to_json(toml::Value::Table(t))
 }
 
 /// An INI or `.env` text: `[section]` headers as objects, `key = value` and `key: value`
