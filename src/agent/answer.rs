@@ -360,8 +360,8 @@ fn request_messages(
 /// only when its first line is itself a span.
 pub fn chosen_answer(text: &str, spans: &[String]) -> Option<String> {
     let answer = match serde_json::from_str::<Value>(text.trim()) {
-        Ok(v) => v.get("answer")?.as_str()?.trim().to_string(),
-        Err(_) => text.lines().next()?.trim().to_string(),
+        Ok(v) if v.is_object() => v.get("answer")?.as_str()?.trim().to_string(),
+        _ => text.lines().next()?.trim().to_string(),
     };
     if answer.is_empty() || !spans.iter().any(|x| *x == answer) {
         return None;
@@ -607,7 +607,7 @@ mod tests {
                 "memory: 34.2 GB (31.84 GiB)\nsummary: does not fit on rtx-4090: needs 34.2 GB, 24.0 GB usable",
             ),
         ];
-        let s = spans("Which file defines parse_header? and the max size?", &steps);
+        let s = spans("Which file defines parse_header?", &steps);
         for want in [
             "src/net/parse.rs",
             "pub fn parse_header(buf: &[u8])",
