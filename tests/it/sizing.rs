@@ -355,7 +355,7 @@ fn smollm2_exact_weight_bytes_equal_the_sum_of_its_tensors() {
 #[test]
 fn every_shipped_entry_has_a_consistent_shape() {
     let catalog = Catalog::shipped().expect("catalog");
-    // Shapes from config.json; every one but mistral-7b also pins a GGUF in `[source]`.
+    // Shapes from config.json; every one also pins a GGUF in `[source]`.
     let from_config = [
         "llama-3.1-8b",
         "llama-3.1-70b",
@@ -390,12 +390,12 @@ fn every_shipped_entry_has_a_consistent_shape() {
         // A pinned file's size over the parameter count is the quantization's bits per weight,
         // give or take the header, a larger mix for some tensors and an untied output matrix
         // (up to 1.3x for the smallest Qwen2.5 files): a mistyped size or quant fails here.
-        if let Some(src) = &e.source {
-            let ratio = src.size as f64 * 8.0 / e.params as f64 / quant.bits_per_weight;
-            assert!((0.9..=1.35).contains(&ratio), "{name}: {ratio:.3}");
-        } else {
-            assert_eq!(name, "mistral-7b", "{name} lost its pinned file");
-        }
+        let src = e
+            .source
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name} lost its pinned file"));
+        let ratio = src.size as f64 * 8.0 / e.params as f64 / quant.bits_per_weight;
+        assert!((0.9..=1.35).contains(&ratio), "{name}: {ratio:.3}");
     }
     // Published parameter counts (model cards / safetensors index) pin the shapes.
     for (name, params) in [
