@@ -184,9 +184,15 @@ fn mid_depth(depth: usize, n: usize) -> usize {
     depth + n / 2
 }
 
-/// RoPE tables the decoder builds at load: cos and sin, `context × head_dim / 2` f32 each.
+/// RoPE tables the decoder builds at load: cos and sin, `context × head_dim / 2` f32 each, and
+/// for Gemma 3 a second pair for its local layers (their own RoPE base).
 pub fn rope_table_bytes(arch: &ArchParams) -> u64 {
-    u64::from(arch.context_length) * u64::from(arch.head_dim) * 4
+    let pair = u64::from(arch.context_length) * u64::from(arch.head_dim) * 4;
+    if arch.architecture == crate::sizing::Architecture::Gemma3 {
+        2 * pair
+    } else {
+        pair
+    }
 }
 
 fn kv_bytes(arch: &ArchParams, kv: KvDtype, depth: usize) -> Result<u64, SizingError> {

@@ -470,3 +470,18 @@ fn gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties() {
         );
     }
 }
+
+/// `boyd validate` predicts the RoPE tables the decoder builds: Gemma 3 builds two pairs (the
+/// local layers rotate with their own base), other architectures one. Counting one pair left
+/// gemma3-270m's loaded weights 32 MiB over the prediction.
+#[test]
+fn validate_counts_both_rope_tables_of_gemma3() {
+    let catalog = boyd::catalog::Catalog::shipped().expect("catalog");
+    let pair =
+        |a: &boyd::sizing::ArchParams| u64::from(a.context_length) * u64::from(a.head_dim) * 4;
+    let g = &catalog.get("gemma3-270m").expect("entry").arch;
+    assert_eq!(boyd::measure::validate::rope_table_bytes(g), 2 * pair(g));
+    assert_eq!(boyd::measure::validate::rope_table_bytes(g), 64 << 20);
+    let l = &catalog.get("llama-3.2-1b").expect("entry").arch;
+    assert_eq!(boyd::measure::validate::rope_table_bytes(l), pair(l));
+}
