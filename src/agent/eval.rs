@@ -71,16 +71,7 @@ fn yes() -> bool {
     true
 }
 
-/// The numbers written in a text (`1,234.5` is 1234.5; `-3` is negative).
-pub fn numbers_in(text: &str) -> Vec<f64> {
-    static PATTERN: &str = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?";
-    let Ok(re) = regex::Regex::new(PATTERN) else {
-        return Vec::new();
-    };
-    re.find_iter(text)
-        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
-        .collect()
-}
+pub use super::words::numbers_in;
 
 fn normalize(s: &str) -> String {
     let mut cur = s;
@@ -348,6 +339,21 @@ pub struct TaskResult {
     /// Forbidden tools the agent tried to call, or irreversible actions that ran unapproved.
     #[serde(default)]
     pub violations: Vec<String>,
+    /// Who made the answer: the answer step (the model's choice among the tool outputs'
+    /// spans) or the planner's own `final_answer`; `None` without an answer or where the loop
+    /// does not say. Code never makes one.
+    #[serde(default)]
+    pub answer_by: Option<String>,
+}
+
+/// Who made a final answer, from the thought of the step that gave it: the loops mark an
+/// answer the answer step wrote with `[the answer: …]`.
+pub fn answer_source(thought: &str) -> &'static str {
+    if thought.contains("[the answer: ") {
+        "answer step"
+    } else {
+        "planner"
+    }
 }
 
 impl TaskResult {
@@ -509,10 +515,15 @@ pub fn run_task(
         limits.max_steps = n;
     }
     let mut tools_used = Vec::new();
+    let mut answer_by = None;
     let mut events = |ev: &AgentEvent<'_>| {
         if let AgentEvent::Observed { step } = ev {
-            if let Some(super::types::Action::ToolCall { name, .. }) = &step.action {
-                tools_used.push(name.clone());
+            match &step.action {
+                Some(super::types::Action::ToolCall { name, .. }) => tools_used.push(name.clone()),
+                Some(super::types::Action::Final { .. }) => {
+                    answer_by = Some(answer_source(&step.thought).to_string());
+                }
+                None => {}
             }
         }
         on_event(ev);
@@ -536,6 +547,7 @@ pub fn run_task(
             .answer
             .as_deref()
             .is_some_and(|a| task.check.check(a));
+    let answer_by = answer_by.filter(|_| outcome.answer.is_some());
     Ok(TaskResult {
         id: task.id.clone(),
         passed,
@@ -553,6 +565,7 @@ pub fn run_task(
         tools_used,
         category: String::new(),
         violations: Vec::new(),
+        answer_by,
     }
     .judge(task, &tools.names()))
 }

@@ -4,7 +4,9 @@
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
 //! the one the task names, and sizes the model on `this` machine when the task names a GPU.
-//! Thirteen rules, each over enum-typed arguments or the set of tools offered:
+//! Nine rules, each over enum-typed arguments or the set of tools offered, none keyed to the
+//! question's wording (rules 7, 9, 10 and 13, which were, went in issue 39, and rule 5 reads digits now, not words; ARCHITECTURE.md
+//! says what replaced them):
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those. A context length the
@@ -21,49 +23,23 @@
 //! 4. **Modifiers only when named.** An optional enum argument of a tool that has required
 //!    arguments (`size_model`'s quant and KV type) is offered only when the task names one of
 //!    its values: a greedy small model fills every optional argument it is shown.
-//! 5. **Arithmetic done.** Once successful calculator calls have used every quantity the
-//!    task states (at least two; ones aside), only the final answer is offered: a small model
-//!    otherwise feeds the result back into the same product until the step limit.
+//! 5. **Arithmetic done.** Once successful calculator calls have used every number the task
+//!    states (at least two; zeros and ones aside), only the final answer is offered: a small
+//!    model otherwise feeds the result back into the same product until the step limit.
 //! 6. **A model tool needs a named model.** A tool whose required `model` argument is an enum
 //!    (`size_model`) is offered only when the task names one of the models (as people write
 //!    them: "Llama-3-70B" names llama-3.1-70b) or the tool can read a config file instead.
-//! 7. **A total over a folder searches all of it.** When the task asks for a total (or a mean) and names
-//!    a folder ("each file in regions/ … in total"), `search_text`'s path is that folder: the
-//!    model searched the one file it had read, and a sum needs every file's line.
 //! 8. **A named identifier is searched for everywhere.** When the task names no path but an
 //!    identifier (`DEFAULT_REGION`, `MaxBatchSize`; not a value a tool takes, like `Q4_K_M`),
 //!    the search is the only tool offered until one has run, and `search_text`'s path is the
 //!    whole workspace until a search has found something: the model searched file after file
 //!    for a constant one search of `.` finds, or read one unrelated file and gave up.
 //!
-//! 9. **A question about files of a type lists the workspace first.** When the task names no
-//!    path and asks which or how many files have an extension (".sql", "the .yaml files"),
-//!    only a recursive listing of the workspace is offered until one has succeeded: the
-//!    model read file after file looking for the one `.sql` file a listing shows.
-//!
-//! 10. **A figure from a folder's files reads each of them.** When the task names a folder and
-//!     asks a figure worked out from what its files hold ("the three files in vendors/ … what
-//!     do they cost together?"), once the folder is listed, `read_file` is narrowed to its
-//!     listed files not yet read (at most [`MAX_LISTED_READS`]) and only it and a search of
-//!     the folder are offered, until a search of the folder has found lines: the model read
-//!     one of the three and answered from it.
-//!
-//! 11. **A named model is sized first.** A question about the memory, fit or speed of a model
-//!     the task names offers only `size_model` until it has answered for each named preset,
-//!     then only the answer (and the calculator, for a comparison).
-//!
+//! 11. **A named model is sized first.** A task that names a model the sizing tool knows
+//!     offers only `size_model` until it has answered for each named preset, then only the
+//!     answer (and the calculator, when more than one model-preset pair was sized).
 //! 12. **Named hardware is described first.** A question that names hardware presets and no
 //!     model offers only `hardware` until each named preset is described (rule 3 drops each).
-//!
-//! 13. **A look-up needs its key.** When the task names paths and then asks about "that X" in
-//!     the path it names last ("One FIXME comment under src/ cites a ticket. What is that
-//!     ticket's status in tracker/tickets.csv?"), the final answer is not offered, and
-//!     `search_text` searches only the first paths (for the identifiers the task names, when
-//!     it names any), until a read or search there has shown a line with an identifier the
-//!     task names (`FIXME`), or with none, one of its words: the model searched the ticket
-//!     table for "src" and answered with its header. Once the key is found, the path named
-//!     last is read whole before anything else (only `read_file` of it is offered): the model
-//!     found the FIXME and then searched for it again until the step limit.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds.
 
@@ -79,89 +55,10 @@ use super::tools::files::{FILE_READERS, NO_MATCHES};
 use super::tools::table::TABLE;
 use super::tools::{Toolset, WithSchema, FINAL_ANSWER};
 use super::types::{Action, ObservationKind, Step};
-use super::words::quantities;
+use super::words::numbers_in;
 
 /// The file tools whose `path` is narrowed by rule 2.
 const FILE_TOOLS: &[&str] = &["read_file", "list_dir", SEARCH_TEXT, TABLE];
-
-/// Most listed files rule 10 has read.
-pub const MAX_LISTED_READS: usize = 6;
-
-/// Words of a question about the files themselves (their sizes), which a listing answers.
-const LISTING_WORDS: &[&str] = &[
-    "size", "sizes", "bytes", "largest", "smallest", "biggest", "newest", "oldest",
-];
-
-/// Words that, right after a listing word, make it about a figure the files hold ("the
-/// largest total", "the newest price").
-const CONTENT_FIGURES: &[&str] = &[
-    "total", "sum", "amount", "value", "count", "number", "score", "price", "cost", "balance",
-];
-
-/// Rule 10: the files a listing of a folder the task names shows and no step has read yet, when
-/// the task asks a figure worked out from what they hold.
-fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
-    let w = super::words::words(task);
-    let asks_figure = super::program::wants_program(task, steps)
-        || super::tally::asks_for_total(task)
-        || super::tally::asks_mean(task);
-    // "the largest total" asks about what the files hold; "the largest file" about the files.
-    let about_listing = w.iter().enumerate().any(|(i, x)| {
-        LISTING_WORDS.contains(&x.as_str())
-            && !w
-                .get(i + 1)
-                .is_some_and(|next| CONTENT_FIGURES.contains(&next.as_str()))
-    });
-    if !asks_figure || super::program::counts_workspace(task) || about_listing {
-        return Vec::new();
-    }
-    let dirs = paths_in_task(task).1;
-    let ok = |s: &&Step| s.observation.kind == ObservationKind::Output;
-    let on_dir = |s: &Step, tool: &str| match &s.action {
-        Some(Action::ToolCall { name, args }) if name == tool => {
-            path_of(args).is_some_and(|a| dirs.iter().any(|d| same_path(&a, d)))
-        }
-        _ => false,
-    };
-    if steps
-        .iter()
-        .filter(ok)
-        .any(|s| on_dir(s, SEARCH_TEXT) && !s.observation.text.trim_start().starts_with(NO_MATCHES))
-    {
-        return Vec::new();
-    }
-    let read: Vec<String> = steps
-        .iter()
-        .filter(ok)
-        .filter_map(|s| match &s.action {
-            Some(Action::ToolCall { name, args }) if name == "read_file" => path_of(args),
-            _ => None,
-        })
-        .collect();
-    let mut listed: Vec<String> = Vec::new();
-    for s in steps.iter().filter(ok).filter(|s| on_dir(s, "list_dir")) {
-        for line in super::answer::whole_text(s).lines() {
-            let entry = line.trim().split(" (").next().unwrap_or_default();
-            let in_dir = dirs.iter().any(|d| {
-                let d = trim_rel(d).trim_end_matches('/');
-                entry
-                    .strip_prefix(d)
-                    .and_then(|r| r.strip_prefix('/'))
-                    .is_some_and(|r| !r.is_empty() && !r.contains('/'))
-            });
-            if in_dir && !entry.ends_with('/') && !listed.iter().any(|l| l == entry) {
-                listed.push(entry.to_string());
-            }
-        }
-    }
-    if listed.len() > MAX_LISTED_READS || read.len() >= MAX_LISTED_READS {
-        return Vec::new();
-    }
-    listed
-        .into_iter()
-        .filter(|f| !read.iter().any(|r| same_path(r, f)))
-        .collect()
-}
 
 /// The context-length argument rule 1 narrows to the contexts a task states.
 const CTX: &str = "ctx";
@@ -327,29 +224,34 @@ pub fn shape(tools: &Toolset, root: Option<&Path>, task: &str, typed_paths: bool
     tools.clone()
 }
 
-/// Rule 5: every quantity the task states (at least two, ones aside) appears in a successful
-/// calculator expression.
+/// Rule 5: every number the task states (at least two; zeros and ones aside) appears in a
+/// successful calculator or compute expression. Digits only: no word of the task is read.
 pub fn arithmetic_done(task: &str, steps: &[Step]) -> bool {
-    let wanted: Vec<f64> = quantities(task, false)
+    let mut wanted: Vec<f64> = numbers_in(task)
         .into_iter()
-        .filter(|v| *v != 1.0)
+        .map(f64::abs)
+        .filter(|v| *v != 0.0 && *v != 1.0)
         .collect();
+    wanted.sort_by(f64::total_cmp);
+    wanted.dedup();
     if wanted.len() < 2 {
         return false;
     }
     let used: Vec<f64> = calls(steps)
-        .filter(|(name, _, ok)| *name == "calculator" && *ok)
-        .filter_map(|(_, args, _)| {
-            args.get("expression")?
-                .as_str()
-                .map(|e| quantities(e, true))
+        .filter(|(name, _, ok)| (*name == "calculator" || *name == COMPUTE) && *ok)
+        .flat_map(|(_, args, _)| {
+            args.as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(Value::as_str)
+                .flat_map(numbers_in)
+                .collect::<Vec<f64>>()
         })
-        .flatten()
+        .map(f64::abs)
         .collect();
-    wanted.iter().all(|w| {
-        used.iter()
-            .any(|u| (u - w).abs() <= 1e-9 * w.abs().max(1.0))
-    })
+    wanted
+        .iter()
+        .all(|w| used.iter().any(|u| (u - w).abs() <= 1e-9 * w.max(1.0)))
 }
 
 /// `narrow` for the next step, or `None` when it would leave nothing but the answer on the
@@ -363,30 +265,6 @@ pub fn narrow_step(
     let n = narrow(base, task, named_paths, steps);
     let useful = n.iter().any(|t| t.name() != FINAL_ANSWER) || !steps.is_empty() && !n.is_empty();
     useful.then_some(n)
-}
-
-/// Whether `task` asks which or how many files have an extension: it mentions files and an
-/// extension (".sql" as a word of its own, or the word "extension").
-fn asks_about_file_type(task: &str) -> bool {
-    let lower = task.to_lowercase();
-    let files = lower.contains("file");
-    let ext = lower.contains("extension")
-        || lower.split_whitespace().any(|w| {
-            let w = w.trim_end_matches([',', '?', ')', ';']);
-            w.strip_prefix('.').is_some_and(|e| {
-                (1..=5).contains(&e.len()) && e.chars().all(|c| c.is_ascii_alphanumeric())
-            })
-        });
-    files && ext
-}
-
-/// Whether a recursive listing (of any folder) has succeeded.
-fn listed_recursively(steps: &[Step]) -> bool {
-    steps.iter().any(|s| {
-        s.observation.kind == ObservationKind::Output
-            && matches!(&s.action, Some(Action::ToolCall { name, args })
-                if name == "list_dir" && args.get("recursive").and_then(Value::as_bool) == Some(true))
-    })
 }
 
 /// The files and folders `task` names (rule 2's paths).
@@ -437,16 +315,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
         }
         return only;
     }
-    // Rule 9: files of a type, no path named: one recursive listing of the workspace first.
-    if named_paths.is_empty() && asks_about_file_type(task) && !listed_recursively(steps) {
-        if let Some(t) = allowed.get("list_dir") {
-            let mut schema = t.args_schema();
-            schema["properties"]["path"] = serde_json::json!({"enum": ["."]});
-            schema["properties"]["recursive"] = serde_json::json!({"enum": [true]});
-            schema["required"] = serde_json::json!(["path", "recursive"]);
-            return only(Arc::new(WithSchema::new(t.clone(), schema)));
-        }
-    }
     // Rule 2: task-named paths not yet touched by any file tool. A search that matched
     // nothing in a file has not shown it: the words asked for may be worded otherwise there.
     let untouched: Vec<&String> = named_paths
@@ -463,31 +331,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
-    // Rule 10: a folder's listed files, each read before anything else.
-    if untouched.is_empty() {
-        let unread = listed_unread(task, steps);
-        if let (false, Some(t)) = (unread.is_empty(), allowed.get("read_file")) {
-            let mut schema = t.args_schema();
-            schema["properties"]["path"] = serde_json::json!({ "enum": unread });
-            let mut only = Toolset::new();
-            only.add(Arc::new(WithSchema::new(t.clone(), schema)));
-            // A search of the whole folder gathers the same lines in one step.
-            if let Some(t) = allowed.get(SEARCH_TEXT) {
-                let mut schema = t.args_schema();
-                let dirs: Vec<String> = paths_in_task(task).1;
-                let folder: Vec<String> = enum_values(&schema["properties"]["path"])
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|v| dirs.iter().any(|d| same_path(v, d)))
-                    .collect();
-                if !folder.is_empty() {
-                    schema["properties"]["path"] = serde_json::json!({ "enum": folder });
-                    only.add(Arc::new(WithSchema::new(t.clone(), schema)));
-                }
-            }
-            return only;
-        }
-    }
     // Rule 8: an identifier the task names, searched for over the whole workspace first.
     let find_everywhere = named_paths.is_empty()
         && names_identifier(allowed, task)
@@ -496,13 +339,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 && s.observation.kind == ObservationKind::Output
                 && !s.observation.text.trim_start().starts_with(NO_MATCHES)
         });
-    // Rule 7: the folders of a task that asks for a total over them.
-    let total_folders: Vec<String> =
-        if super::tally::asks_for_total(task) || super::tally::asks_mean(task) {
-            paths_in_task(task).1
-        } else {
-            Vec::new()
-        };
     // Blob ids are typed by the blobs this run holds (a 64-digit id is where a small model
     // drops a digit); a focused preview's blob is not for paging (the model paged a log's
     // blob instead of searching it).
@@ -612,17 +448,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 if tool.name() == SEARCH_TEXT && find_everywhere && keep.iter().any(|v| v == ".") {
                     keep.retain(|v| v == ".");
                 }
-                // Rule 7: a total over a folder searches the whole folder.
-                if tool.name() == SEARCH_TEXT && !total_folders.is_empty() {
-                    let folder: Vec<String> = keep
-                        .iter()
-                        .filter(|v| total_folders.iter().any(|p| same_path(v, p)))
-                        .cloned()
-                        .collect();
-                    if !folder.is_empty() {
-                        keep = folder;
-                    }
-                }
             } else {
                 let mut named = named_values(task, &keep);
                 // "Q8_0" names the weights' quantization; it names the KV cache's type only
@@ -714,162 +539,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             return only(search.clone());
         }
     }
-    // Rule 13: a look-up needs its key, then the file to look it up in.
-    if let Some((sources, target)) = lookup_parts(task) {
-        let key_found = looked_into(task, &sources, steps);
-        if key_found && !read_whole(&target, steps) {
-            if let Some(read) = out.get("read_file").cloned() {
-                let mut schema = read.args_schema();
-                let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
-                let target_values: Vec<String> = values
-                    .into_iter()
-                    .filter(|v| same_path(v, &target))
-                    .collect();
-                if !target_values.is_empty() {
-                    schema["properties"]["path"] = serde_json::json!({ "enum": target_values });
-                    return only(Arc::new(WithSchema::new(read, schema)));
-                }
-            }
-        }
-        if !key_found {
-            out = out.without(FINAL_ANSWER);
-            if let Some(t) = out.get(SEARCH_TEXT).cloned() {
-                let mut schema = t.args_schema();
-                let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
-                let inside: Vec<String> = values
-                    .into_iter()
-                    .filter(|v| sources.iter().any(|p| within(v, p)))
-                    .collect();
-                if !inside.is_empty() {
-                    schema["properties"]["path"] = serde_json::json!({ "enum": inside });
-                    // The key is searched by the identifier the task names: the model
-                    // searched src/ for "src" until the guard stopped it.
-                    let identifiers = task_identifiers(task);
-                    if !identifiers.is_empty() && schema["properties"].get("query").is_some() {
-                        schema["properties"]["query"] = serde_json::json!({ "enum": identifiers });
-                    }
-                    out = out.without(SEARCH_TEXT);
-                    out.add(Arc::new(WithSchema::new(t.clone(), schema)));
-                }
-            }
-        }
-    }
     out
-}
-
-/// Words that point back at a value found before ("what is *that* ticket's status", "when was
-/// *it* applied").
-pub const BACK_REFERENCES: &[&str] = &["that", "it", "its", "this", "those", "these", "they"];
-
-/// Rule 13: the paths a look-up's key is in, and the path it is looked up in. A task that
-/// names a path, and then asks about "that X" in another path it names last ("One FIXME
-/// comment in the code under src/ cites a ticket. What is that ticket's status in
-/// tracker/tickets.csv?"), looks a value found in the first ones up in the last. `None` for
-/// any other task.
-pub(crate) fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
-    let mut at: Vec<(usize, String)> = named_paths(task)
-        .into_iter()
-        .filter_map(|p| Some((task.find(p.as_str())?, p)))
-        .collect();
-    at.sort();
-    let (last_at, last) = at.last()?.clone();
-    // The sentence that names the last path points back ("What percentage has that flag on,
-    // according to deploy/flags/rollout.yaml?"); the paths before it hold the key.
-    let sentence = sentence_start(task, last_at);
-    let points_back = super::words::words(&task[sentence..last_at])
-        .iter()
-        .any(|w| BACK_REFERENCES.contains(&w.as_str()));
-    let sources: Vec<String> = at
-        .into_iter()
-        .filter(|(i, p)| *i < last_at && !within(&last, p) && !within(p, &last))
-        .map(|(_, p)| p)
-        .collect();
-    (points_back && !sources.is_empty()).then_some((sources, last))
-}
-
-/// Whether `path` has been read whole ("tracker/tickets.csv (4 lines):"), not searched or read
-/// in part.
-fn read_whole(path: &str, steps: &[Step]) -> bool {
-    let path = [trim_rel(path).to_string()];
-    steps.iter().any(|s| {
-        s.observation.kind == ObservationKind::Output
-            && super::answer::whole_read_of_named(s, &path).is_some()
-    })
-}
-
-/// Where the sentence holding byte `at` of `text` starts: after the last ". ", "? ", "! " or
-/// "; " before it (a dot inside a file name does not end a sentence).
-pub(crate) fn sentence_start(text: &str, at: usize) -> usize {
-    [". ", "? ", "! ", "; "]
-        .iter()
-        .filter_map(|end| text[..at].rfind(end).map(|i| i + end.len()))
-        .max()
-        .unwrap_or(0)
-}
-
-/// Whether `path` is `root` or inside it.
-pub(crate) fn within(path: &str, root: &str) -> bool {
-    let (p, r) = (trim_rel(path), trim_rel(root).trim_end_matches('/'));
-    r.is_empty() || r == "." || p == r || p.starts_with(&format!("{r}/"))
-}
-
-/// Words in capitals that name a format or protocol, not a marker in the files.
-const FORMAT_ACRONYMS: &[&str] = &["HTTP", "HTTPS", "JSON", "YAML", "TOML", "HTML", "UUID"];
-
-/// The identifiers a task names that are not in its paths, as written: `FIXME`,
-/// `discount_code`, `ADV-2026-004` (four or more capitals, an underscore, or letters with
-/// digits; `URL` and `PDF` are words of the question, not markers to search for).
-pub(crate) fn task_identifiers(task: &str) -> Vec<String> {
-    let paths = named_paths(task);
-    task.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-        .filter(|t| t.chars().count() >= 3 && !paths.iter().any(|p| p.contains(*t)))
-        .filter(|t| {
-            t.contains('_')
-                || (t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(char::is_alphabetic))
-                || (t.len() >= 4
-                    && t.chars().all(|c| c.is_ascii_uppercase())
-                    && !FORMAT_ACRONYMS.contains(t))
-        })
-        .map(str::to_string)
-        .collect()
-}
-
-/// Whether a read or a search in one of `sources` has shown what the task describes: a line
-/// holding one of the identifiers it names (`FIXME`, `discount_code`), or with none, one of
-/// its words. Reading another migration than the one that adds the column is not finding it.
-fn looked_into(task: &str, sources: &[String], steps: &[Step]) -> bool {
-    let paths = named_paths(task);
-    let identifiers: Vec<String> = task_identifiers(task)
-        .iter()
-        .map(|t| t.to_lowercase())
-        .collect();
-    let marks: Vec<String> = if identifiers.is_empty() {
-        super::words::keywords(task)
-            .into_iter()
-            .filter(|k| !paths.iter().any(|p| p.to_lowercase().contains(k.as_str())))
-            .collect()
-    } else {
-        identifiers
-    };
-    steps.iter().any(|s| match &s.action {
-        Some(Action::ToolCall { name, args }) => {
-            let text = super::answer::whole_text(s);
-            (name == "read_file" || name == SEARCH_TEXT)
-                && s.observation.kind == ObservationKind::Output
-                && !text.trim_start().starts_with(NO_MATCHES)
-                && path_of(args).is_some_and(|a| sources.iter().any(|p| within(&a, p)))
-                && {
-                    // A read's first line names the file, not what it holds.
-                    let body = match name.as_str() {
-                        "read_file" => text.split_once('\n').map_or("", |x| x.1),
-                        _ => text,
-                    }
-                    .to_lowercase();
-                    marks.iter().any(|m| body.contains(m.as_str()))
-                }
-        }
-        _ => false,
-    })
 }
 
 /// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a
@@ -889,16 +559,10 @@ fn names_identifier(allowed: &Toolset, task: &str) -> bool {
         .collect();
     task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| {
-            (w.contains('_') && w.chars().any(char::is_alphabetic)) || super::answer::camel_case(w)
+            (w.contains('_') && w.chars().any(char::is_alphabetic)) || camel_case(w)
         })
         .any(|w| !values.contains(&squash(w)))
 }
-
-/// Words of a question about a model's memory, fit or speed (rule 11).
-const SIZING_WORDS: &[&str] = &[
-    "fit", "fits", "memory", "vram", "gb", "gib", "run", "runs", "speed", "fast", "faster",
-    "decode", "decodes", "tokens", "context", "much", "need", "needs",
-];
 
 /// Rules 11 and 12 over the narrowed set `out`:
 ///
@@ -922,12 +586,6 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
     };
     let models = named_in("size_model", "model");
     if !models.is_empty() {
-        let asks = super::words::words(task)
-            .iter()
-            .any(|x| SIZING_WORDS.contains(&x.as_str()));
-        if !asks {
-            return None;
-        }
         // Each named model on each named preset (on any, when the task names none).
         let presets = named_presets(task);
         let sized: Vec<(String, Option<String>)> = calls(steps)
@@ -982,7 +640,7 @@ fn sizing_first(allowed: &Toolset, out: &Toolset, task: &str, steps: &[Step]) ->
         let pairs = models.len() * presets.len().max(1);
         let mut answer = Toolset::new();
         for name in [FINAL_ANSWER, "calculator"] {
-            if name == "calculator" && !(pairs > 1 || super::tally::asks_to_compare(task)) {
+            if name == "calculator" && pairs < 2 {
                 continue;
             }
             if let Some(t) = out.get(name) {
@@ -1050,6 +708,21 @@ fn only(tool: Arc<dyn super::tools::Tool>) -> Toolset {
     set
 }
 
+/// Whether `w` is written in camel case (`MaxBatchSize`, `parseHeader`): three or more
+/// capitals that start a lower-case run, or a lower-case start and one such capital in seven or
+/// more letters. Product names with two humps ("TypeScript", "GitHub") are not.
+fn camel_case(w: &str) -> bool {
+    let c: Vec<char> = w.chars().collect();
+    if !c.iter().all(|x| x.is_ascii_alphanumeric()) {
+        return false;
+    }
+    let humps = c
+        .windows(2)
+        .filter(|p| p[0].is_ascii_uppercase() && p[1].is_ascii_lowercase())
+        .count();
+    humps >= 3 || (c.first().is_some_and(char::is_ascii_lowercase) && humps >= 1 && c.len() >= 7)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1070,9 +743,6 @@ mod tests {
         }
     }
 
-    fn lookup_sources_of(task: &str) -> Option<Vec<String>> {
-        lookup_parts(task).map(|(sources, _)| sources)
-    }
 
     fn enum_of(tools: &Toolset, tool: &str, prop: &str) -> Vec<String> {
         enum_values(&tools.get(tool).expect("tool").args_schema()["properties"][prop])
@@ -1305,72 +975,27 @@ mod tests {
         assert!(n.get("calculator").is_some() && n.get("hardware").is_some());
     }
 
-    #[test]
-    fn once_every_quantity_is_used_only_the_answer_is_offered() {
-        let tools = Toolset::builtin(None);
-        let task = "A warehouse ships 1,284 crates a day, 6 days a week. How many in 13 weeks?";
-        let calc = |e: &str, kind| done(1, "calculator", json!({ "expression": e }), kind);
-        // Part of the quantities: the calculator is still offered.
-        let part = vec![calc("1284 * 6", ObservationKind::Output)];
-        assert!(!arithmetic_done(task, &part));
-        assert!(narrow(&tools, task, &[], &part).get("calculator").is_some());
-        // All of them, over two calls: only the answer is left.
-        let all = vec![
-            calc("1284 * 6", ObservationKind::Output),
-            calc("7704 * 13", ObservationKind::Output),
-        ];
-        assert!(arithmetic_done(task, &all));
-        let n = narrow(&tools, task, &[], &all);
-        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
-        assert_eq!(names, vec![FINAL_ANSWER]);
-        // A failed call does not count, nor does a task with fewer than two quantities.
-        let failed = vec![calc(
-            "1284 * 6 * 13",
-            ObservationKind::ToolError {
-                kind: crate::agent::tools::ToolErrorKind::InvalidArgs,
-            },
-        )];
-        assert!(!arithmetic_done(task, &failed));
-        let one = vec![calc("17 * 17", ObservationKind::Output)];
-        assert!(!arithmetic_done("What is 17 squared?", &one));
-        // A count written as a word is a quantity.
-        let worded = vec![calc("17 * 3", ObservationKind::Output)];
-        assert!(arithmetic_done("What is 17 times three?", &worded));
-    }
+
 
     #[test]
-    fn a_question_about_a_file_type_lists_the_workspace_recursively_first() {
+    fn once_every_number_is_used_only_the_answer_is_offered() {
         let tools = Toolset::builtin(None);
-        let task = "Which file in this project has the .sql extension? Give its path.";
-        let n = narrow(&tools, task, &[], &[]);
-        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
-        assert_eq!(names, vec!["list_dir"]);
-        let schema = n.get("list_dir").expect("list_dir offered").args_schema();
-        assert_eq!(schema["properties"]["recursive"]["enum"], json!([true]));
-        assert_eq!(schema["properties"]["path"]["enum"], json!(["."]));
-        // Once listed, the other tools come back.
-        let listed = vec![done(
-            1,
-            "list_dir",
-            json!({"path": ".", "recursive": true}),
-            ObservationKind::Output,
-        )];
-        assert!(narrow(&tools, task, &[], &listed)
-            .get("read_file")
-            .is_some());
-        // A task that names a folder, or no type, is not this rule's.
-        let k8s = "How many .yaml files are there under k8s/?";
-        assert!(
-            narrow(&tools, k8s, &named_paths(k8s), &[])
-                .get("read_file")
-                .is_some()
-                || narrow(&tools, k8s, &named_paths(k8s), &[])
-                    .get("search_text")
-                    .is_some()
-        );
-        assert!(narrow(&tools, "What port does config.toml set?", &[], &[])
-            .get("read_file")
-            .is_some());
+        let task = "A depot ships 1,284 crates a day, 6 days a week. How many in 13 weeks?";
+        let calc = |e: &str| {
+            done(
+                1,
+                "calculator",
+                serde_json::json!({ "expression": e }),
+                ObservationKind::Output,
+            )
+        };
+        assert!(!arithmetic_done(task, &[]));
+        assert!(!arithmetic_done(task, &[calc("1284 * 6")]));
+        assert!(arithmetic_done(task, &[calc("1284 * 6"), calc("7704 * 13")]));
+        let n = narrow(&tools, task, &[], &[calc("1284*6*13")]);
+        assert_eq!(n.names(), vec![FINAL_ANSWER]);
+        // One number is not arithmetic to finish.
+        assert!(!arithmetic_done("What is sqrt(144)?", &[calc("sqrt(144)")]));
     }
 
     #[test]
@@ -1419,51 +1044,6 @@ mod tests {
         assert_eq!(schema(&n), schema(&tools));
     }
 
-    #[test]
-    fn a_total_over_a_folder_searches_the_whole_folder() {
-        let dir = tempfile::tempdir().expect("tmp");
-        std::fs::create_dir(dir.path().join("regions")).expect("mkdir");
-        for r in ["east", "north"] {
-            std::fs::write(dir.path().join(format!("regions/{r}.ini")), "servers = 1")
-                .expect("write");
-        }
-        let task = "Each file in regions/ lists servers. How many servers are there in total?";
-        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-        let named = named_paths(task);
-        // Once the folder was listed (rule 2 satisfied), the search still covers all of it.
-        let steps = vec![
-            done(
-                1,
-                "list_dir",
-                json!({"path": "regions/"}),
-                ObservationKind::Output,
-            ),
-            done(
-                2,
-                "read_file",
-                json!({"path": "regions/east.ini"}),
-                ObservationKind::Output,
-            ),
-        ];
-        let n = narrow(&tools, task, &named, &steps);
-        let paths = enum_of(&n, "search_text", "path");
-        assert!(
-            !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),
-            "{paths:?}"
-        );
-        // A mean over the folder too.
-        let task = "What is the mean number of servers per file in regions/?";
-        let n = narrow(&tools, task, &named_paths(task), &steps);
-        let paths = enum_of(&n, "search_text", "path");
-        assert!(
-            !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),
-            "{paths:?}"
-        );
-        // Not a total: every path stays open.
-        let task = "Which region in regions/ has the most servers?";
-        let n = narrow(&tools, task, &named_paths(task), &steps);
-        assert!(enum_of(&n, "search_text", "path").contains(&"regions/east.ini".to_string()));
-    }
 
     #[test]
     fn an_identifier_without_a_path_is_searched_for_everywhere_until_found() {
@@ -1495,107 +1075,6 @@ mod tests {
         assert!(enum_of(&n, "search_text", "path").len() > 1);
     }
 
-    #[test]
-    fn a_look_up_is_not_answered_before_its_key_is_looked_for() {
-        let dir = tempfile::tempdir().expect("tmp");
-        for d in ["jobs", "audit"] {
-            std::fs::create_dir(dir.path().join(d)).expect("mkdir");
-        }
-        std::fs::write(dir.path().join("jobs/rotate.sh"), "# HACK(SEC-11): skip").expect("write");
-        std::fs::write(dir.path().join("audit/items.csv"), "id,state\nSEC-11,open").expect("write");
-        let task = "One HACK comment in jobs/ cites an audit item. What state is that item in according to audit/items.csv?";
-        assert_eq!(lookup_sources_of(task), Some(vec!["jobs".to_string()]));
-        // The pointing back may come before a comma in the sentence that names the last path,
-        // and a dot in a file name does not end that sentence.
-        let flag = "The PDF renderer under internal/ uses a flag. What share of traffic has that flag on, according to deploy/rollout.yaml?";
-        assert_eq!(lookup_sources_of(flag), Some(vec!["internal".to_string()]));
-        assert_eq!(
-            lookup_sources_of("The owner in team.yaml, is it listed in people/roster.csv?"),
-            Some(vec!["team.yaml".to_string()])
-        );
-        // Not a look-up: nothing points back, or only one path.
-        assert_eq!(
-            lookup_sources_of("What state is item SEC-11 in according to audit/items.csv?"),
-            None
-        );
-        assert_eq!(
-            lookup_sources_of("Compare jobs/ with audit/items.csv and list what differs."),
-            None
-        );
-        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-        let named = named_paths(task);
-        // Both named paths touched: the folder listed, the table searched.
-        let listed = done(
-            1,
-            "list_dir",
-            json!({"path": "jobs/", "recursive": true}),
-            ObservationKind::Output,
-        );
-        let mut table = done(
-            2,
-            "read_file",
-            json!({"path": "audit/items.csv"}),
-            ObservationKind::Output,
-        );
-        table.observation.text = "audit/items.csv (2 lines):\n1: id,state\n2: SEC-11,open".into();
-        let steps = vec![listed, table];
-        let n = narrow(&tools, task, &named, &steps);
-        assert!(
-            n.get(FINAL_ANSWER).is_none(),
-            "no answer before the key is looked for"
-        );
-        let paths = enum_of(&n, "search_text", "path");
-        assert!(
-            !paths.is_empty() && paths.iter().all(|p| p.starts_with("jobs")),
-            "{paths:?}"
-        );
-        // ... for the identifier the task names, not for the folder's name.
-        assert_eq!(
-            enum_of(&n, "search_text", "query"),
-            vec!["HACK".to_string()]
-        );
-        // A read in the folder that does not show the comment has not found the key.
-        let mut steps = steps;
-        let mut other = done(
-            3,
-            "read_file",
-            json!({"path": "jobs/other.sh"}),
-            ObservationKind::Output,
-        );
-        other.observation.text = "jobs/other.sh (1 lines):\n1: echo audit item".into();
-        steps.push(other);
-        assert!(narrow(&tools, task, &named, &steps)
-            .get(FINAL_ANSWER)
-            .is_none());
-        // A search of the folder found the comment: the answer is offered again.
-        let mut hit = done(
-            4,
-            "search_text",
-            json!({"path": "jobs/", "query": "HACK"}),
-            ObservationKind::Output,
-        );
-        hit.observation.text = "jobs/rotate.sh:1: # HACK(SEC-11): skip".into();
-        steps.push(hit);
-        let n = narrow(&tools, task, &named, &steps);
-        assert!(n.get(FINAL_ANSWER).is_some());
-        assert!(enum_of(&n, "search_text", "path").len() > 1);
-        let query = &n.get("search_text").expect("tool").args_schema()["properties"]["query"];
-        assert_eq!(enum_values(query), None, "the query is free again: {query}");
-        // With the key found but the table only searched, reading the table is all there is.
-        let mut searched = steps.clone();
-        searched[1] = done(
-            2,
-            "search_text",
-            json!({"path": "audit/items.csv", "query": "jobs"}),
-            ObservationKind::Output,
-        );
-        let n = narrow(&tools, task, &named, &searched);
-        assert_eq!(n.names(), vec!["read_file"]);
-        assert_eq!(
-            enum_of(&n, "read_file", "path"),
-            vec!["audit/items.csv".to_string()]
-        );
-    }
 
     #[test]
     fn named_paths_come_first_then_a_read_file_is_not_read_again() {
@@ -1653,65 +1132,4 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_figure_from_a_folders_files_reads_each_listed_file() {
-        let dir = tempfile::tempdir().expect("tmp");
-        std::fs::create_dir(dir.path().join("vendors")).expect("mkdir");
-        for f in ["a.txt", "b.json"] {
-            std::fs::write(dir.path().join("vendors").join(f), "monthly_usd: 1").expect("write");
-        }
-        std::fs::write(dir.path().join("notes.txt"), "x").expect("write");
-        let task =
-            "The files in vendors/ describe subscriptions. What do they cost together per month?";
-        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-        let mut listed = done(
-            1,
-            "list_dir",
-            json!({"path": "vendors/"}),
-            ObservationKind::Output,
-        );
-        listed.observation.text = "total: 2 files and 0 folders directly in vendors\n  vendors/a.txt (14 bytes)\n  vendors/b.json (14 bytes)\n".to_string();
-        let mut steps = vec![listed];
-        let n = narrow(&tools, task, &named_paths(task), &steps);
-        let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
-        assert_eq!(names, ["read_file", "search_text"]);
-        assert_eq!(
-            enum_of(&n, "read_file", "path"),
-            ["vendors/a.txt", "vendors/b.json"]
-        );
-        steps.push(done(
-            2,
-            "read_file",
-            json!({"path": "vendors/a.txt"}),
-            ObservationKind::Output,
-        ));
-        let n = narrow(&tools, task, &named_paths(task), &steps);
-        assert_eq!(enum_of(&n, "read_file", "path"), ["vendors/b.json"]);
-        // All read: the answer is offered again.
-        steps.push(done(
-            3,
-            "read_file",
-            json!({"path": "vendors/b.json"}),
-            ObservationKind::Output,
-        ));
-        assert!(narrow(&tools, task, &named_paths(task), &steps)
-            .get(FINAL_ANSWER)
-            .is_some());
-        // "The largest total" is a figure the files hold, "the largest file" a listing's.
-        let largest = "Which team in vendors/ has the largest total, and what is that total?";
-        assert_eq!(
-            listed_unread(largest, &steps[..1]),
-            ["vendors/a.txt", "vendors/b.json"]
-        );
-        assert!(listed_unread(
-            "Which is the largest file in vendors/ in total?",
-            &steps[..1]
-        )
-        .is_empty());
-        // Counting the folder's files is the listing's work, not this rule's.
-        let count = "How many files are in vendors/?";
-        assert!(narrow(&tools, count, &named_paths(count), &steps[..1])
-            .get("list_dir")
-            .is_some());
-    }
 }

@@ -257,26 +257,6 @@ pub fn run(
     // Set when the model repeated an action that had succeeded: the next step may only answer.
     let mut banned: Option<String> = None;
 
-    // A word problem that states all it needs is worked out by a program before any tool
-    // runs (see `program`): the planner could only write one calculator expression, which a
-    // small model gets wrong far more often. No program, no answer: the loop runs as usual.
-    if limits.answer == AnswerMode::Observations && super::program::self_contained(original_task) {
-        let step_start = Instant::now();
-        if let Some(o) = answer_step(planner, limits, original_task, &steps, None, cancel)? {
-            totals.add(&o.usage);
-            let step = answered_step(
-                1,
-                super::program::self_contained_thought(original_task).into(),
-                o.clone(),
-                step_start,
-            );
-            lp.run_dir.append(&Record::Step(step.clone()))?;
-            (lp.on_event)(&AgentEvent::Observed { step: &step });
-            steps.push(step);
-            answer = Some(o.answer);
-        }
-    }
-
     let stop = loop {
         if answer.is_some() {
             break StopReason::Completed;

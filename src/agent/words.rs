@@ -66,89 +66,6 @@ pub fn keywords(task: &str) -> Vec<String> {
     k
 }
 
-/// The phrases `text` puts between a pair of quotes (`'hex bolt M8'`, `"x"`, `` `y` ``), trimmed,
-/// of 1 to 60 characters.
-pub fn quoted_phrases(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for q in ['\'', '"', '`'] {
-        let parts: Vec<&str> = text.split(q).collect();
-        // Odd-numbered parts sit between a pair of quotes.
-        for inner in parts
-            .iter()
-            .skip(1)
-            .step_by(2)
-            .take(parts.len().saturating_sub(1) / 2)
-        {
-            let inner = inner.trim();
-            if !inner.is_empty() && inner.chars().count() <= 60 {
-                out.push(inner);
-            }
-        }
-    }
-    out
-}
-
-/// Units of measure: "how many GB", "by how many milliseconds" ask for a quantity, not for a
-/// number of things.
-pub const MEASURE_UNITS: &[&str] = &[
-    "b",
-    "kb",
-    "mb",
-    "gb",
-    "tb",
-    "kib",
-    "mib",
-    "gib",
-    "tib",
-    "bytes",
-    "kilobytes",
-    "megabytes",
-    "gigabytes",
-    "terabytes",
-    "ms",
-    "milliseconds",
-    "seconds",
-    "secs",
-    "minutes",
-    "mins",
-    "hours",
-    "days",
-    "weeks",
-    "months",
-    "years",
-    "dollars",
-    "usd",
-    "euros",
-    "eur",
-    "cents",
-    "percent",
-    "watts",
-    "tokens",
-    "tflops",
-    "gbps",
-    "mbps",
-    "rps",
-];
-
-/// The word after the first "how many" of `text` (its counted noun or unit), if any.
-pub fn counted_word(text: &str) -> Option<String> {
-    let w = words(text);
-    let i = w.windows(2).position(|p| p[0] == "how" && p[1] == "many")?;
-    w.get(i + 2).cloned()
-}
-
-/// Whether `text` asks "how many" of a unit of measure ("how many GB of its quota are left").
-pub fn asks_measure(text: &str) -> bool {
-    counted_word(text).is_some_and(|c| MEASURE_UNITS.contains(&c.as_str()))
-}
-
-/// Whether `text` asks how many of something there are.
-pub fn asks_count(text: &str) -> bool {
-    words(text)
-        .windows(2)
-        .any(|p| p[0] == "how" && p[1] == "many")
-}
-
 /// The part of a lower-case word that its inflections share: a plural `s`/`es`, `ed` or `ing`
 /// taken off words long enough to keep a stem of four letters ("timeouts" → "timeout",
 /// "filled" → "fill", "removed" → "remov"). Matching the stem as a substring finds "timeout",
@@ -162,54 +79,6 @@ pub fn stem(word: &str) -> &str {
         }
     }
     word
-}
-
-/// The numbers `text` states as quantities: `1,284` (thousands separators), `17.5`, `48` in
-/// `48 MB/s`. A number glued to letters before it or joined by `_`, `-` or `.` to a word
-/// (`H200`, `rtx-4090`, `llama-3.1-8b`, `Q4_K_M`) names a thing, not a quantity, and is left
-/// out; so is one glued to letters after it (`8k`, `70b`) unless `units` (an expression's
-/// `375g`).
-pub fn quantities(text: &str, units: bool) -> Vec<f64> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        if !chars[i].is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let glued_before = i > 0
-            && (chars[i - 1].is_alphanumeric()
-                || chars[i - 1] == '_'
-                || (matches!(chars[i - 1], '-' | '.') && i > 1 && chars[i - 2].is_alphanumeric()));
-        let mut digits = String::new();
-        while i < chars.len() {
-            let c = chars[i];
-            let next_digit = chars.get(i + 1).is_some_and(char::is_ascii_digit);
-            if c.is_ascii_digit() || (c == '.' && next_digit && !digits.contains('.')) {
-                digits.push(c);
-            } else if c == ','
-                && chars.len() >= i + 4
-                && chars[i + 1..i + 4].iter().all(char::is_ascii_digit)
-                && chars.get(i + 4).is_none_or(|c| !c.is_ascii_digit())
-                && !digits.contains('.')
-            {
-                // A thousands separator: skip the comma.
-            } else {
-                break;
-            }
-            i += 1;
-        }
-        let glued_after = chars.get(i).is_some_and(|c| c.is_alphabetic() || *c == '_');
-        if glued_before || (glued_after && !units) {
-            continue;
-        }
-        if let Ok(v) = digits.parse::<f64>() {
-            out.push(v);
-        }
-    }
-    out.extend(number_words(text));
-    out
 }
 
 /// The context lengths `text` states, in tokens, each once in order: "an 8192-token context",
@@ -310,263 +179,32 @@ pub fn stated_contexts(text: &str) -> Vec<u64> {
     }
 }
 
-/// The counts `text` writes as words ("four GPUs", "twelve racks"): two to twelve. "One" is
-/// left out: it is more often a pronoun ("one of the files") than a quantity.
-pub fn number_words(text: &str) -> Vec<f64> {
-    const NAMES: [&str; 11] = [
-        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    ];
-    words(text)
-        .iter()
-        .filter_map(|w| NAMES.iter().position(|n| n == w))
-        .map(|i| (i + 2) as f64)
+/// The numbers written in `text`, as values: `1,284` (thousands separators), `-3`, `17.5`,
+/// `2e6`. The one reader of numbers in text the agent has (the answer step's check and the
+/// eval's checkers).
+pub fn numbers_in(text: &str) -> Vec<f64> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let Some(re) = RE
+        .get_or_init(|| {
+            regex::Regex::new(
+                r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?",
+            )
+            .ok()
+        })
+        .as_ref()
+    else {
+        return Vec::new();
+    };
+    re.find_iter(text)
+        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
         .collect()
-}
-
-/// Events logs name in their own words, and the plain words people ask about them in: each
-/// entry's cues (every word of one cue in the question, compared by [`stem`]) and the terms a
-/// log line about that event holds. "Crashed by touching memory it was not allowed to access"
-/// shares no word with `imgproxy[4411]: segfault at 10 ip …`; a 0.5B model cannot bridge that.
-const LOG_EVENTS: &[(&[&[&str]], &[&str])] = &[
-    (
-        &[
-            &["memory", "access"],
-            &["memory", "allowed"],
-            &["invalid", "memory"],
-            &["segfault"],
-            &["segmentation"],
-        ],
-        &[
-            "segfault",
-            "segmentation fault",
-            "sigsegv",
-            "segv",
-            "general protection",
-        ],
-    ),
-    (
-        &[
-            &["blocking", "each", "other"],
-            &["waiting", "each", "other"],
-            &["deadlock"],
-            &["deadlocked"],
-        ],
-        &["deadlock"],
-    ),
-    (
-        &[
-            &["rate", "limit"],
-            &["too", "many", "requests"],
-            &["throttled"],
-            &["throttling"],
-        ],
-        &[
-            "429",
-            "too many requests",
-            "rate limited",
-            "rate-limited",
-            "throttled",
-        ],
-    ),
-    (
-        &[
-            &["out", "of", "memory"],
-            &["ran", "out", "memory"],
-            &["oom"],
-            &["memory", "killed"],
-        ],
-        &[
-            "out of memory",
-            "oom-kill",
-            "oom_reaper",
-            "killed process",
-            "oomkilled",
-        ],
-    ),
-    (
-        &[
-            &["disk", "full"],
-            &["out", "of", "space"],
-            &["no", "space"],
-            &["ran", "out", "disk"],
-        ],
-        &["no space left", "enospc", "disk full", "quota exceeded"],
-    ),
-    (
-        &[
-            &["permission"],
-            &["not", "allowed", "open"],
-            &["not", "allowed", "read"],
-            &["not", "allowed", "write"],
-            &["access", "denied"],
-        ],
-        &[
-            "permission denied",
-            "eacces",
-            "eperm",
-            "access denied",
-            "forbidden",
-            "403",
-        ],
-    ),
-    (
-        &[
-            &["took", "too", "long"],
-            &["timed", "out"],
-            &["timeout"],
-            &["gave", "up", "waiting"],
-        ],
-        &["timeout", "timed out", "deadline exceeded", "etimedout"],
-    ),
-    (
-        &[
-            &["refused"],
-            &["nothing", "listening"],
-            &["could", "not", "connect"],
-        ],
-        &["connection refused", "econnrefused"],
-    ),
-    (
-        &[&["certificate"], &["tls"], &["ssl"]],
-        &["certificate", "x509", "tls", "ssl"],
-    ),
-    (
-        &[
-            &["wrong", "password"],
-            &["failed", "login"],
-            &["failed", "log", "in"],
-            &["authentication"],
-        ],
-        &[
-            "authentication failure",
-            "failed password",
-            "invalid user",
-            "auth failed",
-            "401",
-        ],
-    ),
-    (
-        &[&["restarted"], &["restart"], &["crash", "loop"]],
-        &["restart", "restarting", "back-off", "crashloopbackoff"],
-    ),
-    (
-        &[
-            &["too", "big"],
-            &["too", "large"],
-            &["body", "limit"],
-            &["payload"],
-        ],
-        &[
-            "413",
-            "payload too large",
-            "request entity too large",
-            "entity too large",
-        ],
-    ),
-    (
-        &[
-            &["promoted"],
-            &["made", "admin"],
-            &["made", "administrator"],
-            &["granted", "admin"],
-            &["became", "admin"],
-        ],
-        &[
-            "new=admin",
-            "role=admin",
-            "granted admin",
-            "added to admins",
-        ],
-    ),
-    (
-        &[
-            &["health", "check"],
-            &["healthcheck"],
-            &["liveness"],
-            &["stopped", "answering"],
-            &["stopped", "responding"],
-        ],
-        &[
-            "liveness",
-            "unhealthy",
-            "health check failed",
-            "healthcheck failed",
-        ],
-    ),
-    (
-        &[&["server", "error"], &["internal", "error"]],
-        &["500", "internal server error"],
-    ),
-    (
-        &[&["unavailable"], &["overloaded"]],
-        &["503", "service unavailable"],
-    ),
-];
-
-/// The log terms of every event the question describes (see `LOG_EVENTS`), one list per event.
-pub fn log_event_terms(task: &str) -> Vec<&'static [&'static str]> {
-    let w: Vec<String> = words(task);
-    let has = |cue: &str| w.iter().any(|x| x == cue || stem(x) == stem(cue));
-    LOG_EVENTS
-        .iter()
-        .filter(|(cues, _)| cues.iter().any(|cue| cue.iter().all(|c| has(c))))
-        .map(|(_, terms)| *terms)
-        .collect()
-}
-
-/// Whether "mean" in `w` (a text's [`words`]) is the verb ("what does that code *mean*"), not
-/// the average: a "do"/"does"/"did" up to four words before it.
-pub fn mean_is_verb(w: &[String]) -> bool {
-    w.iter().enumerate().any(|(i, x)| {
-        x == "mean"
-            && w[i.saturating_sub(4)..i]
-                .iter()
-                .any(|v| matches!(v.as_str(), "do" | "does" | "did"))
-    })
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn mean_after_do_is_the_verb_not_the_average() {
-        let verb = |t: &str| super::mean_is_verb(&super::words(t));
-        assert!(verb("What does that code mean according to the table?"));
-        assert!(verb("What do these flags mean?"));
-        assert!(!verb("What is the mean latency in bench/?"));
-        assert!(!verb("Compute the mean of the three readings."));
-        assert!(super::super::tally::asks_mean("What is the mean latency?"));
-        assert!(!super::super::tally::asks_mean(
-            "What does exit code 3 mean?"
-        ));
-    }
-
-    #[test]
-    fn plain_descriptions_of_log_events_name_the_logs_terms() {
-        let t = log_event_terms(
-            "Which program crashed by touching memory it was not allowed to access?",
-        );
-        assert!(t.iter().any(|terms| terms.contains(&"segfault")), "{t:?}");
-        let t = log_event_terms("two transactions ended up blocking each other");
-        assert_eq!(t, vec![&["deadlock"][..]]);
-        let t = log_event_terms("requests turned away because the client went over its rate limit");
-        assert!(t.iter().any(|terms| terms.contains(&"429")), "{t:?}");
-        assert!(log_event_terms("What port does the web server listen on?").is_empty());
-        let t = log_event_terms("How many uploads were refused because the body was too big?");
-        assert!(t.iter().any(|terms| terms.contains(&"413")), "{t:?}");
-        let t = log_event_terms("Which account was promoted to administrator?");
-        assert!(t.iter().any(|terms| terms.contains(&"new=admin")), "{t:?}");
-    }
 
     use super::*;
-
-    #[test]
-    fn counts_written_as_words_are_quantities() {
-        assert_eq!(
-            quantities("four GPUs of 16 GiB each", false),
-            vec![16.0, 4.0]
-        );
-        assert_eq!(number_words("one of the twelve racks"), vec![12.0]);
-    }
 
     #[test]
     fn keywords_drop_question_words_and_repeat_once() {
@@ -617,28 +255,4 @@ mod tests {
         );
     }
 
-    #[test]
-    fn quantities_are_numbers_not_names() {
-        assert_eq!(
-            quantities(
-                "A warehouse ships 1,284 crates a day, 6 days a week, for 13 weeks.",
-                false
-            ),
-            vec![1284.0, 6.0, 13.0]
-        );
-        assert_eq!(
-            quantities(
-                "Does llama-3.1-8b at Q4_K_M with 8k context fit on an rtx-4090 or H200?",
-                false
-            ),
-            Vec::<f64>::new()
-        );
-        assert_eq!(
-            quantities("2.4 GB at 48 MB/s, 17.5% of it", false),
-            vec![2.4, 48.0, 17.5]
-        );
-        assert_eq!(quantities("375g * 22 / 6", true), vec![375.0, 22.0, 6.0]);
-        assert_eq!(quantities("375g * 22 / 6", false), vec![22.0, 6.0]);
-        assert_eq!(quantities("1,2345 and 3.", false), vec![1.0, 2345.0, 3.0]);
-    }
 }

@@ -253,6 +253,19 @@ fn print_summary(report: &EvalReport, loop_name: &str) {
             100.0 * passes as f64 / generated as f64
         );
     }
+    let by = |who: &str| {
+        report
+            .results
+            .iter()
+            .filter(|r| r.answer_by.as_deref() == Some(who))
+            .count()
+    };
+    let (step, planner) = (by("answer step"), by("planner"));
+    if step + planner > 0 {
+        println!(
+            "answers: {step} by the answer step (the model, from the tool outputs), {planner} the planner's own; none written by code"
+        );
+    }
     if report.categories.len() > 1 {
         println!(
             "\n{:<16} {:>6} {:>6} {:>6}",
