@@ -26,9 +26,10 @@ use crate::lm::{
 
 use super::guard::canonical_json;
 use super::planner::PlannerError;
+use super::tools::files::FILE_READERS;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
 use super::types::{Action, ObservationKind, Step};
-use super::words::{keywords, numbers_in, stem, words};
+use super::words::{figures_in, keywords, numbers_in, stem, words};
 
 /// Most characters of observations put in front of the answer step; the newest observations
 /// are kept when there are more.
@@ -259,14 +260,24 @@ fn parts_of(line: &Line<'_>) -> Vec<String> {
     for sep in [": ", " = ", "=", ":"] {
         if let Some((key, value)) = line.text.split_once(sep) {
             if !key.trim().is_empty() && !value.trim().is_empty() {
-                out.push(value.trim().trim_end_matches(',').trim_matches('"').to_string());
+                out.push(
+                    value
+                        .trim()
+                        .trim_end_matches(',')
+                        .trim_matches('"')
+                        .to_string(),
+                );
                 break;
             }
         }
     }
     for sep in [',', '\t', '|'] {
         if line.text.contains(sep) {
-            out.extend(line.text.split(sep).map(|f| f.trim().trim_matches('"').to_string()));
+            out.extend(
+                line.text
+                    .split(sep)
+                    .map(|f| f.trim().trim_matches('"').to_string()),
+            );
         }
     }
     out.extend(figures_with_units(line.text));
@@ -404,17 +415,74 @@ pub fn unsourced_figures(
     for step in steps.iter().filter(|s| usable(s)) {
         seen.extend(numbers_in(whole_text(step)));
     }
-    let Ok(re) = regex::Regex::new(r"\d[\d,]*(?:\.(\d+))?") else {
-        return Vec::new();
-    };
-    re.captures_iter(answer)
-        .filter_map(|c| {
-            let written = c.get(0)?.as_str();
-            let value: f64 = written.replace(',', "").parse().ok()?;
-            let decimals = c.get(1).map_or(0, |d| d.as_str().len());
-            (!seen.iter().any(|s| same_figure(value, decimals, *s))).then(|| written.to_string())
+    figures_in(answer)
+        .into_iter()
+        .filter(|(written, value)| {
+            let decimals = written.split_once('.').map_or(0, |(_, d)| {
+                d.chars().take_while(char::is_ascii_digit).count()
+            });
+            !seen.iter().any(|s| same_figure(*value, decimals, *s))
         })
+        .map(|(written, _)| written.trim_start_matches('-').to_string())
         .collect()
+}
+
+/// Whether `word` is written as a code name: `snake_case`, `camelCase`, `PascalCase` with
+/// three or more humps (`MaxBatchSize`, not `MacBook`), or a `[section]` header.
+fn is_code_name(word: &str) -> bool {
+    if word.len() > 2 && word.starts_with('[') && word.ends_with(']') {
+        return true;
+    }
+    if !word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return false;
+    }
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let b: Vec<char> = word.chars().collect();
+    let snake = (1..b.len().saturating_sub(1))
+        .any(|i| b[i] == '_' && alnum(Some(b[i - 1])) && alnum(Some(b[i + 1])));
+    let humps = b
+        .windows(2)
+        .filter(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        .count();
+    let lower_start = b.first().is_some_and(char::is_ascii_lowercase);
+    snake || (lower_start && humps >= 1) || humps >= 2
+}
+
+/// The code names the task writes (`LOG_LEVEL`, `maxBatch`, `[redis]`; see [`is_code_name`];
+/// not paths) that none of the file tools' outputs holds, when a file tool ran: the task asks
+/// for something the files do not have. Empty when no file tool produced a usable output.
+pub fn absent_names(task: &str, steps: &[Step]) -> Vec<String> {
+    let outputs: Vec<String> = steps
+        .iter()
+        .filter(|s| usable(s))
+        .filter(|s| match &s.action {
+            Some(Action::ToolCall { name, .. }) => FILE_READERS.contains(&name.as_str()),
+            _ => false,
+        })
+        .map(|s| whole_text(s).to_lowercase())
+        .collect();
+    if outputs.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for word in task.split_whitespace() {
+        let word = word.trim_matches(|c: char| {
+            !(c.is_ascii_alphanumeric() || c == '_' || c == '[' || c == ']')
+        });
+        if !is_code_name(word) || out.iter().any(|o| o == word) {
+            continue;
+        }
+        let lower = word.to_lowercase();
+        if !outputs.iter().any(|o| o.contains(&lower)) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+/// The answer the span choice offers for a name no output holds.
+fn not_found_span(name: &str) -> String {
+    format!("{name} was not found in the tool outputs")
 }
 
 /// Run the answer step on `model`: the model writes the answer to `task` from the steps'
@@ -441,22 +509,47 @@ pub fn write_answer(
     };
     let out = generate(model, &req, cancel)?;
     let mut usage = out.usage;
+    let absent = absent_names(task, steps);
     let rejected = match clean_answer(&out.text) {
         Some(answer) => {
             let unsourced = unsourced_figures(&answer, task, steps, overview);
-            if unsourced.is_empty() {
+            let lower = answer.to_lowercase();
+            let skipped: Vec<&String> = absent
+                .iter()
+                .filter(|n| !lower.contains(&n.to_lowercase()))
+                .collect();
+            if unsourced.is_empty() && skipped.is_empty() {
                 return Ok(Some(AnswerOutput {
                     answer,
                     usage,
                     how: "written by the model from the tool outputs".into(),
                 }));
             }
-            format!("its figure {} is in no tool output", unsourced.join(", "))
+            if unsourced.is_empty() {
+                format!(
+                    "it answers without naming {}, which no file tool output holds",
+                    skipped
+                        .iter()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                format!("its figure {} is in no tool output", unsourced.join(", "))
+            }
         }
         None => "it wrote nothing".into(),
     };
-    let spans = spans(task, steps);
-    let Some(messages) = request_messages(task, steps, overview, SPAN_REQUEST) else {
+    let mut spans = spans(task, steps);
+    let mut ask = SPAN_REQUEST.to_string();
+    if !absent.is_empty() {
+        for name in absent.iter().rev() {
+            spans.insert(0, not_found_span(name));
+        }
+        spans.truncate(MAX_SPANS);
+        ask = format!("No file tool output contains {}. {ask}", absent.join(", "));
+    }
+    let Some(messages) = request_messages(task, steps, overview, &ask) else {
         return Ok(None);
     };
     if spans.is_empty() {
@@ -546,7 +639,12 @@ mod tests {
                 },
                 "path is required",
             ),
-            step(4, "read_file", ObservationKind::Guard, "System guard: repeat"),
+            step(
+                4,
+                "read_file",
+                ObservationKind::Guard,
+                "System guard: repeat",
+            ),
         ];
         let block = observations_block(&steps, None, 10_000).expect("test value");
         assert!(block.contains("[1] read_file {\"path\":\"a.txt\"}\n1: PORT=5433"));
@@ -628,7 +726,9 @@ mod tests {
 
     #[test]
     fn spans_are_capped_and_distinct() {
-        let text: String = (0..2000).map(|i| format!("{i}: row {i} value {}\n", i * 7)).collect();
+        let text: String = (0..2000)
+            .map(|i| format!("{i}: row {i} value {}\n", i * 7))
+            .collect();
         let steps = vec![step(1, "read_file", ObservationKind::Output, &text)];
         let s = spans("which row?", &steps);
         assert_eq!(s.len(), MAX_SPANS);
@@ -675,6 +775,135 @@ mod tests {
         assert_eq!(un("about 16.2 tokens/s"), vec!["16.2".to_string()]);
         assert_eq!(un("14.6 or 31"), vec!["31".to_string()]);
         assert!(un("it fits").is_empty());
+    }
+
+    #[test]
+    fn code_names_are_snake_camel_and_sections_not_brands_or_words() {
+        for w in [
+            "LOG_LEVEL",
+            "shipping_cost",
+            "maxBatch",
+            "MaxBatchSize",
+            "[redis]",
+        ] {
+            assert!(is_code_name(w), "{w}");
+        }
+        for w in [
+            "MacBook",
+            "staging",
+            "Payments",
+            "settings.py",
+            "_",
+            "a_",
+            "[]",
+            "GB",
+        ] {
+            assert!(!is_code_name(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn names_the_files_lack_are_absent_and_names_they_hold_are_not() {
+        let steps = vec![step(
+            1,
+            "read_file",
+            ObservationKind::Output,
+            "1: MAX_RETRIES = 5\n2: [cache]\n3: port = 11211",
+        )];
+        let absent = |t: &str| absent_names(t, &steps);
+        assert_eq!(
+            absent("What is LOG_LEVEL in settings.py?"),
+            vec!["LOG_LEVEL"]
+        );
+        assert!(absent("What is max_retries in settings.py?").is_empty());
+        assert_eq!(absent("The port of the [redis] section?"), vec!["[redis]"]);
+        assert!(absent("The port of the [cache] section?").is_empty());
+        // Only file tools' outputs count: a sizing output says nothing about the files.
+        let sized = vec![step(1, "size_model", ObservationKind::Output, "fits")];
+        assert!(absent_names("Is LOG_LEVEL set?", &sized).is_empty());
+    }
+
+    /// Replies from a script, in order, and keeps the requests.
+    struct Script {
+        replies: Vec<&'static str>,
+        seen: Vec<GenRequest>,
+    }
+
+    impl LanguageModel for Script {
+        fn generate(
+            &mut self,
+            req: &GenRequest,
+            _on_text: &mut dyn FnMut(&str),
+            _cancel: &CancelToken,
+        ) -> Result<crate::lm::GenOutput, crate::lm::LmError> {
+            self.seen.push(req.clone());
+            Ok(crate::lm::GenOutput {
+                text: self.replies.remove(0).to_string(),
+                finish: FinishReason::Stop,
+                usage: Usage::default(),
+            })
+        }
+        fn context_length(&self) -> usize {
+            4096
+        }
+        fn name(&self) -> String {
+            "script".into()
+        }
+    }
+
+    #[test]
+    fn a_value_for_a_name_no_file_holds_is_rejected_and_not_found_is_offered() {
+        let steps = vec![step(
+            1,
+            "read_file",
+            ObservationKind::Output,
+            "1: MAX_RETRIES = 5\n2: WORKERS = 16",
+        )];
+        let task = "What is the value of LOG_LEVEL in settings.py?";
+        let mut m = Script {
+            replies: vec![
+                "5",
+                r#"{"answer": "LOG_LEVEL was not found in the tool outputs"}"#,
+            ],
+            seen: Vec::new(),
+        };
+        let cancel = CancelToken::new();
+        let out = write_answer(
+            &mut m,
+            &SamplingParams::default(),
+            task,
+            &steps,
+            None,
+            &cancel,
+        )
+        .expect("runs")
+        .expect("answers");
+        assert_eq!(out.answer, "LOG_LEVEL was not found in the tool outputs");
+        assert!(out.how.contains("without naming LOG_LEVEL"), "{}", out.how);
+        let Some(Constraint::JsonSchema(schema)) = &m.seen[1].constraint else {
+            panic!("the second request is constrained");
+        };
+        assert_eq!(
+            schema["properties"]["answer"]["enum"][0],
+            "LOG_LEVEL was not found in the tool outputs"
+        );
+        // An answer that names the missing name stands as written.
+        let mut m = Script {
+            replies: vec!["LOG_LEVEL is not set in settings.py"],
+            seen: Vec::new(),
+        };
+        let out = write_answer(
+            &mut m,
+            &SamplingParams::default(),
+            task,
+            &steps,
+            None,
+            &cancel,
+        )
+        .expect("runs")
+        .expect("answers");
+        assert_eq!(out.answer, "LOG_LEVEL is not set in settings.py");
+        assert_eq!(m.seen.len(), 1);
     }
 
     #[test]

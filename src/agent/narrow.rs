@@ -558,9 +558,7 @@ fn names_identifier(allowed: &Toolset, task: &str) -> bool {
         .map(|v| squash(&v))
         .collect();
     task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| {
-            (w.contains('_') && w.chars().any(char::is_alphabetic)) || camel_case(w)
-        })
+        .filter(|w| (w.contains('_') && w.chars().any(char::is_alphabetic)) || camel_case(w))
         .any(|w| !values.contains(&squash(w)))
 }
 
@@ -742,7 +740,6 @@ mod tests {
             usage: Usage::default(),
         }
     }
-
 
     fn enum_of(tools: &Toolset, tool: &str, prop: &str) -> Vec<String> {
         enum_values(&tools.get(tool).expect("tool").args_schema()["properties"][prop])
@@ -975,8 +972,6 @@ mod tests {
         assert!(n.get("calculator").is_some() && n.get("hardware").is_some());
     }
 
-
-
     #[test]
     fn once_every_number_is_used_only_the_answer_is_offered() {
         let tools = Toolset::builtin(None);
@@ -991,7 +986,10 @@ mod tests {
         };
         assert!(!arithmetic_done(task, &[]));
         assert!(!arithmetic_done(task, &[calc("1284 * 6")]));
-        assert!(arithmetic_done(task, &[calc("1284 * 6"), calc("7704 * 13")]));
+        assert!(arithmetic_done(
+            task,
+            &[calc("1284 * 6"), calc("7704 * 13")]
+        ));
         let n = narrow(&tools, task, &[], &[calc("1284*6*13")]);
         assert_eq!(n.names(), vec![FINAL_ANSWER]);
         // One number is not arithmetic to finish.
@@ -1044,7 +1042,6 @@ mod tests {
         assert_eq!(schema(&n), schema(&tools));
     }
 
-
     #[test]
     fn an_identifier_without_a_path_is_searched_for_everywhere_until_found() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -1074,7 +1071,6 @@ mod tests {
         let n = narrow(&tools, "Which file sets the region?", &[], &[]);
         assert!(enum_of(&n, "search_text", "path").len() > 1);
     }
-
 
     #[test]
     fn named_paths_come_first_then_a_read_file_is_not_read_again() {
@@ -1131,5 +1127,4 @@ mod tests {
             vec!["notes.txt", "secrets.toml"]
         );
     }
-
 }
