@@ -28,6 +28,9 @@ struct SearchArgs {
     /// Accepted for old callers; plain-word search ignores case anyway.
     #[serde(default)]
     ignore_case: bool,
+    /// Report how many lines match in each file and in all, not the lines.
+    #[serde(default)]
+    count: bool,
 }
 
 /// How lines are matched.
@@ -176,6 +179,66 @@ fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -
     }
 }
 
+/// Most files a count names, one line each.
+const MAX_COUNTED_FILES: usize = 50;
+
+/// How many lines of each of `files` (paths under the workspace root) hold everything
+/// `matcher` asks for, as (shown path, count) for the files with one or more, and how many
+/// files it read. Unlike [`scan`] nothing is capped but the files read.
+fn count_matches(
+    matcher: &Matcher,
+    files: &[PathBuf],
+    ws: &Sandbox,
+    ctx: &ToolContext,
+) -> (Vec<(String, usize)>, usize) {
+    let mut counts = Vec::new();
+    let mut scanned = 0usize;
+    for f in files.iter().take(MAX_FILES_SCANNED) {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        let Some(bytes) = searchable(ws, f) else {
+            continue;
+        };
+        scanned += 1;
+        let n = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|line| matcher.hits(line) == matcher.all())
+            .count();
+        if n > 0 {
+            counts.push((rel_display(ws.root(), f), n));
+        }
+    }
+    (counts, scanned)
+}
+
+/// A count's output: "3 matching lines in 2 files", then "path: n" for each file, most first
+/// (ties in path order), at most [`MAX_COUNTED_FILES`] of them, then what was searched. No
+/// matching line begins with [`NO_MATCHES`].
+fn count_report(mut counts: Vec<(String, usize)>, what: &str, files_note: &str) -> String {
+    let total: usize = counts.iter().map(|c| c.1).sum();
+    if total == 0 {
+        return format!("{NO_MATCHES} 0 matching lines; searched {files_note} for {what}.");
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut out = format!(
+        "{} in {}",
+        plural(total, "matching line", "matching lines"),
+        plural(counts.len(), "file", "files")
+    );
+    for (path, n) in counts.iter().take(MAX_COUNTED_FILES) {
+        out.push_str(&format!("\n{path}: {n}"));
+    }
+    if counts.len() > MAX_COUNTED_FILES {
+        out.push_str(&format!(
+            "\n... and {} more files",
+            counts.len() - MAX_COUNTED_FILES
+        ));
+    }
+    out.push_str(&format!("\n(counted {what} in {files_note})"));
+    out
+}
+
 /// Most lines a fallback search shows.
 const TASK_WORD_LINES: usize = 8;
 
@@ -314,7 +377,7 @@ impl Tool for SearchText {
         &["pattern", "ignore_case"]
     }
     fn description(&self) -> &str {
-        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match."
+        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match. Set count=true to get only how many lines match: the total, then \"file: n\" for each file with a match, most first."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -322,7 +385,8 @@ impl Tool for SearchText {
             "properties": {
                 "query": {"type": "string", "maxLength": 120, "description": "words to find"},
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
-                "regex": {"type": "boolean"}
+                "regex": {"type": "boolean"},
+                "count": {"type": "boolean", "description": "true: only the number of matching lines per file and in all"}
             },
             "required": ["query"],
             "additionalProperties": false
@@ -357,6 +421,20 @@ impl Tool for SearchText {
         let mut files = Vec::new();
         collect_files(ws, &start, &mut files, 0);
         files.sort();
+        let what = match &matcher {
+            Matcher::Words(w) => format!("lines with all of the words {w:?} (any order, any case)"),
+            Matcher::Regex(_) => format!("lines matching the regex {:?}", a.query),
+        };
+        let files_note = |scanned: usize| {
+            format!(
+                "{} under {path}",
+                plural(scanned, "text file", "text files")
+            )
+        };
+        if a.count {
+            let (counted, scanned) = count_matches(&matcher, &files, ws, ctx);
+            return Ok(count_report(counted, &what, &files_note(scanned)));
+        }
         let found = scan(&matcher, &files, ws, ctx);
         let Scan {
             full,
@@ -365,14 +443,7 @@ impl Tool for SearchText {
             more,
             scanned,
         } = found;
-        let what = match &matcher {
-            Matcher::Words(w) => format!("lines with all of the words {w:?} (any order, any case)"),
-            Matcher::Regex(_) => format!("lines matching the regex {:?}", a.query),
-        };
-        let files_note = format!(
-            "{} under {path}",
-            plural(scanned, "text file", "text files")
-        );
+        let files_note = files_note(scanned);
         if !full.is_empty() {
             let mut out = full.join("\n");
             if more > 0 {
@@ -420,5 +491,108 @@ impl Tool for SearchText {
             "no line has all the words; searched {files_note} for {what}. Lines with the most of them:\n{}",
             shown.join("\n")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::tools::ToolErrorKind;
+
+    /// A workspace holding `files` (path, text) and its context.
+    fn workspace(files: &[(&str, String)]) -> (tempfile::TempDir, ToolContext) {
+        let t = tempfile::tempdir().expect("test value");
+        for (f, text) in files {
+            let p = t.path().join(f);
+            std::fs::create_dir_all(p.parent().expect("test value")).expect("test value");
+            std::fs::write(p, text).expect("test value");
+        }
+        let ctx = ToolContext {
+            workspace: Some(Sandbox::new(t.path()).expect("test value")),
+            blob_dir: t.path().join("blobs"),
+            cancel: crate::lm::CancelToken::new(),
+            task: None,
+        };
+        (t, ctx)
+    }
+
+    #[test]
+    fn count_mode_counts_matching_lines_per_file_most_first() {
+        let many: String = (0..120).map(|i| format!("retry {i} timeout\n")).collect();
+        let (_t, ctx) = workspace(&[
+            ("src/a.rs", "Timeout here\nno\nTIMEOUT again\n".to_string()),
+            ("src/b.rs", "a timeout\n".to_string()),
+            ("src/c.rs", "nothing to see\n".to_string()),
+            ("logs/big.log", many),
+        ]);
+        let out = SearchText
+            .call(serde_json::json!({"query": "timeout", "count": true}), &ctx)
+            .expect("counted");
+        let lines: Vec<&str> = out.lines().collect();
+        // More than a lines search shows (50): a count is not capped.
+        assert_eq!(
+            &lines[..4],
+            [
+                "123 matching lines in 3 files",
+                "logs/big.log: 120",
+                "src/a.rs: 2",
+                "src/b.rs: 1"
+            ],
+            "{out}"
+        );
+        assert_eq!(lines.len(), 5, "{out}");
+        assert!(lines[4].contains("in 4 text files under ."), "{out}");
+        // Several words: a line counts when it holds all of them.
+        let out = SearchText
+            .call(
+                serde_json::json!({"query": "timeout again", "path": "src", "count": true}),
+                &ctx,
+            )
+            .expect("counted");
+        assert!(
+            out.starts_with("1 matching line in 1 file\nsrc/a.rs: 1\n"),
+            "{out}"
+        );
+        // A regex keeps its case.
+        let out = SearchText
+            .call(
+                serde_json::json!({"query": "^TIMEOUT", "regex": true, "count": true}),
+                &ctx,
+            )
+            .expect("counted");
+        assert!(
+            out.starts_with("1 matching line in 1 file\nsrc/a.rs: 1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_count_of_nothing_says_no_matches_and_zero() {
+        let (_t, ctx) = workspace(&[("a.txt", "alpha\nbeta\n".to_string())]);
+        let out = SearchText
+            .call(serde_json::json!({"query": "gamma", "count": true}), &ctx)
+            .expect("counted");
+        assert!(out.starts_with(NO_MATCHES), "{out}");
+        assert!(out.contains(" 0 matching lines;"), "{out}");
+        assert_eq!(out.lines().count(), 1, "{out}");
+        // Without count, the same search shows lines, not counts.
+        let out = SearchText
+            .call(serde_json::json!({"query": "beta"}), &ctx)
+            .expect("found");
+        assert!(out.starts_with("a.txt:2: beta\n"), "{out}");
+    }
+
+    #[test]
+    fn the_schema_offers_count_and_unknown_arguments_stay_refused() {
+        let schema = SearchText.args_schema();
+        assert_eq!(schema["properties"]["count"]["type"], "boolean");
+        assert!(SearchText.description().contains("count=true"));
+        let args = serde_json::json!({"query": "x", "count": true});
+        crate::agent::tools::check_args(&SearchText, &args).expect("offered");
+        let (_t, ctx) = workspace(&[("a.txt", "x\n".to_string())]);
+        let err = SearchText
+            .call(serde_json::json!({"query": "x", "counts": true}), &ctx)
+            .expect_err("unknown");
+        assert_eq!(err.kind, ToolErrorKind::InvalidArgs);
     }
 }
