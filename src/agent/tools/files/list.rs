@@ -358,7 +358,7 @@ impl Tool for ListDir {
         true
     }
     fn description(&self) -> &str {
-        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. ext=\"rs\" lists and counts only the files with that extension; kind=\"files\" or kind=\"dirs\" only the files or only the folders. Use it to find files and to count them."
+        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. ext (an extension without the dot) lists and counts only the files with that extension; kind=\"files\" or kind=\"dirs\" only the files or only the folders. Use it to find files and to count them."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -366,7 +366,7 @@ impl Tool for ListDir {
             "properties": {
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS, "description": "directory relative to the workspace; \".\" for the root"},
                 "recursive": {"type": "boolean"},
-                "ext": {"type": "string", "maxLength": 16, "description": "only files with this extension, without the dot, e.g. \"rs\""},
+                "ext": {"type": "string", "maxLength": 16, "description": "only files with this extension, without the dot"},
                 "kind": {"type": "string", "enum": KINDS, "description": "only files or only folders"}
             },
             "additionalProperties": false
