@@ -26,7 +26,7 @@ use crate::lm::{
 
 use super::guard::canonical_json;
 use super::planner::PlannerError;
-use super::tools::files::FILE_READERS;
+use super::tools::files::{hit_lines, FILE_READERS};
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
 use super::types::{Action, ObservationKind, Step};
 use super::words::{figures_in, keywords, numbers_in, stem, words};
@@ -455,11 +455,20 @@ pub fn absent_names(task: &str, steps: &[Step]) -> Vec<String> {
     let outputs: Vec<String> = steps
         .iter()
         .filter(|s| usable(s))
-        .filter(|s| match &s.action {
-            Some(Action::ToolCall { name, .. }) => FILE_READERS.contains(&name.as_str()),
-            _ => false,
+        .filter_map(|s| match &s.action {
+            Some(Action::ToolCall { name, .. }) if FILE_READERS.contains(&name.as_str()) => {
+                Some((name.as_str(), whole_text(s)))
+            }
+            _ => None,
         })
-        .map(|s| whole_text(s).to_lowercase())
+        // A search's report repeats its query: only the lines it found count.
+        .map(|(name, text)| match name {
+            "search_text" => hit_lines(text)
+                .collect::<Vec<_>>()
+                .join("\n")
+                .to_lowercase(),
+            _ => text.to_lowercase(),
+        })
         .collect();
     if outputs.is_empty() {
         return Vec::new();
@@ -810,6 +819,13 @@ mod tests {
             ObservationKind::Output,
             "1: MAX_RETRIES = 5\n2: [cache]\n3: port = 11211",
         )];
+        let mut steps = steps;
+        steps.push(step(
+            2,
+            "search_text",
+            ObservationKind::Output,
+            "no matches: searched 1 text file under . for lines with all of the words [\"log_level\"]",
+        ));
         let absent = |t: &str| absent_names(t, &steps);
         assert_eq!(
             absent("What is LOG_LEVEL in settings.py?"),

@@ -18,7 +18,7 @@ use super::{rel_display, Sandbox, SandboxError, ToolContext, ToolError};
 
 pub use list::ListDir;
 pub use read::{long_read_preview, read_preview, ReadFile, MIN_WINDOW_LINES};
-pub use search::SearchText;
+pub use search::{hit_lines, SearchText};
 
 /// How `search_text` begins an output that found nothing (the answer step leaves such outputs
 /// out of what was found: they echo the words searched for).

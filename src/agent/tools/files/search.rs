@@ -494,10 +494,30 @@ impl Tool for SearchText {
     }
 }
 
+/// The lines of a `search_text` output that are lines of the files (`path:N: text`), without
+/// the report's own framing, which repeats the query: what the files hold.
+pub fn hit_lines(output: &str) -> impl Iterator<Item = &str> {
+    output.lines().filter(|l| {
+        l.split_once(": ").is_some_and(|(head, _)| {
+            head.rsplit_once(':')
+                .is_some_and(|(p, n)| !p.is_empty() && n.parse::<usize>().is_ok())
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::tools::ToolErrorKind;
+
+    #[test]
+    fn hit_lines_are_file_lines_not_the_reports_framing() {
+        let out = "no matches: searched 1 text file under . for lines with all of the words [\"log_level\"]\nLines with the most of the task's words instead:\nsettings.py:2: CACHE_TTL = 5\n(2 matches of x in 1 text file)";
+        assert_eq!(
+            hit_lines(out).collect::<Vec<_>>(),
+            vec!["settings.py:2: CACHE_TTL = 5"]
+        );
+    }
 
     /// A workspace holding `files` (path, text) and its context.
     fn workspace(files: &[(&str, String)]) -> (tempfile::TempDir, ToolContext) {
