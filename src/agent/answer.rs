@@ -1266,11 +1266,14 @@ pub fn dir_count_answer(task: &str, steps: &[Step]) -> Option<String> {
     Some(format!("{n} files in {dir}/ and its subfolders"))
 }
 
-/// The last listing of the folder `dir` the steps hold (its whole text).
+/// The last whole listing of the folder `dir` the steps hold (its whole text); one filtered
+/// by `ext` or `kind` counts only part of the folder.
 fn listing_of<'a>(dir: &str, steps: &'a [Step]) -> Option<&'a str> {
     let listed = |s: &&Step| {
         s.observation.kind == ObservationKind::Output
-            && matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == super::tools::files::LIST_DIR)
+            && matches!(&s.action, Some(Action::ToolCall { name, args })
+                if name == super::tools::files::LIST_DIR
+                    && ["ext", "kind"].iter().all(|k| args.get(k).is_none_or(Value::is_null)))
             && call_path(s) == Some(dir)
     };
     steps.iter().rev().find(listed).map(whole_text)
@@ -2605,6 +2608,22 @@ mod tests {
         assert_eq!(
             dir_count_answer("How many JSON files are in docs/?", &steps).as_deref(),
             Some("0 .json files in docs/ and its subfolders")
+        );
+        // A later listing filtered by ext or kind counts part of the folder: the whole one
+        // still answers.
+        let part = call(
+            2,
+            "list_dir",
+            json!({"path": "docs/", "ext": "yaml"}),
+            "total: 0 .yaml files directly in docs; 2 .yaml files in docs and its subfolders",
+        );
+        assert_eq!(
+            dir_count_answer(
+                "How many Markdown (.md) files are inside docs/?",
+                &[steps[0].clone(), part]
+            )
+            .as_deref(),
+            Some("6 .md files in docs/ and its subfolders")
         );
         // Questions the counts do not answer, or another folder: none.
         assert_eq!(

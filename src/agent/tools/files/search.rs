@@ -1,0 +1,598 @@
+//! `search_text`: lines found by plain words or a regex, and the fallbacks when none match.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{check_regular, collect_files, plural, MAX_FILES_SCANNED, NO_MATCHES, PATH_MAX_CHARS};
+use crate::agent::tools::{
+    parse_args, rel_display, Sandbox, Tool, ToolContext, ToolError, Verification,
+};
+
+const MAX_MATCHES: usize = 50;
+const MAX_SEARCH_FILE: u64 = 2 * 1024 * 1024;
+
+/// `search_text`: find lines by plain words (all of them, any order, any case) or a regex.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SearchText;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    #[serde(alias = "pattern")]
+    query: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    regex: bool,
+    /// Accepted for old callers; plain-word search ignores case anyway.
+    #[serde(default)]
+    ignore_case: bool,
+    /// Report how many lines match in each file and in all, not the lines.
+    #[serde(default)]
+    count: bool,
+}
+
+/// How lines are matched.
+pub(super) enum Matcher {
+    /// Every word (lowercase stem, see `agent::words::stem`) appears in the lowercased line.
+    Words(Vec<String>),
+    /// A compiled regex.
+    Regex(regex::Regex),
+}
+
+impl Matcher {
+    /// The query's words as lower-case stems; question words ("what", "the") are left out
+    /// when any other word is left.
+    pub(super) fn words_in(query: &str) -> Vec<String> {
+        let all: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '.' && c != '-')
+            .map(|w| w.trim_matches(|c| c == '.' || c == '-').to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let content: Vec<String> = all
+            .iter()
+            .filter(|w| !crate::agent::words::STOPWORDS.contains(&w.as_str()))
+            .cloned()
+            .collect();
+        let mut out: Vec<String> = if content.is_empty() { all } else { content }
+            .iter()
+            .map(|w| crate::agent::words::stem(w).to_string())
+            .collect();
+        out.dedup();
+        out
+    }
+    /// Which words of the query `line` holds, as a bit set (for a regex: bit 0 on a match).
+    pub(super) fn hits(&self, line: &str) -> u64 {
+        match self {
+            Matcher::Words(words) => {
+                let l = line.to_lowercase();
+                words
+                    .iter()
+                    .take(64)
+                    .enumerate()
+                    .filter(|(_, w)| l.contains(w.as_str()))
+                    .fold(0u64, |m, (i, _)| m | (1 << i))
+            }
+            Matcher::Regex(re) => u64::from(re.is_match(line)),
+        }
+    }
+    /// The bit set of a line that holds everything.
+    pub(super) fn all(&self) -> u64 {
+        match self {
+            Matcher::Words(w) if w.len() >= 64 => u64::MAX,
+            Matcher::Words(w) => (1u64 << w.len()) - 1,
+            Matcher::Regex(_) => 1,
+        }
+    }
+}
+
+/// Rank lines that hold only some of the words: a word found on few lines weighs more than
+/// one found on many (inverse document frequency over the lines searched), so "disk backup"
+/// ranks the one disk line above a thousand backup lines.
+pub(super) fn rank_partial(partial: &mut [(u64, String)], lines: usize) {
+    let mut df = [0usize; 64];
+    for (m, _) in partial.iter() {
+        for (i, d) in df.iter_mut().enumerate() {
+            if m & (1 << i) != 0 {
+                *d += 1;
+            }
+        }
+    }
+    let n = lines.max(1) as f64;
+    let weight = |m: u64| -> f64 {
+        (0..64)
+            .filter(|i| m & (1 << i) != 0)
+            .map(|i| (n / df[i].max(1) as f64).ln() + 1.0)
+            .sum()
+    };
+    partial.sort_by(|a, b| weight(b.0).total_cmp(&weight(a.0)));
+}
+
+/// What a search found: the lines holding every word (`file:line: text`), how many more there
+/// were, (which words, line) for lines holding some, and how many lines and files it read.
+struct Scan {
+    full: Vec<String>,
+    partial: Vec<(u64, String)>,
+    lines_seen: usize,
+    more: usize,
+    scanned: usize,
+}
+
+/// Search `files` (paths under `root`) line by line with `matcher`.
+/// The bytes of `f` when a search reads it: a regular file (not a link) of at most
+/// [`MAX_SEARCH_FILE`] bytes with no NUL in its first 8 KiB (not binary).
+fn searchable(ws: &Sandbox, f: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(f).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SEARCH_FILE {
+        return None;
+    }
+    let bytes = ws.read_found(f, MAX_SEARCH_FILE).ok()?;
+    (!bytes.iter().take(8192).any(|b| *b == 0)).then_some(bytes)
+}
+
+fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -> Scan {
+    let root = ws.root();
+    let mut full: Vec<String> = Vec::new();
+    let mut partial: Vec<(u64, String)> = Vec::new();
+    let mut lines_seen = 0usize;
+    let mut more = 0usize;
+    let mut scanned = 0usize;
+    for f in files.iter().take(MAX_FILES_SCANNED) {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        let Some(bytes) = searchable(ws, f) else {
+            continue;
+        };
+        scanned += 1;
+        let text = String::from_utf8_lossy(&bytes);
+        for (i, line) in text.lines().enumerate() {
+            lines_seen += 1;
+            let hits = matcher.hits(line);
+            if hits == 0 {
+                continue;
+            }
+            let shown = format!(
+                "{}:{}: {}",
+                rel_display(root, f),
+                i + 1,
+                crate::agent::tools::truncate_str(line.trim_end(), 300)
+            );
+            if hits == matcher.all() {
+                if full.len() < MAX_MATCHES {
+                    full.push(shown);
+                } else {
+                    more += 1;
+                }
+            } else if partial.len() < 10_000 {
+                partial.push((hits, shown));
+            }
+        }
+    }
+    Scan {
+        full,
+        partial,
+        lines_seen,
+        more,
+        scanned,
+    }
+}
+
+/// Most files a count names, one line each.
+const MAX_COUNTED_FILES: usize = 50;
+
+/// How many lines of each of `files` (paths under the workspace root) hold everything
+/// `matcher` asks for, as (shown path, count) for the files with one or more, and how many
+/// files it read. Unlike [`scan`] nothing is capped but the files read.
+fn count_matches(
+    matcher: &Matcher,
+    files: &[PathBuf],
+    ws: &Sandbox,
+    ctx: &ToolContext,
+) -> (Vec<(String, usize)>, usize) {
+    let mut counts = Vec::new();
+    let mut scanned = 0usize;
+    for f in files.iter().take(MAX_FILES_SCANNED) {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        let Some(bytes) = searchable(ws, f) else {
+            continue;
+        };
+        scanned += 1;
+        let n = String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|line| matcher.hits(line) == matcher.all())
+            .count();
+        if n > 0 {
+            counts.push((rel_display(ws.root(), f), n));
+        }
+    }
+    (counts, scanned)
+}
+
+/// A count's output: "3 matching lines in 2 files", then "path: n" for each file, most first
+/// (ties in path order), at most [`MAX_COUNTED_FILES`] of them, then what was searched. No
+/// matching line begins with [`NO_MATCHES`].
+fn count_report(mut counts: Vec<(String, usize)>, what: &str, files_note: &str) -> String {
+    let total: usize = counts.iter().map(|c| c.1).sum();
+    if total == 0 {
+        return format!("{NO_MATCHES} 0 matching lines; searched {files_note} for {what}.");
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut out = format!(
+        "{} in {}",
+        plural(total, "matching line", "matching lines"),
+        plural(counts.len(), "file", "files")
+    );
+    for (path, n) in counts.iter().take(MAX_COUNTED_FILES) {
+        out.push_str(&format!("\n{path}: {n}"));
+    }
+    if counts.len() > MAX_COUNTED_FILES {
+        out.push_str(&format!(
+            "\n... and {} more files",
+            counts.len() - MAX_COUNTED_FILES
+        ));
+    }
+    out.push_str(&format!("\n(counted {what} in {files_note})"));
+    out
+}
+
+/// Most lines a fallback search shows.
+const TASK_WORD_LINES: usize = 8;
+
+/// Least lines of a file whose rare lines a search that found nothing shows.
+const RARE_MIN_LINES: usize = 200;
+
+/// A line's shape occurring at most this often in its file makes it rare.
+pub(super) const RARE_MAX_COUNT: usize = 3;
+
+/// Most rare lines shown per search.
+pub(super) const RARE_LINES: usize = 10;
+
+/// A log line's shape: without its leading timestamp, every token holding a digit as `#`, and
+/// every `key=value`'s value dropped. "… INFO http: GET /x status=200 dur_ms=12" and the same
+/// line with other numbers have one shape.
+pub(super) fn line_shape(line: &str) -> String {
+    line.split_whitespace()
+        .map(|t| match t.split_once('=') {
+            Some((k, _)) => format!("{k}="),
+            None if t.chars().any(|c| c.is_ascii_digit()) => "#".to_string(),
+            None => t.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The lines of long files (logs) whose shape ([`line_shape`]) occurs at most
+/// [`RARE_MAX_COUNT`] times there, as `file:line: text`. A question worded unlike the log ("a
+/// program touched memory it was not allowed to" for a segfault) matches no word, but what it
+/// asks about is an event, and events are the lines a log rarely repeats.
+fn rare_lines(files: &[PathBuf], ws: &Sandbox) -> Vec<String> {
+    let root = ws.root();
+    let mut out = Vec::new();
+    for f in files.iter().take(MAX_FILES_SCANNED) {
+        let Some(bytes) = searchable(ws, f) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        for (i, line) in rare_in(&text) {
+            out.push(format!(
+                "{}:{}: {}",
+                rel_display(root, f),
+                i,
+                crate::agent::tools::truncate_str(line.trim_end(), 300)
+            ));
+        }
+    }
+    out
+}
+
+/// The rare lines of `text` (see [`rare_lines`]) with their 1-based numbers; none for a text
+/// shorter than [`RARE_MIN_LINES`].
+pub(super) fn rare_in(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() < RARE_MIN_LINES {
+        return Vec::new();
+    }
+    let shapes: Vec<String> = lines.iter().map(|l| line_shape(l)).collect();
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for sh in &shapes {
+        *counts.entry(sh.as_str()).or_default() += 1;
+    }
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            counts
+                .get(shapes[*i].as_str())
+                .is_some_and(|n| *n <= RARE_MAX_COUNT)
+                && !l.trim().is_empty()
+        })
+        .map(|(i, l)| (i + 1, *l))
+        .collect()
+}
+
+/// Most of the task's words a fallback search uses.
+const TASK_WORDS_MAX: usize = 12;
+
+/// The task's content words (three letters or more, without its paths: "var/log/syslog" says
+/// where, not what), at most [`TASK_WORDS_MAX`]; `None` when fewer than two.
+pub(super) fn task_words(task: &str) -> Option<Vec<String>> {
+    let task: String = task
+        .split_whitespace()
+        .filter(|t| !t.contains('/') && !t.trim_end_matches(['.', ',', '?']).contains('.'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words: Vec<String> = Matcher::words_in(&task)
+        .into_iter()
+        .filter(|w| w.chars().count() >= 3 && !w.contains('.'))
+        .take(TASK_WORDS_MAX)
+        .collect();
+    (words.len() >= 2).then_some(words)
+}
+
+/// The lines of `files` holding the most of the task's content words (three letters or more),
+/// rarest words weighing most; `None` without a task, for a regex search, or when no line
+/// holds any.
+fn task_word_lines(
+    ctx: &ToolContext,
+    files: &[PathBuf],
+    ws: &Sandbox,
+    regex: bool,
+) -> Option<Vec<String>> {
+    let task = ctx.task.as_deref().filter(|_| !regex)?;
+    let matcher = Matcher::Words(task_words(task)?);
+    let found = scan(&matcher, files, ws, ctx);
+    let all = matcher.all();
+    let mut lines: Vec<(u64, String)> = found
+        .full
+        .into_iter()
+        .map(|l| (all, l))
+        .chain(found.partial)
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    rank_partial(&mut lines, found.lines_seen);
+    Some(
+        lines
+            .into_iter()
+            .take(TASK_WORD_LINES)
+            .map(|(_, l)| l)
+            .collect(),
+    )
+}
+
+impl Tool for SearchText {
+    fn name(&self) -> &str {
+        "search_text"
+    }
+    fn needs_workspace(&self) -> bool {
+        true
+    }
+    /// `pattern` (the old name of `query`) and `ignore_case` (plain words ignore case anyway).
+    fn tolerated_args(&self) -> &[&'static str] {
+        &["pattern", "ignore_case"]
+    }
+    fn description(&self) -> &str {
+        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match. Set count=true to get only how many lines match: the total, then \"file: n\" for each file with a match, most first."
+    }
+    fn args_schema(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "maxLength": 120, "description": "words to find"},
+                "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
+                "regex": {"type": "boolean"},
+                "count": {"type": "boolean", "description": "true: only the number of matching lines per file and in all"}
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+    /// Any search that returned is what the files hold (no match is an answer too).
+    fn verify(&self, _args: &serde_json::Value, _output: &str, _ctx: &ToolContext) -> Verification {
+        Verification::Holds
+    }
+    fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let a: SearchArgs = parse_args(args)?;
+        let _ = a.ignore_case;
+        let matcher = if a.regex {
+            let re = regex::RegexBuilder::new(&a.query)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| ToolError::invalid(format!("bad regex {:?}: {e}.", a.query)))?;
+            Matcher::Regex(re)
+        } else {
+            let words = Matcher::words_in(&a.query);
+            if words.is_empty() {
+                return Err(ToolError::invalid(
+                    "the query has no words; give the words to look for.",
+                ));
+            }
+            Matcher::Words(words)
+        };
+        let ws = ctx.workspace()?;
+        let path = a.path.unwrap_or_else(|| ".".into());
+        check_regular(ctx, &path)?;
+        let start = ws.resolve(&path)?;
+        let mut files = Vec::new();
+        collect_files(ws, &start, &mut files, 0);
+        files.sort();
+        let what = match &matcher {
+            Matcher::Words(w) => format!("lines with all of the words {w:?} (any order, any case)"),
+            Matcher::Regex(_) => format!("lines matching the regex {:?}", a.query),
+        };
+        let files_note = |scanned: usize| {
+            format!(
+                "{} under {path}",
+                plural(scanned, "text file", "text files")
+            )
+        };
+        if a.count {
+            let (counted, scanned) = count_matches(&matcher, &files, ws, ctx);
+            return Ok(count_report(counted, &what, &files_note(scanned)));
+        }
+        let found = scan(&matcher, &files, ws, ctx);
+        let Scan {
+            full,
+            mut partial,
+            lines_seen,
+            more,
+            scanned,
+        } = found;
+        let files_note = files_note(scanned);
+        if !full.is_empty() {
+            let mut out = full.join("\n");
+            if more > 0 {
+                out.push_str(&format!("\n... and {more} more matches"));
+            }
+            out.push_str(&format!(
+                "\n({} {what} in {files_note})",
+                plural(full.len() + more, "match", "matches")
+            ));
+            return Ok(out);
+        }
+        if partial.is_empty() {
+            let mut out = format!(
+                "{NO_MATCHES} searched {files_note} for {what}. Try other words (a synonym, a shorter phrase) or list_dir."
+            );
+            // A log says "No space left on device" where the model searched "disk": the task's
+            // own words, rarest first, usually find the line the model was after.
+            if let Some(lines) = task_word_lines(ctx, &files, ws, a.regex) {
+                out.push_str(&format!(
+                    "\nLines with the most of the task's words instead:\n{}",
+                    lines.join("\n")
+                ));
+            }
+            let rare = rare_lines(&files, ws);
+            if !rare.is_empty() && rare.len() <= 4 * RARE_LINES {
+                out.push_str(&format!(
+                    "\nThe rare lines of the long files searched (each shape seen at most {RARE_MAX_COUNT} times; the events among routine lines):\n{}",
+                    rare.iter()
+                        .take(RARE_LINES)
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ));
+            }
+            return Ok(out);
+        }
+        // Stable: rarest words first, then file order.
+        rank_partial(&mut partial, lines_seen);
+        let shown: Vec<String> = partial
+            .iter()
+            .take(MAX_MATCHES / 2)
+            .map(|(_, l)| l.clone())
+            .collect();
+        Ok(format!(
+            "no line has all the words; searched {files_note} for {what}. Lines with the most of them:\n{}",
+            shown.join("\n")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::tools::ToolErrorKind;
+
+    /// A workspace holding `files` (path, text) and its context.
+    fn workspace(files: &[(&str, String)]) -> (tempfile::TempDir, ToolContext) {
+        let t = tempfile::tempdir().expect("test value");
+        for (f, text) in files {
+            let p = t.path().join(f);
+            std::fs::create_dir_all(p.parent().expect("test value")).expect("test value");
+            std::fs::write(p, text).expect("test value");
+        }
+        let ctx = ToolContext {
+            workspace: Some(Sandbox::new(t.path()).expect("test value")),
+            blob_dir: t.path().join("blobs"),
+            cancel: crate::lm::CancelToken::new(),
+            task: None,
+        };
+        (t, ctx)
+    }
+
+    #[test]
+    fn count_mode_counts_matching_lines_per_file_most_first() {
+        let many: String = (0..120).map(|i| format!("retry {i} timeout\n")).collect();
+        let (_t, ctx) = workspace(&[
+            ("src/a.rs", "Timeout here\nno\nTIMEOUT again\n".to_string()),
+            ("src/b.rs", "a timeout\n".to_string()),
+            ("src/c.rs", "nothing to see\n".to_string()),
+            ("logs/big.log", many),
+        ]);
+        let out = SearchText
+            .call(serde_json::json!({"query": "timeout", "count": true}), &ctx)
+            .expect("counted");
+        let lines: Vec<&str> = out.lines().collect();
+        // More than a lines search shows (50): a count is not capped.
+        assert_eq!(
+            &lines[..4],
+            [
+                "123 matching lines in 3 files",
+                "logs/big.log: 120",
+                "src/a.rs: 2",
+                "src/b.rs: 1"
+            ],
+            "{out}"
+        );
+        assert_eq!(lines.len(), 5, "{out}");
+        assert!(lines[4].contains("in 4 text files under ."), "{out}");
+        // Several words: a line counts when it holds all of them.
+        let out = SearchText
+            .call(
+                serde_json::json!({"query": "timeout again", "path": "src", "count": true}),
+                &ctx,
+            )
+            .expect("counted");
+        assert!(
+            out.starts_with("1 matching line in 1 file\nsrc/a.rs: 1\n"),
+            "{out}"
+        );
+        // A regex keeps its case.
+        let out = SearchText
+            .call(
+                serde_json::json!({"query": "^TIMEOUT", "regex": true, "count": true}),
+                &ctx,
+            )
+            .expect("counted");
+        assert!(
+            out.starts_with("1 matching line in 1 file\nsrc/a.rs: 1\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_count_of_nothing_says_no_matches_and_zero() {
+        let (_t, ctx) = workspace(&[("a.txt", "alpha\nbeta\n".to_string())]);
+        let out = SearchText
+            .call(serde_json::json!({"query": "gamma", "count": true}), &ctx)
+            .expect("counted");
+        assert!(out.starts_with(NO_MATCHES), "{out}");
+        assert!(out.contains(" 0 matching lines;"), "{out}");
+        assert_eq!(out.lines().count(), 1, "{out}");
+        // Without count, the same search shows lines, not counts.
+        let out = SearchText
+            .call(serde_json::json!({"query": "beta"}), &ctx)
+            .expect("found");
+        assert!(out.starts_with("a.txt:2: beta\n"), "{out}");
+    }
+
+    #[test]
+    fn the_schema_offers_count_and_unknown_arguments_stay_refused() {
+        let schema = SearchText.args_schema();
+        assert_eq!(schema["properties"]["count"]["type"], "boolean");
+        assert!(SearchText.description().contains("count=true"));
+        let args = serde_json::json!({"query": "x", "count": true});
+        crate::agent::tools::check_args(&SearchText, &args).expect("offered");
+        let (_t, ctx) = workspace(&[("a.txt", "x\n".to_string())]);
+        let err = SearchText
+            .call(serde_json::json!({"query": "x", "counts": true}), &ctx)
+            .expect_err("unknown");
+        assert_eq!(err.kind, ToolErrorKind::InvalidArgs);
+    }
+}
