@@ -222,11 +222,12 @@ pub fn run(
         run_dir: &run_path,
         task,
     });
-    let ctx = ToolContext {
+    let mut ctx = ToolContext {
         workspace,
         blob_dir: lp.run_dir.blob_dir(),
         cancel: cancel.clone(),
         task: Some(task.to_string()),
+        observed: Vec::new(),
     };
     // What the planner reads as the task: the task, and the workspace's top level when asked.
     let overview = if limits.show_workspace {
@@ -535,6 +536,7 @@ pub fn run(
                             lp.audit.outcome(audited, &result)?;
                             match result {
                                 Ok(text) => {
+                                    ctx.observed.push(text.clone());
                                     let preview =
                                         super::tools::files::read_preview(t.name(), task, &text);
                                     let obs =

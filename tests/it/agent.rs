@@ -1419,6 +1419,7 @@ fn shell_tool_runs_in_the_workspace_and_times_out() {
         blob_dir: e.home.join("blobs"),
         cancel: CancelToken::new(),
         task: None,
+        observed: Vec::new(),
     };
     let shell = Shell::new(ShellPolicy::default());
     let out = shell

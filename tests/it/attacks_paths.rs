@@ -37,6 +37,7 @@ fn ctx(ws: Sandbox) -> ToolContext {
         workspace: Some(ws),
         cancel: CancelToken::new(),
         task: None,
+        observed: Vec::new(),
     }
 }
 

@@ -49,6 +49,7 @@ fn fx() -> Fx {
         blob_dir: base.join("blobs"),
         cancel: CancelToken::new(),
         task: None,
+        observed: Vec::new(),
     };
     Fx {
         _dir: dir,

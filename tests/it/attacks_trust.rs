@@ -83,6 +83,7 @@ impl Lab {
             blob_dir: self.home.join("blobs"),
             cancel: CancelToken::new(),
             task: None,
+            observed: Vec::new(),
         }
     }
 

@@ -19,6 +19,7 @@ fn ctx(task: &str) -> ToolContext {
         blob_dir: std::env::temp_dir(),
         cancel: CancelToken::new(),
         task: Some(task.to_string()),
+        observed: Vec::new(),
     }
 }
 

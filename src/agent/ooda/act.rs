@@ -251,6 +251,7 @@ mod tests {
             blob_dir: std::env::temp_dir(),
             cancel: CancelToken::new(),
             task: None,
+            observed: Vec::new(),
         }
     }
 

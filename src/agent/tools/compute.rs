@@ -195,6 +195,7 @@ mod tests {
             blob_dir: std::env::temp_dir(),
             cancel: crate::lm::CancelToken::new(),
             task: None,
+            observed: Vec::new(),
         }
     }
 

@@ -168,6 +168,9 @@ pub struct ToolContext {
     /// The user's task, when the tools run for one: a search that finds none of the model's
     /// words falls back to the task's own words.
     pub task: Option<String>,
+    /// The tool outputs of the run so far, oldest first: where the numbers a calculation may
+    /// use come from, besides the task.
+    pub observed: Vec<String>,
 }
 
 impl ToolContext {

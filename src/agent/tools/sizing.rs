@@ -505,6 +505,7 @@ mod tests {
             blob_dir: std::env::temp_dir(),
             cancel: CancelToken::new(),
             task: None,
+            observed: Vec::new(),
         }
     }
 
@@ -564,6 +565,7 @@ mod tests {
     fn with_task(task: &str) -> ToolContext {
         ToolContext {
             task: Some(task.into()),
+            observed: Vec::new(),
             ..ctx()
         }
     }

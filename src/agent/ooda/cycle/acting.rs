@@ -253,6 +253,9 @@ impl Driver<'_, '_> {
             }
         }
         self.note_file_effects(&report, tool.file_effect());
+        if report.status != OutcomeStatus::Failed && report.status != OutcomeStatus::TimedOut {
+            self.ctx.observed.push(report.output.clone());
+        }
         let s = &mut self.s;
         if let Ok(mut g) = s.last_action.lock() {
             *g = Some(report.clone());

@@ -239,6 +239,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             blob_dir: s.run_dir.blob_dir(),
             cancel: ooda.cancel.clone(),
             task: Some(s.task.clone()),
+            observed: Vec::new(),
         };
         // The workspace's top level, read once when the run starts (a resumed run keeps its
         // own): the Decide and Orient prompts show it as ReAct shows it under the task.

@@ -144,6 +144,7 @@ mod tests {
                     blob_dir: std::path::PathBuf::from("/nonexistent"),
                     cancel: crate::lm::CancelToken::new(),
                     task: None,
+                    observed: Vec::new(),
                 },
             )
             .expect("runs");

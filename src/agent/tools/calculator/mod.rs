@@ -12,10 +12,12 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::{parse_args, PromptHint, Tool, ToolContext, ToolError, Verification};
+use lines::Line;
 
 /// The characters an expression may hold in the action schema: digits, letters (functions,
-/// units the evaluator drops), spaces and the operators the lexer reads; no `=`.
-pub const EXPRESSION_PATTERN: &str = r"^[0-9A-Za-z .,_+*/^%()\[\]-]+$";
+/// units the evaluator drops), spaces, the operators the lexer reads, and `=` and `;` for named
+/// steps.
+pub const EXPRESSION_PATTERN: &str = r"^[0-9A-Za-z .,_+*/^%()\[\]=;-]+$";
 
 /// The calculator tool.
 #[derive(Debug, Default, Clone, Copy)]
@@ -32,20 +34,39 @@ impl Tool for Calculator {
         "calculator"
     }
     fn description(&self) -> &str {
-        "Evaluate an arithmetic expression exactly. Operators: + - * / % ^ and parentheses; functions: sqrt(x) abs(x) round(x) floor(x) ceil(x) ln(x) log10(x) exp(x) min(a, b) max(a, b) pow(a, b). All arithmetic goes through it, even a sum of two numbers read from files: write the numbers, not words."
+        "Evaluate arithmetic exactly: one expression, or named steps separated by ; (each quantity given a name, the last step the result: price_each = 120 / 4; price_each * 7). Use only numbers from the task or tool outputs. Operators: + - * / % ^ and parentheses; functions: sqrt(x) abs(x) round(x) floor(x) ceil(x) ln(x) log10(x) exp(x) min(a, b) max(a, b) pow(a, b). All arithmetic goes through it, even a sum of two numbers read from files."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
             // Only what the lexer reads: a small model otherwise writes the result into the
             // expression ("48 MB/s / 2.4 GB = 20.0 seconds") and repeats the failing call.
-            "properties": {"expression": {"type": "string", "maxLength": 120, "pattern": EXPRESSION_PATTERN, "description": "the expression, using only numbers, operators and functions"}},
+            "properties": {"expression": {"type": "string", "maxLength": 240, "pattern": EXPRESSION_PATTERN, "description": "an expression, or named steps separated by ; with the result last"}},
             "required": ["expression"],
             "additionalProperties": false
         })
     }
-    fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, ToolError> {
+    fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, ToolError> {
         let a: Args = parse_args(args)?;
+        if let Some(task) = &ctx.task {
+            let foreign = foreign_numbers(&a.expression, task, &ctx.observed);
+            if !foreign.is_empty() {
+                return Err(ToolError::invalid(format!(
+                    "{} {} in neither the task nor any tool output: use the numbers given, and let a step compute the rest (named steps separated by \";\", e.g. \"a = <number> / <number>; a * <number>\").",
+                    foreign.join(", "),
+                    if foreign.len() == 1 { "is" } else { "are" }
+                )));
+            }
+        }
+        if is_program(&a.expression) {
+            let program = a.expression.replace(';', "\n");
+            let (steps, value) = super::compute::run_program(&program)?;
+            return Ok(format!(
+                "{}\n{}{value}",
+                steps.join("\n"),
+                super::compute::RESULT_PREFIX
+            ));
+        }
         evaluate_noting(&a.expression)
             .map(|(n, units)| {
                 if units.is_empty() {
@@ -56,9 +77,13 @@ impl Tool for Calculator {
             })
             .map_err(|e| ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression)))
     }
-    /// The output is a finite number.
+    /// The output is a finite number (a program's on its last line).
     fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {
-        let t = output.trim();
+        let last = output.trim().lines().last().unwrap_or_default();
+        let t = last
+            .strip_prefix(super::compute::RESULT_PREFIX)
+            .unwrap_or(last)
+            .trim();
         if t.parse::<f64>().is_ok_and(f64::is_finite) {
             Verification::Holds
         } else {
@@ -79,6 +104,56 @@ const CALCULATOR_EXAMPLES: &str = "Example 1:\nWorld model:\nObjective: <a quest
 {\"candidates\": [{\"thought\": \"Compute it with the calculator.\", \"tool\": \"calculator\", \"args\": {\"expression\": \"<the arithmetic, with the numbers from the task>\"}}]}\n\
 Example 2:\nWorld model:\nObjective: <the same question>\nActions so far:\n- calculator {\"expression\":\"<the arithmetic>\"} -> verified: <result>\n\
 {\"candidates\": [{\"thought\": \"The calculator returned the result.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<result, copied exactly>\"}}]}\n";
+
+/// Numbers a calculation may use though neither the task nor a tool output states them: small
+/// counts and unit conversions.
+pub const CONSTANTS: &[f64] = &[
+    0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 0.5, 0.25, 24.0, 30.0,
+    31.0, 52.0, 60.0, 100.0, 365.0, 1000.0, 1024.0, 3600.0, 86400.0, 1e6, 1e9,
+];
+
+/// Whether `expr` is a program of named steps (`a = 375 / 6; a * 22`), not one expression.
+fn is_program(expr: &str) -> bool {
+    expr.contains([';', '\n', '='])
+}
+
+/// The numbers written in `expr` that neither `task` nor any of the `observed` outputs states
+/// (as written, a power of ten apart for percents and unit prefixes, or rounded), nor
+/// [`CONSTANTS`] holds: figures the model worked out itself, which a small model gets wrong.
+pub fn foreign_numbers(expr: &str, task: &str, observed: &[String]) -> Vec<String> {
+    use crate::agent::words::{figures_in, numbers_in};
+    let mut sources = numbers_in(task);
+    for o in observed {
+        sources.extend(numbers_in(o));
+    }
+    let stated = |x: f64| {
+        let x = x.abs();
+        CONSTANTS.iter().any(|c| (c - x).abs() < 1e-12)
+            || sources.iter().any(|s| {
+                let s = s.abs();
+                [1.0, 10.0, 100.0, 1000.0, 0.1, 0.01, 0.001]
+                    .iter()
+                    .any(|k| (s * k - x).abs() <= 1e-9 * x.max(1.0))
+            })
+    };
+    // Of each step, the expression that is evaluated: not a result the model wrote after it
+    // (`a = 375 / 6 = 62.5` is evaluated as `375 / 6`).
+    let evaluated: Vec<String> = expr
+        .split([';', '\n'])
+        .filter_map(|l| match lines::read(l) {
+            Line::Statement { exprs, .. } => exprs.into_iter().next(),
+            Line::Skip => None,
+        })
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for (written, value) in evaluated.iter().flat_map(|e| figures_in(e)) {
+        let written = written.trim_start_matches('-');
+        if !stated(value) && !out.iter().any(|o| o == written) {
+            out.push(written.to_string());
+        }
+    }
+    out
+}
 
 /// A calculator value: exact integer or float.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -745,6 +820,74 @@ mod tests {
             Ok(n) => n.to_string(),
             Err(e) => format!("ERR {e}"),
         }
+    }
+
+    fn ctx_for(task: &str, observed: &[&str]) -> ToolContext {
+        ToolContext {
+            workspace: None,
+            blob_dir: std::env::temp_dir(),
+            cancel: crate::lm::CancelToken::new(),
+            task: Some(task.into()),
+            observed: observed.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_number_from_nowhere_is_refused_and_given_or_observed_ones_are_not() {
+        let task = "A recipe needs 375 g of flour for 6 people. How much for 22 people?";
+        let ctx = ctx_for(task, &["total: 41,200"]);
+        let calc = |e: &str| Calculator.call(serde_json::json!({"expression": e}), &ctx);
+        assert_eq!(calc("375 / 6 * 22").expect("given numbers"), "1375");
+        // A constant (100, 1000) and a power of ten of a given number (0.22) are fine.
+        assert!(calc("375 * 1000 / 100 * 0.22").is_ok());
+        // A figure an earlier tool output holds, with its thousands separator, is fine.
+        assert_eq!(calc("41200 / 2").expect("observed"), "20600");
+        let err = calc("2250 / 22").expect_err("2250 is the model's own arithmetic");
+        assert_eq!(err.kind, crate::agent::tools::ToolErrorKind::InvalidArgs);
+        assert!(
+            err.message.contains("2250 is in neither"),
+            "{}",
+            err.message
+        );
+        // Without a task (a tool called outside a run) nothing is checked.
+        let bare = ToolContext {
+            task: None,
+            ..ctx_for("", &[])
+        };
+        assert_eq!(
+            Calculator
+                .call(serde_json::json!({"expression": "2250 / 22 * 22"}), &bare)
+                .expect("unchecked"),
+            "2250"
+        );
+    }
+
+    #[test]
+    fn named_steps_are_a_program_and_a_written_result_is_not_checked() {
+        let task = "A recipe needs 375 g of flour for 6 people. How much for 22 people?";
+        let ctx = ctx_for(task, &[]);
+        let out = Calculator
+            .call(
+                serde_json::json!({"expression": "per_person = 375 / 6 = 62.5; per_person * 22"}),
+                &ctx,
+            )
+            .expect("program");
+        assert!(out.ends_with("result: 1375"), "{out}");
+        assert_eq!(
+            Calculator.verify(&serde_json::json!({}), &out, &ctx),
+            Verification::Holds
+        );
+        let err = Calculator
+            .call(
+                serde_json::json!({"expression": "a = 375 / 6; b * 22"}),
+                &ctx,
+            )
+            .expect_err("unknown name");
+        assert!(
+            err.message.contains("names bound so far: a"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

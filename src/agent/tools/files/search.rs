@@ -512,6 +512,7 @@ mod tests {
             blob_dir: t.path().join("blobs"),
             cancel: crate::lm::CancelToken::new(),
             task: None,
+            observed: Vec::new(),
         };
         (t, ctx)
     }

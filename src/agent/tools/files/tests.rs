@@ -60,6 +60,7 @@ fn a_search_that_finds_none_of_its_words_shows_the_tasks_best_lines() {
             "app.log records when the disk filled up and a backup failed. What was the job id?"
                 .into(),
         ),
+        observed: Vec::new(),
     };
     let args = serde_json::json!({"query": "disk", "path": "app.log"});
     let out = SearchText.call(args.clone(), &ctx).expect("test value");
@@ -99,6 +100,7 @@ fn ctx_in(root: &Path) -> ToolContext {
         blob_dir: root.join("blobs"),
         cancel: crate::lm::CancelToken::new(),
         task: None,
+        observed: Vec::new(),
     }
 }
 

@@ -15,6 +15,7 @@ fn ws_with(files: &[(&str, &str)]) -> (tempfile::TempDir, ToolContext) {
         blob_dir: t.path().join("blobs"),
         cancel: crate::lm::CancelToken::new(),
         task: None,
+        observed: Vec::new(),
     };
     (t, ctx)
 }
