@@ -71,16 +71,7 @@ fn yes() -> bool {
     true
 }
 
-/// The numbers written in a text (`1,234.5` is 1234.5; `-3` is negative).
-pub fn numbers_in(text: &str) -> Vec<f64> {
-    static PATTERN: &str = r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?";
-    let Ok(re) = regex::Regex::new(PATTERN) else {
-        return Vec::new();
-    };
-    re.find_iter(text)
-        .filter_map(|m| m.as_str().replace(',', "").parse::<f64>().ok())
-        .collect()
-}
+pub use super::words::numbers_in;
 
 fn normalize(s: &str) -> String {
     let mut cur = s;

@@ -525,6 +525,35 @@ pub fn mean_is_verb(w: &[String]) -> bool {
     })
 }
 
+/// The numbers written in `text`, as values: `1,284` (thousands separators), `-3`, `17.5`,
+/// `2e6`. The one reader of numbers in text the agent has (the answer step's check and the
+/// eval's checkers).
+pub fn numbers_in(text: &str) -> Vec<f64> {
+    figures_in(text).into_iter().map(|(_, v)| v).collect()
+}
+
+/// The numbers written in `text`, each as written and as a value (the reader of
+/// [`numbers_in`]).
+pub fn figures_in(text: &str) -> Vec<(&str, f64)> {
+    use std::sync::OnceLock;
+    static RE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let Some(re) = RE
+        .get_or_init(|| {
+            regex::Regex::new(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+                .ok()
+        })
+        .as_ref()
+    else {
+        return Vec::new();
+    };
+    re.find_iter(text)
+        .filter_map(|m| {
+            let v = m.as_str().replace(',', "").parse::<f64>().ok()?;
+            Some((m.as_str(), v))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
