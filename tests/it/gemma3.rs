@@ -358,16 +358,21 @@ fn greedy_reference() -> serde_json::Value {
 }
 
 /// The greedy continuations llama.cpp chose on the same file (tests/data/
-/// gemma3-270m.greedy.json, written by benches/compare/greedy.py), on both engines: the prompt
-/// ids first, then 64 tokens each. Ignored by default (loads the 253 MB model and decodes
-/// 2 × 5 × 64 tokens); run with `cargo test --release --test it gemma3_270m_greedy -- --ignored`
-/// after `boyd models pull gemma3-270m`.
+/// gemma3-270m.greedy.json, written by benches/compare/greedy.py), on both engines, 64 tokens
+/// each, for every prompt where llama.cpp's own answer does not depend on how it evaluates the
+/// prompt (`stable`: the same 64 tokens with the prompt in one batch and fed one token at a
+/// time). Where the two modes part, llama.cpp's best two logits are within a few hundredths and
+/// its choice is decided by rounding; `gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties`
+/// covers those prompts. Ignored by default (loads the 253 MB model); run with
+/// `cargo test --release --test it gemma3_270m_greedy -- --ignored` after
+/// `boyd models pull gemma3-270m`.
 #[test]
-// Open: the native engine diverges from llama.cpp on prompt 0 at step 11, where llama.cpp's
-// best two logits are 0.035 apart (a near-tie). Rounding GELU, queries and attention weights
-// through f16 as llama.cpp does did not close it (docs/speed.md); the near-tie bound is held by
-// `gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties`. Steps 0-10 are equal.
-#[ignore = "needs the gemma3-270m file; fails on a near-tie, see the note above"]
+// Open: fails. Stable prompt 5 parts at step 8 (llama.cpp's margin 0.093) on the native engine;
+// boyd's logits lie 1.2 times as far from llama.cpp's batch mode as llama.cpp's own single mode
+// does (`gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties`), so near-ties a few
+// hundredths wide fall either way. Rounding activation scales to f16 as llama.cpp's Q8_0 does,
+// and earlier f16 GELU, queries and attention weights, did not close it (docs/speed.md).
+#[ignore = "needs the gemma3-270m model; fails at near-ties, see the note above"]
 fn gemma3_270m_greedy_equals_llama_cpp() {
     let Some(path) = common::gemma3_270m() else {
         return;
@@ -377,14 +382,26 @@ fn gemma3_270m_greedy_equals_llama_cpp() {
     let ids = |c: &serde_json::Value, k: &str| -> Vec<u32> {
         serde_json::from_value(c[k].clone()).expect("ids")
     };
+    let cases: Vec<&serde_json::Value> = v["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["stable"].as_bool().expect("stable"))
+        .collect();
+    // The issue asks for five prompts of at least 64 tokens; one of them runs past the
+    // 512-token sliding window.
+    assert!(cases.len() >= 5, "{} stable prompts", cases.len());
+    assert!(cases.iter().any(|c| ids(c, "prompt_ids").len() > 512));
     for kind in [EngineKind::Native, EngineKind::Candle] {
         let mut f = GgufFile::open(&path).expect("open");
         let opts = RuntimeOptions::with_engine(kind);
         let d = Decoder::load_with_options(&mut f, &Device::Cpu, 2048, &opts).expect("load");
         let mut s = Session::new(d, 2048);
-        for (i, c) in v["cases"].as_array().expect("cases").iter().enumerate() {
+        for (i, c) in cases.iter().enumerate() {
             let prompt = ids(c, "prompt_ids");
             let want = ids(c, "greedy_ids");
+            assert_eq!(want, ids(c, "single_ids"));
+            assert_eq!(want.len(), 64);
             let text = c["text"].as_str().expect("text");
             assert_eq!(
                 tok.encode(text, true).expect("encodes"),
@@ -417,9 +434,10 @@ fn gemma3_270m_greedy_equals_llama_cpp() {
 /// Where boyd and llama.cpp part ways when both read llama.cpp's own tokens (teacher forcing):
 /// at every step of the pinned continuations, boyd's argmax against llama.cpp's choice. A
 /// disagreement is allowed only where llama.cpp's own top-two margin is under half a logit —
-/// a near-tie that float rounding decides (the `exact` kernels, f64 sums of unquantized
-/// activations, part from llama.cpp at such steps too, which is why `gemma3_270m_greedy_equals_llama_cpp`
-/// is not met). A wrong layer, norm or RoPE base moves logits by whole units and fails here.
+/// a near-tie that float rounding decides. llama.cpp itself parts from its batch-mode choice at
+/// such steps when it feeds the prompt one token at a time, and so do the `exact` kernels (f64
+/// sums of unquantized activations). Runs on every prompt, stable or not. A wrong layer, norm or
+/// RoPE base moves logits by whole units and fails here.
 #[test]
 #[ignore = "needs the gemma3-270m model (boyd models pull gemma3-270m); ~1 min"]
 fn gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties() {
@@ -429,6 +447,19 @@ fn gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties() {
     };
     let v = greedy_reference();
     let get = |c: &serde_json::Value, k: &str| c[k].clone();
+    let cases = v["cases"].as_array().expect("cases");
+    // How far llama.cpp's own two modes lie apart: the single mode's logits at the batch mode's
+    // best ids, along the batch mode's tokens.
+    let mut own = Spread::default();
+    for c in cases {
+        let tops: Vec<Vec<(u32, f64)>> = serde_json::from_value(get(c, "top")).expect("top");
+        let rows: Vec<Vec<f64>> =
+            serde_json::from_value(get(c, "single_forced_logits")).expect("rows");
+        for (top, row) in tops.iter().zip(&rows) {
+            own.add(top, |i| row[i]);
+        }
+    }
+    eprintln!("llama.cpp, prompt fed token by token against in one batch: {own}");
     let runs = [
         (EngineKind::Native, KernelChoice::Auto),
         (EngineKind::Native, KernelChoice::Exact),
@@ -441,13 +472,16 @@ fn gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties() {
         let d = Decoder::load_with_options(&mut f, &Device::Cpu, 2048, &opts).expect("load");
         let mut s = Session::new(d, 2048);
         let (mut steps, mut apart) = (0, 0);
-        for (i, c) in v["cases"].as_array().expect("cases").iter().enumerate() {
+        let mut spread = Spread::default();
+        for (i, c) in cases.iter().enumerate() {
             let prompt: Vec<u32> = serde_json::from_value(get(c, "prompt_ids")).expect("ids");
             let want: Vec<u32> = serde_json::from_value(get(c, "greedy_ids")).expect("ids");
             let margins: Vec<f64> = serde_json::from_value(get(c, "margins")).expect("margins");
+            let tops: Vec<Vec<(u32, f64)>> = serde_json::from_value(get(c, "top")).expect("top");
             s.reset();
             let (mut logits, _) = s.prefill(&prompt).expect("prefill");
-            for (k, (&w, &margin)) in want.iter().zip(&margins).enumerate() {
+            for (k, ((&w, &margin), top)) in want.iter().zip(&margins).zip(&tops).enumerate() {
+                spread.add(top, |j| f64::from(logits[top[j].0 as usize]));
                 // The greedy sampler's own choice.
                 let best = boyd::runtime::sampling::argmax(&logits).expect("logits");
                 steps += 1;
@@ -466,9 +500,60 @@ fn gemma3_270m_disagrees_with_llama_cpp_only_at_near_ties() {
             }
         }
         eprintln!(
-            "{kind:?}/{kernels:?}: {} of {steps} teacher-forced steps equal llama.cpp's choice",
+            "{kind:?}/{kernels:?}: {} of {steps} teacher-forced steps equal llama.cpp's choice; {spread}",
             steps - apart
         );
+        // boyd may lie as far from llama.cpp's batch mode as llama.cpp's single mode does, and
+        // half as far again; a wrong layer, norm or RoPE base is whole logits off.
+        assert!(
+            spread.rms() <= 1.5 * own.rms(),
+            "{kind:?}/{kernels:?}: {spread}; llama.cpp's own: {own}"
+        );
+    }
+}
+
+/// Logits of one run against llama.cpp's batch mode at its best ids, step by step: the RMS of
+/// the difference (each step's mean difference taken out, as a constant shift changes no
+/// probability), its largest entry, and the steps whose best token differs.
+#[derive(Default)]
+struct Spread {
+    sq: f64,
+    n: usize,
+    max: f64,
+    steps: usize,
+    apart: usize,
+}
+
+impl Spread {
+    /// One step: llama.cpp's `(id, logit)` pairs, best first, and the run's logit at the j-th.
+    fn add(&mut self, top: &[(u32, f64)], logit: impl Fn(usize) -> f64) {
+        let d: Vec<f64> = (0..top.len()).map(|j| logit(j) - top[j].1).collect();
+        let mean = d.iter().sum::<f64>() / d.len() as f64;
+        for x in &d {
+            self.sq += (x - mean).powi(2);
+            self.max = self.max.max((x - mean).abs());
+        }
+        self.n += d.len();
+        self.steps += 1;
+        let best = (0..top.len()).fold(0, |b, j| if logit(j) > logit(b) { j } else { b });
+        self.apart += usize::from(best != 0);
+    }
+
+    fn rms(&self) -> f64 {
+        (self.sq / self.n.max(1) as f64).sqrt()
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "logits {:.3} RMS ({:.3} at most) from llama.cpp's at its best 16 ids, best of those 16 differs at {} of {} steps",
+            self.rms(),
+            self.max,
+            self.apart,
+            self.steps
+        )
     }
 }
 
