@@ -358,7 +358,13 @@ impl BenchTarget for BoydTarget<'_> {
         self.mark = self.session.cache().len();
     }
     fn rewind(&mut self) -> candle_core::Result<()> {
-        self.session.truncate(self.mark);
+        let kept = self.session.truncate(self.mark);
+        if kept != self.mark {
+            candle_core::bail!(
+                "rewinding to depth {} kept {kept} positions (a sliding-window ring went past it)",
+                self.mark
+            );
+        }
         Ok(())
     }
 }

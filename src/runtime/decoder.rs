@@ -450,6 +450,12 @@ impl Decoder {
 
     /// A KV cache shaped for this model. `max_len` is capped at the context length.
     pub fn new_cache(&self, max_len: usize) -> KvCache {
+        self.new_cache_with_slack(max_len, crate::runtime::kv_cache::DEFAULT_RING_SLACK)
+    }
+
+    /// [`Decoder::new_cache`] with another slack for the sliding-window layers' rings (see
+    /// [`KvCache`]; tests use a small one to make rings of a tiny model compact often).
+    pub fn new_cache_with_slack(&self, max_len: usize, ring_slack: usize) -> KvCache {
         let dtype = if self.device.is_cpu() {
             DType::F32
         } else {
@@ -465,6 +471,10 @@ impl Decoder {
             max_len: max_len
                 .min(self.params.context_length as usize)
                 .min(self.positions),
+            windows: (0..self.params.n_layers as usize)
+                .map(|l| self.spec.window(l))
+                .collect(),
+            ring_slack,
         };
         if let Some(ty) = self.host_kv {
             return KvCache::new_host(cfg, ty);
@@ -478,7 +488,7 @@ impl Decoder {
         match &self.engine {
             Engine::Candle(m) => self.forward_candle(m, tokens, cache, all),
             Engine::Native(m) => {
-                let logits = m.forward(tokens, cache, all)?;
+                let logits = Self::forward_native(m, tokens, cache, all)?;
                 let vocab = self.params.vocab as usize;
                 Ok(if all {
                     Tensor::from_vec(logits, (tokens.len(), vocab), &self.device)?
@@ -492,7 +502,7 @@ impl Decoder {
     /// Logits as a host vector: the native engine's directly, the candle engine's copied.
     pub fn forward_vec(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>> {
         match &self.engine {
-            Engine::Native(m) => m.forward(tokens, cache, false),
+            Engine::Native(m) => Self::forward_native(m, tokens, cache, false),
             Engine::Candle(m) => Ok(self.forward_candle(m, tokens, cache, false)?.to_vec1()?),
         }
     }
@@ -506,12 +516,36 @@ impl Decoder {
         all: bool,
     ) -> Result<Vec<f32>> {
         match &self.engine {
-            Engine::Native(m) => m.forward(tokens, cache, all),
+            Engine::Native(m) => Self::forward_native(m, tokens, cache, all),
             Engine::Candle(m) => Ok(self
                 .forward_candle(m, tokens, cache, all)?
                 .flatten_all()?
                 .to_vec1()?),
         }
+    }
+
+    /// The native engine's forward pass, in calls of at most [`KvCache::max_batch`] tokens
+    /// (a cache whose sliding-window layers keep only their window takes no more at once).
+    fn forward_native(
+        m: &NativeModel,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        all: bool,
+    ) -> Result<Vec<f32>> {
+        let step = cache.max_batch();
+        if tokens.len() <= step {
+            return m.forward(tokens, cache, all);
+        }
+        let mut out = Vec::new();
+        for chunk in tokens.chunks(step) {
+            let logits = m.forward(chunk, cache, all)?;
+            if all {
+                out.extend_from_slice(&logits);
+            } else {
+                out = logits;
+            }
+        }
+        Ok(out)
     }
 
     fn forward_candle(

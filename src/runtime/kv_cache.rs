@@ -10,6 +10,14 @@
 //! of the kernels' KV types (`f32`, `f16`, `q8_0`; see `kernels::cpu::kv`), with the same
 //! `[kv_head][capacity][row]` layout per layer.
 //!
+//! A host cache keeps only the last positions of a sliding-window layer (Gemma 3's local
+//! layers): `window + 2 × ring_slack` rows per KV head, compacted when full (the last
+//! `window − 1 + ring_slack` positions move to the front), so such a layer's memory stops
+//! growing past its window. One forward call may then add at most `ring_slack + 1` positions
+//! ([`KvCache::max_batch`]; the decoder splits longer ones), and a truncation may go back at
+//! most `ring_slack` positions past the last compaction before the cache must start again
+//! ([`KvCache::truncate`] says how much it kept).
+//!
 //! The numbers the sizing and measurement code read — `len`, `capacity`, `used_bytes`,
 //! `allocated_bytes` — come straight from this structure. A prefix "snapshot" is just a length:
 //! positions below it are never rewritten unless the cache is truncated below it, which
@@ -55,7 +63,18 @@ pub struct KvConfig {
     pub chunk: usize,
     /// Largest capacity (the context length).
     pub max_len: usize,
+    /// Per layer, its sliding window (`None` or a missing entry: the layer sees every
+    /// position). Host caches keep only a window's worth, and a slack, of such a layer.
+    pub windows: Vec<Option<usize>>,
+    /// Positions one forward call may add to a windowed layer's ring beyond the window, and
+    /// how far back a truncation may go ([`DEFAULT_RING_SLACK`]).
+    pub ring_slack: usize,
 }
+
+/// The slack of a windowed layer's ring: 256 positions, so a windowed layer holds at most
+/// `window + 512` rows, what llama.cpp's sliding-window cache holds at its default batch of
+/// 512 (`n_swa + n_ubatch`).
+pub const DEFAULT_RING_SLACK: usize = 256;
 
 /// The per-layer K/V buffers.
 #[derive(Debug)]
@@ -77,6 +96,11 @@ pub struct KvCache {
     /// Per layer, the vector every stored key of a host cache is relative to (empty: none);
     /// see [`KvCache::shift_keys`].
     key_shift: Vec<Vec<f32>>,
+    /// Per layer of a host cache: `(window, rows per KV head)` when the layer is a ring (its
+    /// window plus twice the slack is shorter than the context), else `None`.
+    ring: Vec<Option<(usize, usize)>>,
+    /// Per layer, the first position its buffer holds (0 unless it is a compacted ring).
+    base: Vec<usize>,
 }
 
 impl KvCache {
@@ -94,6 +118,8 @@ impl KvCache {
             hk: Vec::new(),
             hv: Vec::new(),
             key_shift: Vec::new(),
+            ring: Vec::new(),
+            base: Vec::new(),
         }
     }
 
@@ -113,10 +139,54 @@ impl KvCache {
             KvType::F32
         };
         cfg.dtype = DType::F32;
+        let slack = cfg.ring_slack.max(1);
+        let ring = (0..cfg.n_layers)
+            .map(|l| {
+                let w = cfg.windows.get(l).copied().flatten()?;
+                let rows = w.checked_add(slack.checked_mul(2)?)?;
+                (w > 0 && rows < cfg.max_len).then_some((w, rows))
+            })
+            .collect();
+        let n_layers = cfg.n_layers;
         Self {
             host: Some(ty),
+            ring,
+            base: vec![0; n_layers],
             ..Self::new(cfg, &Device::Cpu)
         }
+    }
+
+    /// Whether some layer keeps only its window (a ring).
+    pub fn has_rings(&self) -> bool {
+        self.ring.iter().any(Option::is_some)
+    }
+
+    /// Most positions one forward call may add: unlimited without rings, else the slack + 1
+    /// (a ring must still hold the window of the call's first query after its last key).
+    pub fn max_batch(&self) -> usize {
+        if self.has_rings() {
+            self.cfg.ring_slack.max(1) + 1
+        } else {
+            usize::MAX
+        }
+    }
+
+    /// Where `layer`'s positions sit in a host cache: `(rows per KV head, first position held)`.
+    /// Position `p` of KV head `g` is row `g × rows + (p − first)`.
+    pub fn layer_rows(&self, layer: usize) -> (usize, usize) {
+        match self.ring.get(layer).copied().flatten() {
+            Some((_, rows)) => (rows, self.base.get(layer).copied().unwrap_or(0)),
+            None => (self.capacity, 0),
+        }
+    }
+
+    /// Whether every ring still holds what a query at position `n` attends to besides
+    /// itself (positions `n + 1 − window .. n`).
+    fn rings_hold(&self, n: usize) -> bool {
+        self.ring.iter().zip(&self.base).all(|(r, &base)| match r {
+            Some((w, _)) => base <= (n + 1).saturating_sub(*w),
+            None => true,
+        })
     }
 
     /// Make `keys` (rows of `n_kv_heads × head_dim_k`, about to be stored at the cache's
@@ -252,17 +322,35 @@ impl KvCache {
     }
 
     /// Bytes holding the stored positions: 2 × layers × kv heads × head dim × len × elem size
-    /// (with K and V dims summed when they differ; a `q8_0` row is 34 bytes per 32 values).
+    /// (with K and V dims summed when they differ; a `q8_0` row is 34 bytes per 32 values);
+    /// a ring layer counts the positions it still holds.
     pub fn used_bytes(&self) -> u64 {
-        self.bytes_per_token() * self.len as u64
+        self.layer_positions(|l| match self.ring.get(l).copied().flatten() {
+            Some(_) => self.len - self.base[l].min(self.len),
+            None => self.len,
+        })
     }
 
-    /// Bytes allocated for the buffers (capacity, not length).
+    /// Bytes allocated for the buffers (capacity, not length); a ring layer counts its rows
+    /// once allocated.
     pub fn allocated_bytes(&self) -> u64 {
-        self.bytes_per_token() * self.capacity as u64
+        self.layer_positions(|l| match self.ring.get(l).copied().flatten() {
+            Some((_, rows)) if self.hk.len() > l => rows,
+            Some(_) => 0,
+            None => self.capacity,
+        })
     }
 
-    /// Make room for `extra` more positions, growing by whole chunks.
+    /// Bytes of `rows(layer)` positions summed over the layers.
+    fn layer_positions(&self, rows: impl Fn(usize) -> usize) -> u64 {
+        let per_layer = self.bytes_per_token() / self.cfg.n_layers.max(1) as u64;
+        (0..self.cfg.n_layers)
+            .map(|l| per_layer * rows(l) as u64)
+            .sum()
+    }
+
+    /// Make room for `extra` more positions, growing by whole chunks (and compacting the
+    /// rings that would overflow).
     pub fn reserve(&mut self, extra: usize) -> Result<()> {
         let need = self.len + extra;
         if need > self.cfg.max_len {
@@ -271,6 +359,13 @@ impl KvCache {
                 self.cfg.max_len
             );
         }
+        if extra > self.max_batch() {
+            candle_core::bail!(
+                "{extra} positions in one call; a cache with sliding-window rings takes at most {}",
+                self.max_batch()
+            );
+        }
+        self.compact_rings(extra);
         if need <= self.capacity {
             return Ok(());
         }
@@ -286,8 +381,16 @@ impl KvCache {
         );
         if let Some(ty) = self.host {
             let old = self.capacity;
+            let ring = &self.ring;
             let grow = |bufs: &mut Vec<KvBuf>, d: usize| {
                 for layer in 0..self.cfg.n_layers {
+                    if let Some((_, rows)) = ring.get(layer).copied().flatten() {
+                        // A ring is allocated once, at its full size, and never grows.
+                        if layer >= bufs.len() {
+                            bufs.push(KvBuf::zeros(ty, h * rows, d));
+                        }
+                        continue;
+                    }
                     let mut nb = KvBuf::zeros(ty, h * new_cap, d);
                     if let Some(ob) = bufs.get(layer) {
                         for g in 0..h {
@@ -324,6 +427,34 @@ impl KvCache {
         Ok(())
     }
 
+    /// Before `extra` positions are written: move the last `window − 1 + slack` positions of
+    /// every ring that could not take them to its front.
+    fn compact_rings(&mut self, extra: usize) {
+        let (h, dk, dv, slack) = (
+            self.cfg.n_kv_heads,
+            self.cfg.head_dim_k,
+            self.cfg.head_dim_v,
+            self.cfg.ring_slack.max(1),
+        );
+        for layer in 0..self.cfg.n_layers {
+            let Some((w, rows)) = self.ring.get(layer).copied().flatten() else {
+                continue;
+            };
+            let base = self.base[layer];
+            if self.len + extra - base <= rows || layer >= self.hk.len() {
+                continue;
+            }
+            let keep = (self.len - base).min(w - 1 + slack);
+            let from = self.len - keep - base;
+            for (bufs, d) in [(&mut self.hk, dk), (&mut self.hv, dv)] {
+                for g in 0..h {
+                    bufs[layer].move_rows(g * rows, g * rows + from, keep, d);
+                }
+            }
+            self.base[layer] = self.len - keep;
+        }
+    }
+
     /// Write `k`/`v` of shape `(1, kv_heads, t, dim)` for `layer` at positions
     /// `len..len + t` and return views of positions `0..len + t`. Call `reserve(t)` first and
     /// `advance(t)` after every layer has been written.
@@ -354,12 +485,21 @@ impl KvCache {
         self.len = (self.len + t).min(self.capacity);
     }
 
-    /// Keep only the first `n` positions (no reallocation).
-    pub fn truncate(&mut self, n: usize) {
+    /// Keep only the first `n` positions (no reallocation) and return how many are kept:
+    /// `n`, or 0 when a ring no longer holds the window position `n` needs (it went back
+    /// further than the slack past the last compaction), in which case the cache starts again.
+    pub fn truncate(&mut self, n: usize) -> usize {
         if n < self.len {
+            if !self.rings_hold(n) {
+                self.len = 0;
+                self.base.iter_mut().for_each(|b| *b = 0);
+                self.cuts.push(0);
+                return 0;
+            }
             self.len = n;
             self.cuts.push(n);
         }
+        self.len
     }
 
     /// Drop every position and free the buffers.
@@ -369,6 +509,7 @@ impl KvCache {
         self.hk.clear();
         self.hv.clear();
         self.key_shift.clear();
+        self.base.iter_mut().for_each(|b| *b = 0);
         self.len = 0;
         self.capacity = 0;
         self.cuts.push(0);
@@ -385,7 +526,10 @@ impl KvCache {
     /// Roll back to a snapshot. Fails if positions inside it were discarded since.
     pub fn restore(&mut self, snap: KvSnapshot) -> Result<()> {
         let later_cuts = self.cuts.get(snap.epoch as usize..).unwrap_or(&[]);
-        if snap.len > self.len || later_cuts.iter().any(|&cut| cut < snap.len) {
+        if snap.len > self.len
+            || later_cuts.iter().any(|&cut| cut < snap.len)
+            || !self.rings_hold(snap.len)
+        {
             candle_core::bail!("KV snapshot of {} positions is no longer valid", snap.len);
         }
         self.truncate(snap.len);
@@ -407,6 +551,8 @@ mod tests {
             dtype: DType::F32,
             chunk: 8,
             max_len: 64,
+            windows: Vec::new(),
+            ring_slack: DEFAULT_RING_SLACK,
         }
     }
 

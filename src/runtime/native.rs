@@ -383,7 +383,6 @@ impl NativeModel {
             }
         }
         cache.reserve(t)?;
-        let cap = cache.capacity();
         let k = self.kernels;
         let mut guard = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut *guard;
@@ -403,6 +402,15 @@ impl NativeModel {
         let gelu = p.gate_activation() == GateActivation::GeluTanh;
         for (li, l) in self.layers.iter().enumerate() {
             let window = p.window(li);
+            // Position `q` of KV head `g` is row `g × rows + q − first` (`first` > 0 once a
+            // sliding-window layer's ring has dropped positions its window no longer sees).
+            let (rows, first) = cache.layer_rows(li);
+            if window.map_or(0, |w| (pos + 1).saturating_sub(w)) < first {
+                return Err(candle_core::Error::Msg(format!(
+                    "layer {li} holds positions from {first}, but position {pos} attends further back"
+                ))
+                .into());
+            }
             let rope = match &self.rope_local {
                 Some(local) if p.local_rope(li) => local,
                 _ => &self.rope,
@@ -460,7 +468,7 @@ impl NativeModel {
                 let (kc, vc) = cache.host_layer_mut(li)?;
                 for i in 0..t {
                     for g in 0..nkv {
-                        let row = g * cap + pos + i;
+                        let row = g * rows + pos + i - first;
                         let at = (i * nkv + g) * hd;
                         kc.store_row(row, &s.k[at..at + hd], k);
                         vc.store_row(row, &s.v[at..at + hd], k);
@@ -477,11 +485,11 @@ impl NativeModel {
                 let qpos = pos + i;
                 let start = window.map_or(0, |w| (qpos + 1).saturating_sub(w));
                 let qv = &q[(i * nh + head) * hd..(i * nh + head + 1) * hd];
-                let (first, n) = (g * cap + start, qpos + 1 - start);
+                let (at, n) = (g * rows + start - first, qpos + 1 - start);
                 k.attend_kv(
                     qv,
-                    kc.rows(first, n, hd),
-                    vc.rows(first, n, hd),
+                    kc.rows(at, n, hd),
+                    vc.rows(at, n, hd),
                     n,
                     scale,
                     scores,

@@ -253,8 +253,8 @@ impl Session {
             .take_while(|(a, b)| a == b)
             .count();
         // At least the last prompt token is run again: its logits are needed.
-        let reused = common.min(prompt.len() - 1);
-        self.cache.truncate(reused);
+        // A sliding-window ring may keep less than asked (then nothing).
+        let reused = self.cache.truncate(common.min(prompt.len() - 1));
         self.tokens.truncate(reused);
         let mut logits = None;
         for chunk in prompt[reused..].chunks(self.prefill_chunk) {
@@ -281,10 +281,13 @@ impl Session {
         Ok(())
     }
 
-    /// Keep only the first `n` cached positions.
-    pub fn truncate(&mut self, n: usize) {
-        self.cache.truncate(n);
-        self.tokens.truncate(n);
+    /// Keep only the first `n` cached positions and return how many are kept (fewer when a
+    /// sliding-window layer's ring no longer holds what position `n` attends to; see
+    /// [`KvCache::truncate`]).
+    pub fn truncate(&mut self, n: usize) -> usize {
+        let kept = self.cache.truncate(n);
+        self.tokens.truncate(kept);
+        kept
     }
 
     /// Run one token and return the logits after it.

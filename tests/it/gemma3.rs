@@ -254,6 +254,78 @@ fn gemma3_engines_match_a_plain_reference_forward() {
     }
 }
 
+/// A native cache that keeps only the window (plus slack) of each sliding-window layer gives
+/// the same logits as one that keeps every position: in one batch, in calls longer than the
+/// ring takes at once, token by token past several compactions, and after truncations within
+/// the slack; a truncation further back than the ring holds starts the cache again, and the
+/// session then prefills from nothing and still agrees.
+#[test]
+fn gemma3_sliding_window_rings_keep_the_logits_and_drop_old_positions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gemma3.gguf");
+    let spec = spec();
+    synth::write(&spec, &path).expect("write");
+    let mut f = GgufFile::open(&path).expect("open");
+    let opts = RuntimeOptions {
+        kv_dtype: KvDtype::F32,
+        ..RuntimeOptions::with_engine(EngineKind::Native)
+    };
+    let d = Decoder::load_with_options(&mut f, &Device::Cpu, usize::MAX, &opts).expect("load");
+    const SLACK: usize = 3;
+    let tokens = prompt(spec.vocab, 12 * WINDOW, 5);
+    let mut ring = d.new_cache_with_slack(256, SLACK);
+    let mut full = d.new_cache_with_slack(256, 1 << 20);
+    assert!(ring.has_rings() && !full.has_rings());
+    assert_eq!(ring.max_batch(), SLACK + 1);
+    // A prompt of 3 windows in one call (split by the decoder), then one token at a time.
+    let n0 = 3 * WINDOW;
+    let a = d
+        .forward_logits(&tokens[..n0], &mut ring, true)
+        .expect("ring");
+    let b = d
+        .forward_logits(&tokens[..n0], &mut full, true)
+        .expect("full");
+    assert_eq!(a, b, "batched prompt");
+    for (i, &t) in tokens[n0..].iter().enumerate() {
+        let a = d.forward_vec(&[t], &mut ring).expect("ring");
+        let b = d.forward_vec(&[t], &mut full).expect("full");
+        assert_eq!(a, b, "step {i}");
+    }
+    // Six local layers of seven (local ×5, global, local) hold window + 2 × slack rows, the
+    // global one every position allocated.
+    let per_layer = full.used_bytes() / 7 / tokens.len() as u64;
+    let rows = (WINDOW + 2 * SLACK) as u64;
+    assert!(ring.capacity() >= tokens.len());
+    assert_eq!(
+        ring.allocated_bytes(),
+        per_layer * (6 * rows + ring.capacity() as u64)
+    );
+    assert!(ring.used_bytes() <= per_layer * (6 * rows + tokens.len() as u64));
+    assert!(ring.used_bytes() < full.used_bytes() / 2);
+    // Back by the slack: kept, and the logits from there on still agree.
+    let n = tokens.len() - SLACK;
+    assert_eq!(ring.truncate(n), n);
+    assert_eq!(full.truncate(n), n);
+    let a = d
+        .forward_logits(&tokens[n..], &mut ring, true)
+        .expect("ring");
+    let b = d
+        .forward_logits(&tokens[n..], &mut full, true)
+        .expect("full");
+    assert_eq!(a, b, "after a truncation within the slack");
+    // Further back than any ring holds: the cache starts again.
+    assert_eq!(ring.truncate(2 * WINDOW), 0);
+    assert!(ring.is_empty());
+    let mut s = Session::new(d, 256);
+    let (whole, _) = s.prefill(&tokens).expect("prefill");
+    let last = b.len() - spec.vocab as usize;
+    assert_eq!(
+        whole,
+        b[last..].to_vec(),
+        "session prefill of the whole prompt"
+    );
+}
+
 /// On quantized weights (Q8_0, as the real file's embedding) the engines stay together: the
 /// logits within a few percent of their largest magnitude, the greedy choice at ≥ 90 % of the
 /// positions.

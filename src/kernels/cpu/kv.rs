@@ -118,6 +118,18 @@ impl KvBuf {
         }
     }
 
+    /// Move `n` rows of `dim` values from row `src_row` to row `dst_row` of this buffer (the
+    /// ranges may overlap).
+    pub fn move_rows(&mut self, dst_row: usize, src_row: usize, n: usize, dim: usize) {
+        let u = self.kv_type().row_units(dim);
+        let (s, d) = (src_row * u..(src_row + n) * u, dst_row * u);
+        match self {
+            Self::F32(b) => b.copy_within(s, d),
+            Self::F16(b) => b.copy_within(s, d),
+            Self::Q8_0(b) => b.copy_within(s, d),
+        }
+    }
+
     /// Copy `n` rows of `dim` values from row `src_row` of `src` to row `dst_row` (the same
     /// type; panics otherwise).
     pub fn copy_rows(&mut self, dst_row: usize, src: &KvBuf, src_row: usize, n: usize, dim: usize) {
