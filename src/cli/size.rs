@@ -323,8 +323,10 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
     }
     let window = match e.kv.window {
         Some(w) => format!(
-            ", {} of {} layers capped at {w}",
-            e.kv.sliding_layers, a.n_layers
+            ", {} of {} layers capped at their {w}-token window + {} (one batch)",
+            e.kv.sliding_layers,
+            a.n_layers,
+            crate::sizing::kv::WINDOW_SLACK
         ),
         None => String::new(),
     };

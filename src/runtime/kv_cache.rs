@@ -72,9 +72,9 @@ pub struct KvConfig {
 }
 
 /// The slack of a windowed layer's ring: 256 positions, so a windowed layer holds at most
-/// `window + 512` rows, what llama.cpp's sliding-window cache holds at its default batch of
-/// 512 (`n_swa + n_ubatch`).
-pub const DEFAULT_RING_SLACK: usize = 256;
+/// `window + 512` rows, what the sizing model counts ([`crate::sizing::kv::WINDOW_SLACK`],
+/// llama.cpp's `n_swa + n_ubatch` at its default batch).
+pub const DEFAULT_RING_SLACK: usize = crate::sizing::kv::WINDOW_SLACK as usize / 2;
 
 /// The per-layer K/V buffers.
 #[derive(Debug)]
@@ -175,7 +175,10 @@ impl KvCache {
     /// Position `p` of KV head `g` is row `g × rows + (p − first)`.
     pub fn layer_rows(&self, layer: usize) -> (usize, usize) {
         match self.ring.get(layer).copied().flatten() {
-            Some((_, rows)) => (rows, self.base.get(layer).copied().unwrap_or(0)),
+            Some((_, rows)) => (
+                rows.min(self.capacity),
+                self.base.get(layer).copied().unwrap_or(0),
+            ),
             None => (self.capacity, 0),
         }
     }
@@ -331,12 +334,10 @@ impl KvCache {
         })
     }
 
-    /// Bytes allocated for the buffers (capacity, not length); a ring layer counts its rows
-    /// once allocated.
+    /// Bytes allocated for the buffers (capacity, not length; a ring's rows stop at its size).
     pub fn allocated_bytes(&self) -> u64 {
         self.layer_positions(|l| match self.ring.get(l).copied().flatten() {
-            Some((_, rows)) if self.hk.len() > l => rows,
-            Some(_) => 0,
+            Some((_, rows)) => rows.min(self.capacity),
             None => self.capacity,
         })
     }
@@ -381,20 +382,21 @@ impl KvCache {
         );
         if let Some(ty) = self.host {
             let old = self.capacity;
-            let ring = &self.ring;
+            let (ring, base, len) = (&self.ring, &self.base, self.len);
             let grow = |bufs: &mut Vec<KvBuf>, d: usize| {
                 for layer in 0..self.cfg.n_layers {
-                    if let Some((_, rows)) = ring.get(layer).copied().flatten() {
-                        // A ring is allocated once, at its full size, and never grows.
-                        if layer >= bufs.len() {
-                            bufs.push(KvBuf::zeros(ty, h * rows, d));
-                        }
+                    // A ring grows with the others until it reaches its rows, then stays.
+                    let (from, to, held) = match ring.get(layer).copied().flatten() {
+                        Some((_, rows)) => (old.min(rows), new_cap.min(rows), len - base[layer]),
+                        None => (old, new_cap, len),
+                    };
+                    if from == to && layer < bufs.len() {
                         continue;
                     }
-                    let mut nb = KvBuf::zeros(ty, h * new_cap, d);
+                    let mut nb = KvBuf::zeros(ty, h * to, d);
                     if let Some(ob) = bufs.get(layer) {
                         for g in 0..h {
-                            nb.copy_rows(g * new_cap, ob, g * old, self.len, d);
+                            nb.copy_rows(g * to, ob, g * from, held, d);
                         }
                     }
                     if layer < bufs.len() {
@@ -444,11 +446,13 @@ impl KvCache {
             if self.len + extra - base <= rows || layer >= self.hk.len() {
                 continue;
             }
+            // The rows per head allocated now (the ring may not have reached its size yet).
+            let stride = rows.min(self.capacity);
             let keep = (self.len - base).min(w - 1 + slack);
             let from = self.len - keep - base;
             for (bufs, d) in [(&mut self.hk, dk), (&mut self.hv, dv)] {
                 for g in 0..h {
-                    bufs[layer].move_rows(g * rows, g * rows + from, keep, d);
+                    bufs[layer].move_rows(g * stride, g * stride + from, keep, d);
                 }
             }
             self.base[layer] = self.len - keep;

@@ -109,16 +109,27 @@ pub struct KvCache {
     pub total: Bytes,
     /// Layers with full attention.
     pub full_layers: u32,
-    /// Layers capped at `window` positions.
+    /// Layers capped at `window + WINDOW_SLACK` positions.
     pub sliding_layers: u32,
     /// The window, when some layers use one.
     pub window: Option<u32>,
 }
 
+/// Positions a runtime keeps for a sliding-window layer beyond its window: what one forward
+/// pass may add before the oldest positions can go. llama.cpp sizes such a layer
+/// `n_swa + n_ubatch` (its default batch is 512); boyd's native cache holds window + 2 × 256
+/// (`runtime::kv_cache::DEFAULT_RING_SLACK`). A windowed layer stores `min(ctx, window + 512)`.
+pub const WINDOW_SLACK: u32 = 512;
+
+/// Positions a sliding-window layer stores at context `ctx`.
+fn windowed(w: u32, ctx: u32) -> u32 {
+    ctx.min(w.saturating_add(WINDOW_SLACK))
+}
+
 /// Positions a layer stores at context `ctx`.
 fn positions(arch: &ArchParams, layer: u32, ctx: u32) -> u64 {
     match arch.sliding_window {
-        Some(w) if arch.is_sliding_layer(layer) => u64::from(ctx.min(w)),
+        Some(w) if arch.is_sliding_layer(layer) => u64::from(windowed(w, ctx)),
         _ => u64::from(ctx),
     }
 }
@@ -132,12 +143,13 @@ pub fn kv_cache(arch: &ArchParams, dtype: KvDtype, ctx: u32) -> Result<KvCache, 
     let per_token = mul(add(k_row, v_row, "KV per token")?, layers, "KV per token")?;
     let sliding_layers = arch.n_sliding_layers();
     let full_layers = arch.n_layers - sliding_layers;
-    // Two groups of layers: full attention stores ctx positions, windowed ones min(ctx, w).
+    // Two groups of layers: full attention stores ctx positions, windowed ones
+    // min(ctx, w + WINDOW_SLACK).
     let full_pos = mul(u64::from(full_layers), u64::from(ctx), "KV positions")?;
     let swa_pos = match arch.sliding_window {
         Some(w) => mul(
             u64::from(sliding_layers),
-            u64::from(ctx.min(w)),
+            u64::from(windowed(w, ctx)),
             "KV positions",
         )?,
         None => 0,
@@ -241,9 +253,11 @@ pub(crate) mod tests {
             sliding_window: Some(4096),
             ..llama3_8b()
         };
-        let at_4k = kv_cache(&mistral, KvDtype::F16, 4096).expect("kv");
+        let at_8k = kv_cache(&mistral, KvDtype::F16, 8192).expect("kv");
         let at_32k = kv_cache(&mistral, KvDtype::F16, 32_768).expect("kv");
-        assert_eq!(at_4k.total, at_32k.total, "every Mistral layer is windowed");
+        assert_eq!(at_8k.total, at_32k.total, "every Mistral layer is windowed");
+        let at_4k = kv_cache(&mistral, KvDtype::F16, 4096).expect("kv");
+        assert_eq!(at_32k.total.0, at_4k.total.0 / 4096 * (4096 + 512));
         assert_eq!(at_32k.sliding_layers, 32);
 
         // Gemma 3: 5 of every 6 layers windowed. 12 layers -> 10 windowed, 2 global.
@@ -256,7 +270,13 @@ pub(crate) mod tests {
         let kv = kv_cache(&gemma, KvDtype::F16, 8192).expect("kv");
         assert_eq!((kv.full_layers, kv.sliding_layers), (2, 10));
         let row = 8 * 128 * 2;
-        assert_eq!(kv.total, Bytes(2 * row * (2 * 8192 + 10 * 1024)));
+        assert_eq!(kv.total, Bytes(2 * row * (2 * 8192 + 10 * (1024 + 512))));
+        let short = kv_cache(&gemma, KvDtype::F16, 1200).expect("kv");
+        assert_eq!(
+            short.total,
+            Bytes(2 * row * 12 * 1200),
+            "under window + slack"
+        );
     }
 
     #[test]
