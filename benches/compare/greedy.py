@@ -155,8 +155,15 @@ def main():
         "cases": cases,
     }
     with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+        # One line per case: the per-step tables would take tens of thousands of lines.
+        f.write("{\n")
+        for key, value in record.items():
+            if key != "cases":
+                f.write(f" {json.dumps(key)}: {json.dumps(value)},\n")
+        f.write(' "cases": [\n')
+        rows = (json.dumps(c, separators=(",", ":"), ensure_ascii=False) for c in cases)
+        f.write(",\n".join("  " + r for r in rows))
+        f.write("\n ]\n}\n")
     stable = sum(c["stable"] for c in cases)
     print(f"{stable} of {len(cases)} prompts have the same greedy continuation in both modes")
 
