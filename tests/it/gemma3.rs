@@ -464,6 +464,7 @@ fn gemma3_270m_greedy_equals_llama_cpp() {
     // 512-token sliding window.
     assert!(cases.len() >= 5, "{} stable prompts", cases.len());
     assert!(cases.iter().any(|c| ids(c, "prompt_ids").len() > 512));
+    let mut parted = Vec::new();
     for kind in [EngineKind::Native, EngineKind::Candle] {
         let mut f = GgufFile::open(&path).expect("open");
         let opts = RuntimeOptions::with_engine(kind);
@@ -495,12 +496,14 @@ fn gemma3_270m_greedy_equals_llama_cpp() {
                 "{kind:?} prompt {i}: {same}/{} tokens equal llama.cpp's",
                 want.len()
             );
-            assert_eq!(
-                got, want,
-                "{kind:?}: prompt {i} ({text:.40?}) diverges at {same}"
-            );
+            if got != want {
+                parted.push(format!(
+                    "{kind:?}: prompt {i} ({text:.40?}) diverges at {same}"
+                ));
+            }
         }
     }
+    assert!(parted.is_empty(), "{parted:#?}");
 }
 
 /// Where boyd and llama.cpp part ways when both read llama.cpp's own tokens (teacher forcing):
