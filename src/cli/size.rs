@@ -321,6 +321,12 @@ pub fn render_card(model: &str, e: &Estimate) -> String {
             both(m.embedding_copy)
         );
     }
+    let _ = writeln!(
+        s,
+        "  RoPE tables     {:>24}  cos/sin for {} positions, built at load",
+        both(m.rope_tables),
+        e.ctx.min(a.context_length)
+    );
     let window = match e.kv.window {
         Some(w) => format!(
             ", {} of {} layers capped at their {w}-token window + {} (one batch)",

@@ -184,17 +184,6 @@ fn mid_depth(depth: usize, n: usize) -> usize {
     depth + n / 2
 }
 
-/// RoPE tables the decoder builds at load: cos and sin, `context × head_dim / 2` f32 each, and
-/// for Gemma 3 a second pair for its local layers (their own RoPE base).
-pub fn rope_table_bytes(arch: &ArchParams) -> u64 {
-    let pair = u64::from(arch.context_length) * u64::from(arch.head_dim) * 4;
-    if arch.architecture == crate::sizing::Architecture::Gemma3 {
-        2 * pair
-    } else {
-        pair
-    }
-}
-
 fn kv_bytes(arch: &ArchParams, kv: KvDtype, depth: usize) -> Result<u64, SizingError> {
     if depth == 0 {
         return Ok(0);
@@ -309,7 +298,7 @@ pub fn validate(
     let before_load = MemSnapshot::now();
     let used_before_load = meter.used(&before_load);
     readings.extend(device_reading(&meter, "before load"));
-    let decoder = Decoder::load_with_options(&mut file, device, usize::MAX, &cfg.runtime)?;
+    let decoder = Decoder::load_with_options(&mut file, device, positions, &cfg.runtime)?;
     device.synchronize()?;
     // Predict the activations of the engine that really runs (the options may pick candle on
     // the CPU), with the worker threads it really has.
@@ -325,7 +314,7 @@ pub fn validate(
     readings.extend(device_reading(&meter, "after load"));
     drop(file);
     let embedding_copy = weights::embedding_copy(&arch, &wbytes, hw0.backend.embedding_policy())?;
-    let rope = rope_table_bytes(&arch);
+    let rope = weights::rope_tables(&arch, u32::try_from(positions).unwrap_or(u32::MAX))?.0;
     let weights_mem = WeightsMemory {
         file_tensors: wbytes.total,
         embedding_copy,
@@ -365,13 +354,18 @@ pub fn validate(
         )),
         _ => None,
     };
-    let compute_pred = compute_buffers(
-        &arch,
-        cfg.n_prompt as u32,
-        PREFILL_CHUNK as u32,
-        hw0,
-        wbytes.has_k_quant(),
-    )?;
+    // The session's cache holds `positions`: the native engine's rings (and so its batch
+    // split) follow that, while the scores grow only to the prompt.
+    let batch = match hw0.compute_layout {
+        ComputeLayout::Native => sizing::compute::native_ubatch(
+            &arch,
+            u32::try_from(positions).unwrap_or(u32::MAX),
+            PREFILL_CHUNK as u32,
+        ),
+        ComputeLayout::Candle => PREFILL_CHUNK as u32,
+    };
+    let compute_pred =
+        compute_buffers(&arch, cfg.n_prompt as u32, batch, hw0, wbytes.has_k_quant())?;
     let compute = ComputeMemory {
         tokens: cfg.n_prompt,
         engine,
@@ -622,14 +616,14 @@ pub fn validate(
     for i in 0..=16usize {
         let ctx = (top * i / 16).max(1);
         let e = sizing::estimate(&input(&arch, &wbytes, kv_dtype, ctx), &hw_before)?;
-        let w = e.memory.weights.0 + e.memory.embedding_copy.0 + rope;
+        let w = e.memory.weights.0 + e.memory.embedding_copy.0 + e.memory.rope_tables.0;
         memory_curve.push(MemoryCurvePoint {
             ctx,
             weights: Bytes(w),
             kv: e.memory.kv_cache,
             compute: e.memory.compute,
             overhead: e.memory.overhead,
-            total: Bytes(e.memory.total.0 + rope),
+            total: e.memory.total,
         });
     }
 

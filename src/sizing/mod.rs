@@ -5,7 +5,7 @@
 //! named, so that `boyd validate` can put a measurement next to each one:
 //!
 //! ```text
-//! total = weights + embedding copy + KV cache + compute buffers + overhead
+//! total = weights + embedding copy + RoPE tables + KV cache + compute buffers + overhead
 //! fits  = total <= free (device memory × usable fraction, or the OS's available memory)
 //! ```
 //!
@@ -134,6 +134,9 @@ pub struct Memory {
     /// Extra resident copy of the token embedding the runtime makes (none for boyd's
     /// runtime, which keeps it quantized; an f32 copy for candle-transformers').
     pub embedding_copy: Bytes,
+    /// RoPE cos/sin tables boyd's decoder builds for the context
+    /// ([`weights::rope_tables`]).
+    pub rope_tables: Bytes,
     /// KV cache at the context length.
     pub kv_cache: Bytes,
     /// Compute buffers (activations, logits, dequantization scratch).
@@ -230,6 +233,7 @@ fn memory(
 ) -> Result<(Memory, KvCache, ComputeBuffers, Vec<OverheadItem>), SizingError> {
     const T: &str = "total memory";
     let embedding_copy = weights::embedding_copy(arch, w, hw.backend.embedding_policy())?;
+    let rope_tables = weights::rope_tables(arch, ctx)?;
     let kv_c = kv_cache(arch, kv, ctx)?;
     let comp = compute_buffers(arch, ctx, ubatch, hw, w.has_k_quant())?;
     let items = hw.overhead();
@@ -237,6 +241,7 @@ fn memory(
     let total = [
         w.total.0,
         embedding_copy.0,
+        rope_tables.0,
         kv_c.total.0,
         comp.total.0,
         overhead,
@@ -247,6 +252,7 @@ fn memory(
         Memory {
             weights: w.total,
             embedding_copy,
+            rope_tables,
             kv_cache: kv_c.total,
             compute: comp.total,
             overhead: Bytes(overhead),
@@ -420,6 +426,7 @@ mod tests {
         assert!(full < d && full > 0.6 * d, "{full} vs {d}");
         let total = e.memory.weights.0
             + e.memory.embedding_copy.0
+            + e.memory.rope_tables.0
             + e.memory.kv_cache.0
             + e.memory.compute.0
             + e.memory.overhead.0;

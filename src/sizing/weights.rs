@@ -200,6 +200,24 @@ pub enum EmbeddingPolicy {
     DequantizedF32,
 }
 
+/// The RoPE tables boyd's decoder builds at load for a run of `ctx` positions (capped at the
+/// model's context): cos and sin, `positions × head_dim / 2` f32 each — `positions × head_dim
+/// × 4` bytes per pair — and for Gemma 3 a second pair for its local layers, which rotate with
+/// their own base. Both engines hold them (the native one on the host, candle on its device).
+pub fn rope_tables(arch: &ArchParams, ctx: u32) -> Result<Bytes, SizingError> {
+    const W: &str = "RoPE tables";
+    let positions = u64::from(ctx.min(arch.context_length).max(1));
+    let pairs = if arch.architecture == crate::sizing::Architecture::Gemma3 {
+        2
+    } else {
+        1
+    };
+    let b = [u64::from(arch.head_dim), 4, pairs]
+        .into_iter()
+        .try_fold(positions, |a, f| mul(a, f, W))?;
+    Ok(Bytes(b))
+}
+
 /// Resident bytes beyond the file's weights that `policy` adds (the f32 embedding copy,
 /// minus the quantized tensor it replaces when that one is dropped).
 pub fn embedding_copy(

@@ -632,17 +632,38 @@ impl std::fmt::Display for Spread {
     }
 }
 
-/// `boyd validate` predicts the RoPE tables the decoder builds: Gemma 3 builds two pairs (the
-/// local layers rotate with their own base), other architectures one. Counting one pair left
-/// gemma3-270m's loaded weights 32 MiB over the prediction.
+/// The sizing model counts the RoPE tables the decoder builds for a run's context: Gemma 3
+/// builds two pairs (the local layers rotate with their own base), other architectures one,
+/// and a context past the model's is capped at it. Counting one pair left gemma3-270m's loaded
+/// weights 32 MiB over `boyd validate`'s prediction; not counting them at all left `boyd size`
+/// short by as much at the model's full context.
 #[test]
-fn validate_counts_both_rope_tables_of_gemma3() {
+fn sizing_counts_the_rope_tables_the_decoder_builds() {
+    use boyd::runtime::block::BlockSpec;
     let catalog = boyd::catalog::Catalog::shipped().expect("catalog");
-    let pair =
-        |a: &boyd::sizing::ArchParams| u64::from(a.context_length) * u64::from(a.head_dim) * 4;
+    for name in ["gemma3-270m", "llama-3.2-1b"] {
+        let a = &catalog.get(name).expect("entry").arch;
+        let spec = BlockSpec::new(a).expect("runnable");
+        for ctx in [
+            1u32,
+            4096,
+            a.context_length,
+            a.context_length.saturating_mul(2),
+        ] {
+            let positions = ctx.min(a.context_length) as usize;
+            let built: usize = std::iter::once(spec.rope_tables(positions))
+                .chain(spec.local_rope_tables(positions))
+                .map(|t| (t.cos.len() + t.sin.len()) * 4)
+                .sum();
+            let sized = boyd::sizing::weights::rope_tables(a, ctx).expect("sized");
+            assert_eq!(sized.0, built as u64, "{name} at ctx {ctx}");
+        }
+    }
     let g = &catalog.get("gemma3-270m").expect("entry").arch;
-    assert_eq!(boyd::measure::validate::rope_table_bytes(g), 2 * pair(g));
-    assert_eq!(boyd::measure::validate::rope_table_bytes(g), 64 << 20);
-    let l = &catalog.get("llama-3.2-1b").expect("entry").arch;
-    assert_eq!(boyd::measure::validate::rope_table_bytes(l), pair(l));
+    assert_eq!(
+        boyd::sizing::weights::rope_tables(g, g.context_length)
+            .expect("sized")
+            .0,
+        64 << 20
+    );
 }

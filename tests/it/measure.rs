@@ -10,7 +10,7 @@ use boyd::measure::calibrate::{
 use boyd::measure::compare::{error_pct, Row, Unit};
 use boyd::measure::memory::MemSnapshot;
 use boyd::measure::report::*;
-use boyd::measure::validate::{comparison_rows, rope_table_bytes};
+use boyd::measure::validate::comparison_rows;
 use boyd::sizing::{ArchParams, Backend, ComputeLayout, Profile};
 use boyd::units::{Bytes, BytesPerSec};
 
@@ -162,7 +162,15 @@ fn rope_tables_are_context_times_head_dim_f32() {
         head_dim: 64,
         ..boyd_smollm_arch()
     };
-    assert_eq!(rope_table_bytes(&arch), 8192 * 64 * 4);
+    let rope = |ctx| {
+        boyd::sizing::weights::rope_tables(&arch, ctx)
+            .expect("sized")
+            .0
+    };
+    assert_eq!(rope(8192), 8192 * 64 * 4);
+    assert_eq!(rope(1024), 1024 * 64 * 4);
+    // Capped at the model's context, as the decoder caps its tables.
+    assert_eq!(rope(100_000), 8192 * 64 * 4);
 }
 
 fn boyd_smollm_arch() -> ArchParams {
