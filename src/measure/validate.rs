@@ -314,7 +314,8 @@ pub fn validate(
     readings.extend(device_reading(&meter, "after load"));
     drop(file);
     let embedding_copy = weights::embedding_copy(&arch, &wbytes, hw0.backend.embedding_policy())?;
-    let rope = weights::rope_tables(&arch, u32::try_from(positions).unwrap_or(u32::MAX))?.0;
+    let cache_len = u32::try_from(positions).unwrap_or(u32::MAX);
+    let rope = weights::rope_tables(&arch, cache_len)?.0;
     let weights_mem = WeightsMemory {
         file_tensors: wbytes.total,
         embedding_copy,
@@ -357,11 +358,9 @@ pub fn validate(
     // The session's cache holds `positions`: the native engine's rings (and so its batch
     // split) follow that, while the scores grow only to the prompt.
     let batch = match hw0.compute_layout {
-        ComputeLayout::Native => sizing::compute::native_ubatch(
-            &arch,
-            u32::try_from(positions).unwrap_or(u32::MAX),
-            PREFILL_CHUNK as u32,
-        ),
+        ComputeLayout::Native => {
+            sizing::compute::native_ubatch(&arch, cache_len, PREFILL_CHUNK as u32)
+        }
         ComputeLayout::Candle => PREFILL_CHUNK as u32,
     };
     let compute_pred =

@@ -240,14 +240,17 @@ pub fn compute_buffers(
     if ubatch == 0 {
         return Err(SizingError::Zero { what: "batch" });
     }
-    let ub = ubatch.min(ctx);
+    let layout = hw.compute_layout;
+    let ub = match layout {
+        ComputeLayout::Native => native_ubatch(arch, ctx, ubatch.min(ctx)),
+        ComputeLayout::Candle => ubatch.min(ctx),
+    };
     // The widest attention span of any layer.
     let all_windowed = arch.n_sliding_layers() == arch.n_layers;
     let span = match arch.sliding_window {
         Some(w) if all_windowed => ctx.min(w),
         _ => ctx,
     };
-    let layout = hw.compute_layout;
     let logits = mul(u64::from(arch.vocab), ACT_BYTES, "logits")?;
     let (prefill, decode, dequant_scratch, k_quant_acts) = match layout {
         ComputeLayout::Native => {
@@ -269,7 +272,7 @@ pub fn compute_buffers(
                     .into_iter()
                     .try_fold(0u64, |a, b| add(a, b, "compute buffer"))
             };
-            (at(native_ubatch(arch, ctx, ub))?, at(1)?, 0, k_acts)
+            (at(ub)?, at(1)?, 0, k_acts)
         }
         ComputeLayout::Candle => {
             let prefill = candle_layer(arch, u64::from(ub), u64::from(span))?;
@@ -296,11 +299,7 @@ pub fn compute_buffers(
     )?;
     Ok(ComputeBuffers {
         layout,
-        ubatch: if layout == ComputeLayout::Native {
-            native_ubatch(arch, ctx, ub)
-        } else {
-            ub
-        },
+        ubatch: ub,
         prefill: Bytes(prefill),
         decode: Bytes(decode),
         dequant_scratch: Bytes(dequant_scratch),
