@@ -23,6 +23,112 @@ struct ListArgs {
     path: Option<String>,
     #[serde(default)]
     recursive: bool,
+    /// Only files with this extension ("rs", ".rs" or "*.rs"; any case).
+    #[serde(default)]
+    ext: Option<String>,
+    /// Only files or only folders.
+    #[serde(default)]
+    kind: Option<Kind>,
+}
+
+/// Which entries a filtered listing shows.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    #[serde(alias = "file")]
+    Files,
+    #[serde(alias = "dir", alias = "folders", alias = "directories")]
+    Dirs,
+}
+
+/// What a listing shows and counts: everything unless an extension or a kind is named.
+#[derive(Default)]
+struct Filter {
+    /// Lower case, without the dot.
+    ext: Option<String>,
+    kind: Option<Kind>,
+}
+
+impl Filter {
+    fn new(ext: Option<&str>, kind: Option<Kind>) -> Result<Filter, ToolError> {
+        let ext =
+            match ext.map(|e| e.trim().trim_start_matches('*').trim_start_matches('.')) {
+                None => None,
+                Some("") => return Err(ToolError::invalid(
+                    "ext is empty; give an extension such as \"rs\" or \".md\", or leave it out.",
+                )),
+                Some(e) if e.contains(['/', '\\', '*', '?']) => {
+                    return Err(ToolError::invalid(format!(
+                        "ext {e:?} is not an extension; give one such as \"rs\" or \".md\"."
+                    )))
+                }
+                Some(e) => Some(e.to_lowercase()),
+            };
+        if ext.is_some() && kind == Some(Kind::Dirs) {
+            return Err(ToolError::invalid(
+                "ext picks files and kind=dirs picks folders; give one of them.",
+            ));
+        }
+        Ok(Filter { ext, kind })
+    }
+    fn active(&self) -> bool {
+        self.ext.is_some() || self.kind.is_some()
+    }
+    fn shows_file(&self, name: &str) -> bool {
+        self.kind != Some(Kind::Dirs)
+            && self
+                .ext
+                .as_deref()
+                .is_none_or(|want| extension_of(name).is_some_and(|e| e == want))
+    }
+    fn shows_dir(&self) -> bool {
+        self.kind != Some(Kind::Files) && self.ext.is_none()
+    }
+    /// "3 .rs files", "1 folder", "4 files".
+    fn noun(&self, n: usize) -> String {
+        match (&self.ext, self.kind) {
+            (Some(e), _) => plural(n, &format!(".{e} file"), &format!(".{e} files")),
+            (None, Some(Kind::Dirs)) => plural(n, "folder", "folders"),
+            _ => plural(n, "file", "files"),
+        }
+    }
+}
+
+/// A file name's extension in lower case without the dot; none for "Makefile" or ".env".
+fn extension_of(name: &str) -> Option<String> {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => Some(ext.to_lowercase()),
+        _ => None,
+    }
+}
+
+/// Entries `filter` shows directly in `dir` and in its whole tree (links not followed, 32
+/// levels at most).
+fn count_shown(ws: &Sandbox, dir: &Path, filter: &Filter, depth: usize) -> (usize, usize) {
+    if depth > 32 {
+        return (0, 0);
+    }
+    let mut direct = 0;
+    let mut all = 0;
+    for e in shown_entries(ws, dir) {
+        match e.file_type() {
+            Ok(t) if t.is_file() => {
+                if filter.shows_file(&e.file_name().to_string_lossy()) {
+                    direct += 1;
+                    all += 1;
+                }
+            }
+            Ok(t) if t.is_dir() => {
+                if filter.shows_dir() {
+                    direct += 1;
+                    all += 1;
+                }
+                all += count_shown(ws, &e.path(), filter, depth + 1).1;
+            }
+            _ => {}
+        }
+    }
+    (direct, all)
 }
 
 /// One directory walk's result.
@@ -39,6 +145,7 @@ fn list_into(
     dir: &Path,
     prefix: &str,
     recursive: bool,
+    filter: &Filter,
     depth: usize,
     out: &mut Listing,
 ) {
@@ -52,31 +159,44 @@ fn list_into(
         let Ok(ft) = ent.file_type() else { continue };
         let shown = format!("{prefix}{name}");
         if ft.is_symlink() {
-            push_line(out, format!("{shown} (link, not followed)"));
+            if !filter.active() {
+                push_line(out, format!("{shown} (link, not followed)"));
+            }
         } else if ft.is_dir() {
-            out.dirs += 1;
-            let inner = count_direct(ws, &ent.path()).0;
-            let all = count_all(ws, &ent.path(), 0).0;
-            let counts = if all == inner {
-                plural(inner, "file", "files")
-            } else {
-                format!(
-                    "{}, {all} with its subfolders",
-                    plural(inner, "file", "files")
-                )
-            };
-            push_line(out, format!("{shown}/ ({counts})"));
+            if filter.shows_dir() {
+                show_dir(ws, &ent.path(), &shown, out);
+            }
             if recursive && depth < 32 {
-                list_into(ws, &ent.path(), &format!("{shown}/"), true, depth + 1, out);
+                let next = format!("{shown}/");
+                list_into(ws, &ent.path(), &next, true, filter, depth + 1, out);
             }
         } else if ft.is_file() {
+            if !filter.shows_file(&name) {
+                continue;
+            }
             out.files += 1;
             let size = ent.metadata().map(|m| m.len()).unwrap_or(0);
             push_line(out, format!("{shown} ({size} bytes)"));
-        } else {
+        } else if !filter.active() {
             push_line(out, format!("{shown} (special file)"));
         }
     }
+}
+
+/// A folder's line: its name and how many files it holds.
+fn show_dir(ws: &Sandbox, path: &Path, shown: &str, out: &mut Listing) {
+    out.dirs += 1;
+    let inner = count_direct(ws, path).0;
+    let all = count_all(ws, path, 0).0;
+    let counts = if all == inner {
+        plural(inner, "file", "files")
+    } else {
+        format!(
+            "{}, {all} with its subfolders",
+            plural(inner, "file", "files")
+        )
+    };
+    push_line(out, format!("{shown}/ ({counts})"));
 }
 
 fn push_line(out: &mut Listing, line: String) {
@@ -133,13 +253,8 @@ fn extension_counts(ws: &Sandbox, dir: &Path) -> String {
         for e in shown_entries(ws, dir) {
             match e.file_type() {
                 Ok(t) if t.is_file() => {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    let ext = match name.rsplit_once('.') {
-                        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
-                            format!(".{}", ext.to_lowercase())
-                        }
-                        _ => "no extension".to_string(),
-                    };
+                    let ext = extension_of(&e.file_name().to_string_lossy())
+                        .map_or_else(|| "no extension".to_string(), |x| format!(".{x}"));
                     *out.entry(ext).or_default() += 1;
                 }
                 Ok(t) if t.is_dir() => walk(ws, &e.path(), depth + 1, out),
@@ -199,14 +314,16 @@ impl Tool for ListDir {
         true
     }
     fn description(&self) -> &str {
-        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. Use it to find files and to count them."
+        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. ext (such as \"rs\") keeps only files with that extension, kind=\"files\" or \"dirs\" only files or only folders; the first line then counts those. Use it to find files and to count them."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
             "type": "object",
             "properties": {
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS, "description": "directory relative to the workspace; \".\" for the root"},
-                "recursive": {"type": "boolean"}
+                "recursive": {"type": "boolean"},
+                "ext": {"type": "string", "maxLength": 16, "description": "only files with this extension, such as \"rs\" or \"md\""},
+                "kind": {"type": "string", "enum": ["files", "dirs"], "description": "only files or only folders"}
             },
             "additionalProperties": false
         })
@@ -226,6 +343,7 @@ impl Tool for ListDir {
                 "{path} is a file, not a directory; use read_file to read it."
             )));
         }
+        let filter = Filter::new(a.ext.as_deref(), a.kind)?;
         let shown = rel_display(ws.root(), &dir);
         let mut listing = Listing::default();
         // Entries are shown with their path from the workspace root, so the model can pass
@@ -235,7 +353,17 @@ impl Tool for ListDir {
         } else {
             format!("{}/", shown.trim_end_matches('/'))
         };
-        list_into(ws, &dir, &prefix, a.recursive, 0, &mut listing);
+        list_into(ws, &dir, &prefix, a.recursive, &filter, 0, &mut listing);
+        if filter.active() {
+            return Ok(filtered_listing(
+                ws,
+                &dir,
+                &shown,
+                &filter,
+                a.recursive,
+                listing,
+            ));
+        }
         if listing.lines.is_empty() {
             return Ok(format!("{shown} is empty: 0 files"));
         }
@@ -288,4 +416,34 @@ impl Tool for ListDir {
         }
         Ok(out)
     }
+}
+
+/// A listing of what `filter` keeps: its counts first (directly in `dir`, and in its whole
+/// tree), then the entries.
+fn filtered_listing(
+    ws: &Sandbox,
+    dir: &Path,
+    shown: &str,
+    filter: &Filter,
+    recursive: bool,
+    listing: Listing,
+) -> String {
+    let (direct, all) = count_shown(ws, dir, filter, 0);
+    let mut out = format!(
+        "total: {} directly in {shown}; {} in {shown} and its subfolders",
+        filter.noun(direct),
+        filter.noun(all)
+    );
+    if listing.lines.is_empty() {
+        if all > 0 && !recursive {
+            out.push_str("; none directly here, list with recursive=true to see them");
+        }
+        return out;
+    }
+    out.push('\n');
+    out.push_str(&listing.lines.join("\n"));
+    if listing.truncated {
+        out.push_str(&format!("\n... (only the first {MAX_LIST} entries shown)"));
+    }
+    out
 }

@@ -28,6 +28,9 @@ struct SearchArgs {
     /// Accepted for old callers; plain-word search ignores case anyway.
     #[serde(default)]
     ignore_case: bool,
+    /// Count the matching lines per file instead of printing them.
+    #[serde(default)]
+    count: bool,
 }
 
 /// How lines are matched.
@@ -110,6 +113,8 @@ pub(super) fn rank_partial(partial: &mut [(u64, String)], lines: usize) {
 /// were, (which words, line) for lines holding some, and how many lines and files it read.
 struct Scan {
     full: Vec<String>,
+    /// Lines holding every word, per file (file order; files without one left out).
+    per_file: Vec<(String, usize)>,
     partial: Vec<(u64, String)>,
     lines_seen: usize,
     more: usize,
@@ -131,6 +136,7 @@ fn searchable(ws: &Sandbox, f: &Path) -> Option<Vec<u8>> {
 fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -> Scan {
     let root = ws.root();
     let mut full: Vec<String> = Vec::new();
+    let mut per_file: Vec<(String, usize)> = Vec::new();
     let mut partial: Vec<(u64, String)> = Vec::new();
     let mut lines_seen = 0usize;
     let mut more = 0usize;
@@ -144,6 +150,7 @@ fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -
         };
         scanned += 1;
         let text = String::from_utf8_lossy(&bytes);
+        let mut in_file = 0usize;
         for (i, line) in text.lines().enumerate() {
             lines_seen += 1;
             let hits = matcher.hits(line);
@@ -157,6 +164,7 @@ fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -
                 crate::agent::tools::truncate_str(line.trim_end(), 300)
             );
             if hits == matcher.all() {
+                in_file += 1;
                 if full.len() < MAX_MATCHES {
                     full.push(shown);
                 } else {
@@ -166,9 +174,13 @@ fn scan(matcher: &Matcher, files: &[PathBuf], ws: &Sandbox, ctx: &ToolContext) -
                 partial.push((hits, shown));
             }
         }
+        if in_file > 0 {
+            per_file.push((rel_display(root, f), in_file));
+        }
     }
     Scan {
         full,
+        per_file,
         partial,
         lines_seen,
         more,
@@ -251,6 +263,32 @@ pub(super) fn rare_in(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
+/// Most files a count lists by name.
+const COUNT_FILES_SHOWN: usize = 50;
+
+/// `search_text` with `count=true`: the total first (a small model answers "how many" from the
+/// first number it sees), then the files by count, most first (file order on a tie).
+fn count_report(per_file: &[(String, usize)], what: &str, files_note: &str) -> String {
+    let total: usize = per_file.iter().map(|(_, n)| n).sum();
+    let mut out = format!(
+        "total: {} ({what}) in {} of the {files_note}",
+        plural(total, "matching line", "matching lines"),
+        plural(per_file.len(), "file", "files"),
+    );
+    let mut by_count: Vec<&(String, usize)> = per_file.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1));
+    for (file, n) in by_count.iter().take(COUNT_FILES_SHOWN) {
+        out.push_str(&format!("\n{file}: {n}"));
+    }
+    if by_count.len() > COUNT_FILES_SHOWN {
+        out.push_str(&format!(
+            "\n... and {} more files",
+            by_count.len() - COUNT_FILES_SHOWN
+        ));
+    }
+    out
+}
+
 /// Most of the task's words a fallback search uses.
 const TASK_WORDS_MAX: usize = 12;
 
@@ -314,7 +352,7 @@ impl Tool for SearchText {
         &["pattern", "ignore_case"]
     }
     fn description(&self) -> &str {
-        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match."
+        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match; with count=true it prints how many lines match, in all and per file, instead."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -322,7 +360,8 @@ impl Tool for SearchText {
             "properties": {
                 "query": {"type": "string", "maxLength": 120, "description": "words to find"},
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
-                "regex": {"type": "boolean"}
+                "regex": {"type": "boolean"},
+                "count": {"type": "boolean", "description": "count matching lines (in all and per file) instead of listing them"}
             },
             "required": ["query"],
             "additionalProperties": false
@@ -360,6 +399,7 @@ impl Tool for SearchText {
         let found = scan(&matcher, &files, ws, ctx);
         let Scan {
             full,
+            per_file,
             mut partial,
             lines_seen,
             more,
@@ -373,6 +413,9 @@ impl Tool for SearchText {
             "{} under {path}",
             plural(scanned, "text file", "text files")
         );
+        if a.count {
+            return Ok(count_report(&per_file, &what, &files_note));
+        }
         if !full.is_empty() {
             let mut out = full.join("\n");
             if more > 0 {

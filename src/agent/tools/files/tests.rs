@@ -216,3 +216,96 @@ fn a_search_worded_unlike_the_log_shows_its_rare_lines() {
         line_shape("T2 INFO http: GET /a status=404")
     );
 }
+
+#[test]
+fn a_count_search_gives_the_total_first_and_each_files_count() {
+    let t = tempfile::tempdir().expect("test value");
+    std::fs::create_dir_all(t.path().join("src/net")).expect("test value");
+    std::fs::write(
+        t.path().join("src/a.rs"),
+        "// TODO: split\nfn a() {}\n// todo again\n",
+    )
+    .expect("test value");
+    std::fs::write(t.path().join("src/net/b.rs"), "// TODO one\n").expect("test value");
+    std::fs::write(t.path().join("src/c.rs"), "fn c() {}\n").expect("test value");
+    let ctx = ctx_in(t.path());
+    let out = SearchText
+        .call(
+            serde_json::json!({"query": "TODO", "path": "src", "count": true}),
+            &ctx,
+        )
+        .expect("test value");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("total: 3 matching lines") && lines[0].contains("in 2 files"),
+        "{out}"
+    );
+    assert_eq!(&lines[1..], ["src/a.rs: 2", "src/net/b.rs: 1"], "{out}");
+    // None found is a count too, not the fallback lines.
+    let none = SearchText
+        .call(serde_json::json!({"query": "FIXME", "count": true}), &ctx)
+        .expect("test value");
+    assert!(none.starts_with("total: 0 matching lines"), "{none}");
+    assert_eq!(none.lines().count(), 1, "{none}");
+}
+
+#[test]
+fn list_dir_filters_by_extension_and_kind_and_counts_what_it_keeps() {
+    let t = tempfile::tempdir().expect("test value");
+    for f in [
+        "src/main.rs",
+        "src/lib.RS",
+        "src/notes.md",
+        "src/net/tcp.rs",
+        "src/net/deep/udp.rs",
+        "src/Makefile",
+    ] {
+        touch(t.path(), f);
+    }
+    let ctx = ctx_in(t.path());
+    let call = |args: serde_json::Value| ListDir.call(args, &ctx);
+    let rs = call(serde_json::json!({"path": "src", "ext": ".rs"})).expect("test value");
+    let lines: Vec<&str> = rs.lines().collect();
+    assert_eq!(
+        lines[0], "total: 2 .rs files directly in src; 4 .rs files in src and its subfolders",
+        "{rs}"
+    );
+    assert_eq!(lines.len(), 3, "{rs}");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.contains(".rs ") || l.contains(".RS ")),
+        "{rs}"
+    );
+    let tree = call(serde_json::json!({"path": "src", "ext": "*.rs", "recursive": true}))
+        .expect("test value");
+    assert_eq!(tree.lines().count(), 5, "{tree}");
+    assert!(tree.contains("src/net/deep/udp.rs"), "{tree}");
+    assert!(!tree.contains("src/net/ ("), "folders are left out: {tree}");
+    let dirs = call(serde_json::json!({"path": "src", "kind": "dirs", "recursive": true}))
+        .expect("test value");
+    assert!(
+        dirs.starts_with("total: 1 folder directly in src; 2 folders in src and its subfolders"),
+        "{dirs}"
+    );
+    let files = call(serde_json::json!({"path": "src", "kind": "files"})).expect("test value");
+    assert!(
+        files.starts_with("total: 4 files directly in src; 6 files in src and its subfolders"),
+        "{files}"
+    );
+    assert!(!files.contains("net/"), "{files}");
+    let none = call(serde_json::json!({"path": "src/net/deep", "ext": "py"})).expect("test value");
+    assert_eq!(
+        none,
+        "total: 0 .py files directly in src/net/deep; 0 .py files in src/net/deep and its subfolders"
+    );
+    // Contradictory or empty filters are errors the model can fix, not an empty listing.
+    for bad in [
+        serde_json::json!({"ext": "rs", "kind": "dirs"}),
+        serde_json::json!({"ext": ""}),
+        serde_json::json!({"ext": "../x"}),
+        serde_json::json!({"kind": "links"}),
+    ] {
+        assert!(call(bad.clone()).is_err(), "{bad}");
+    }
+}
