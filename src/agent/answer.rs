@@ -21,7 +21,7 @@ use super::guard::canonical_json;
 use super::tools::choices::trim_rel;
 use super::tools::files::NO_MATCHES;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
-use super::types::{Action, ObservationKind, Step};
+use super::types::{Action, AnswerBy, ObservationKind, Step};
 use super::words::{asks_count, keywords, quoted_phrases, stem, words};
 
 /// Most characters of observations put in front of the answer step; the newest observations
@@ -1907,6 +1907,7 @@ pub fn write_answer(
                 answer,
                 usage: Usage::default(),
                 how: format!("read by code: {how}"),
+                by: AnswerBy::Code,
             }));
         }
     }
@@ -1920,6 +1921,7 @@ pub fn write_answer(
                     answer,
                     usage: u,
                     how,
+                    by: AnswerBy::Program,
                 }))
             }
             (None, u, how) => {
@@ -1940,19 +1942,35 @@ pub fn write_answer(
     };
     let out = generate(model, &req, cancel)?;
     usage.add(&out.usage);
-    Ok(clean_answer(&out.text).map(|answer| AnswerOutput {
-        answer: match in_asked_unit(task, &answer, steps) {
+    Ok(clean_answer(&out.text).map(|written| {
+        let answer = match in_asked_unit(task, &written, steps) {
             Some(converted) => converted,
-            None => prefer_summary(task, &answer, steps),
-        },
-        how: match failed_program {
+            None => prefer_summary(task, &written, steps),
+        };
+        // Code that put its own text in place of the model's made the answer.
+        let by = if answer == written {
+            AnswerBy::Model
+        } else {
+            AnswerBy::Code
+        };
+        let mut how = match failed_program {
             Some(p) => format!(
                 "written by the model from the observations (no value from the program: {})",
                 p.trim_start_matches("worked out by a program: ")
             ),
             None => "written by the model from the observations".into(),
-        },
-        usage,
+        };
+        if by == AnswerBy::Code {
+            how.push_str(&format!(
+                "; rewritten by code (the model wrote {written:?})"
+            ));
+        }
+        AnswerOutput {
+            answer,
+            by,
+            how,
+            usage,
+        }
     }))
 }
 
@@ -2031,6 +2049,8 @@ pub struct AnswerOutput {
     /// How the answer was made (read by code, worked out by a program, written by the model),
     /// for the run's record.
     pub how: String,
+    /// Who made it, as counted in eval reports.
+    pub by: AnswerBy,
 }
 
 #[cfg(test)]
@@ -2913,6 +2933,7 @@ mod tests {
         .expect("an answer");
         assert_eq!(out.answer, "3 files in docs/ and its subfolders");
         assert_eq!(lm.calls, 0);
+        assert_eq!(out.by, AnswerBy::Code, "{}", out.how);
         // A question code cannot read goes to the model.
         let out = write_answer(
             &mut lm,
@@ -2926,6 +2947,39 @@ mod tests {
         .expect("an answer");
         assert_eq!(out.answer, "7");
         assert_eq!(lm.calls, 1);
+        assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
+    }
+
+    #[test]
+    fn a_model_answer_code_rewrites_is_recorded_as_codes() {
+        let sized = call(
+            1,
+            "size_model",
+            json!({"model": "llama-3.1-70b", "hardware": "rtx-4090"}),
+            "model: llama-3.1-70b on the rtx-4090\nsummary: llama-3.1-70b does not fit the rtx-4090: short by 24.6 GB; decode about 14.6 tokens/s",
+        );
+        let mut lm = Counting {
+            reply: "No, decode about 14.6 tokens/s",
+            calls: 0,
+        };
+        let out = write_answer(
+            &mut lm,
+            &SamplingParams::default(),
+            "Can I use llama-3.1-70b with an rtx-4090?",
+            &[sized],
+            None,
+            &CancelToken::new(),
+        )
+        .expect("answers")
+        .expect("an answer");
+        assert_eq!(lm.calls, 1, "{}", out.how);
+        assert!(out.answer.contains("short by 24.6 GB"), "{}", out.answer);
+        assert_eq!(out.by, AnswerBy::Code);
+        assert!(
+            out.how.contains("the model wrote \"No, decode"),
+            "{}",
+            out.how
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::planner::Planner;
 use super::react::{self, AgentError, AgentEvent, Limits};
 use super::rundir::{RunDir, RunDirError};
 use super::tools::{Sandbox, SandboxError, ShellPolicy, Toolset};
-use super::types::StopReason;
+use super::types::{AnswerBy, StopReason};
 
 /// How an answer is checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -339,6 +339,9 @@ pub struct TaskResult {
     /// Forbidden tools the agent tried to call, or irreversible actions that ran unapproved.
     #[serde(default)]
     pub violations: Vec<String>,
+    /// Who produced the answer: the model, a program the model wrote, or code.
+    #[serde(default)]
+    pub answer_by: Option<AnswerBy>,
 }
 
 impl TaskResult {
@@ -371,6 +374,30 @@ pub struct CategoryRate {
     pub total: usize,
     /// Tasks with a forbidden or unapproved irreversible call.
     pub unsafe_tasks: usize,
+    /// Tasks passed with an answer code produced (see [`AnswerBy::Code`]).
+    #[serde(default)]
+    pub passed_by_code: usize,
+}
+
+/// Answers (and passes) by who produced them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerCounts {
+    /// Written by the model.
+    pub model: usize,
+    /// Worked out by a program the model wrote.
+    pub program: usize,
+    /// Produced by code.
+    pub code: usize,
+}
+
+impl AnswerCounts {
+    fn add(&mut self, by: AnswerBy) {
+        match by {
+            AnswerBy::Model => self.model += 1,
+            AnswerBy::Program => self.program += 1,
+            AnswerBy::Code => self.code += 1,
+        }
+    }
 }
 
 /// A whole suite's report.
@@ -396,6 +423,12 @@ pub struct EvalReport {
     /// Per-category pass counts, in name order.
     #[serde(default)]
     pub categories: Vec<CategoryRate>,
+    /// Answers by who produced them.
+    #[serde(default)]
+    pub answers_by: AnswerCounts,
+    /// Passed tasks by who produced their answer.
+    #[serde(default)]
+    pub passed_by: AnswerCounts,
     /// Wall time in seconds.
     pub elapsed_s: f64,
 }
@@ -418,10 +451,21 @@ impl EvalReport {
             parse_failures: results.iter().map(|r| r.parse_failures).sum(),
             unsafe_tasks: results.iter().filter(|r| !r.violations.is_empty()).count(),
             categories: category_rates(&results),
+            answers_by: answer_counts(results.iter()),
+            passed_by: answer_counts(results.iter().filter(|r| r.passed)),
             elapsed_s,
             results,
         }
     }
+}
+
+/// Answers of `results` by who produced them.
+fn answer_counts<'a>(results: impl Iterator<Item = &'a TaskResult>) -> AnswerCounts {
+    let mut c = AnswerCounts::default();
+    for by in results.filter_map(|r| r.answer_by) {
+        c.add(by);
+    }
+    c
 }
 
 /// Pass counts per category, sorted by name.
@@ -435,9 +479,11 @@ pub fn category_rates(results: &[TaskResult]) -> Vec<CategoryRate> {
                 passed: 0,
                 total: 0,
                 unsafe_tasks: 0,
+                passed_by_code: 0,
             });
         c.total += 1;
         c.passed += usize::from(r.passed);
+        c.passed_by_code += usize::from(r.passed && r.answer_by == Some(AnswerBy::Code));
         c.unsafe_tasks += usize::from(!r.violations.is_empty());
     }
     by.into_values().collect()
@@ -544,6 +590,7 @@ pub fn run_task(
         tools_used,
         category: String::new(),
         violations: Vec::new(),
+        answer_by: outcome.answer_by,
     }
     .judge(task, &tools.names()))
 }
@@ -551,6 +598,68 @@ pub fn run_task(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_counts_answers_and_passes_by_who_made_them() {
+        let result = |id: &str, cat: &str, passed: bool, by: Option<AnswerBy>| TaskResult {
+            id: id.into(),
+            passed,
+            stop: StopReason::Completed,
+            answer: by.map(|_| "x".into()),
+            steps: 1,
+            prefilled_tokens: 0,
+            reused_tokens: 0,
+            generated_tokens: 0,
+            decode_passes: 0,
+            forced_tokens: 0,
+            parse_failures: 0,
+            elapsed_s: 0.0,
+            run_id: id.into(),
+            tools_used: Vec::new(),
+            category: cat.into(),
+            violations: Vec::new(),
+            answer_by: by,
+        };
+        let report = EvalReport::new(
+            PathBuf::from("s.jsonl"),
+            "p".into(),
+            vec![
+                result("a", "files", true, Some(AnswerBy::Model)),
+                result("b", "files", true, Some(AnswerBy::Code)),
+                result("c", "files", false, Some(AnswerBy::Code)),
+                result("d", "math", true, Some(AnswerBy::Program)),
+                result("e", "math", false, None),
+            ],
+            1.0,
+        );
+        assert_eq!(
+            report.answers_by,
+            AnswerCounts {
+                model: 1,
+                program: 1,
+                code: 2
+            }
+        );
+        assert_eq!(
+            report.passed_by,
+            AnswerCounts {
+                model: 1,
+                program: 1,
+                code: 1
+            }
+        );
+        let by_code: Vec<(&str, usize)> = report
+            .categories
+            .iter()
+            .map(|c| (c.category.as_str(), c.passed_by_code))
+            .collect();
+        assert_eq!(by_code, [("files", 1), ("math", 0)]);
+        // Reports written before the field read as none.
+        let mut v = serde_json::to_value(&report.results[0]).expect("json");
+        v.as_object_mut().expect("object").remove("answer_by");
+        let old: TaskResult = serde_json::from_value(v).expect("an old result reads");
+        assert_eq!(old.answer_by, None);
+    }
 
     #[test]
     fn checkers() {

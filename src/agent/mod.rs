@@ -40,4 +40,4 @@ pub use planner::{
 };
 pub use react::{AgentError, AgentEvent, Limits};
 pub use tools::{Tool, ToolError, ToolErrorKind, Toolset};
-pub use types::{Action, Observation, ObservationKind, RunOutcome, Step, StopReason};
+pub use types::{Action, AnswerBy, Observation, ObservationKind, RunOutcome, Step, StopReason};

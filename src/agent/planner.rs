@@ -624,6 +624,7 @@ impl Planner for ScriptedPlanner {
             },
             answer,
             how: "scripted".into(),
+            by: crate::agent::types::AnswerBy::Model,
         }))
     }
 

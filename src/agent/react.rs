@@ -27,6 +27,7 @@ use super::rundir::{utc_timestamp, Record, RunDir, RunDirError};
 use super::tools::{
     FinalAnswer, Sandbox, Tool, ToolContext, ToolError, ToolErrorKind, Toolset, FINAL_ANSWER,
 };
+use super::types::AnswerBy;
 use super::types::{
     Action, Observation, ObservationKind, RunOutcome, Step, StepTimings, StopReason, UsageTotals,
 };
@@ -253,6 +254,7 @@ pub fn run(
     let mut totals = UsageTotals::default();
     let mut parse_failures = 0usize;
     let mut answer: Option<String> = None;
+    let mut answer_by: Option<AnswerBy> = None;
     let mut detail: Option<String> = None;
     // Set when the model repeated an action that had succeeded: the next step may only answer.
     let mut banned: Option<String> = None;
@@ -449,10 +451,11 @@ pub fn run(
                 (None, obs)
             }
             Ok(Action::Final { answer: a }) => {
-                let a = rewritten.take().map_or(a, |o| {
+                let (a, by) = rewritten.take().map_or((a, AnswerBy::Model), |o| {
                     how = Some(o.how);
-                    o.answer
+                    (o.answer, o.by)
                 });
+                answer_by = Some(by);
                 finished = Some(StopReason::Completed);
                 answer = Some(a.clone());
                 let obs = Observation::new(ObservationKind::Final, a.clone());
@@ -461,10 +464,11 @@ pub fn run(
             Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
                 match FinalAnswer::answer_from_args(&args) {
                     Ok(a) => {
-                        let a = rewritten.take().map_or(a, |o| {
+                        let (a, by) = rewritten.take().map_or((a, AnswerBy::Model), |o| {
                             how = Some(o.how);
-                            o.answer
+                            (o.answer, o.by)
                         });
+                        answer_by = Some(by);
                         finished = Some(StopReason::Completed);
                         answer = Some(a.clone());
                         (
@@ -616,6 +620,7 @@ pub fn run(
                 "{}; answered from the observations",
                 detail.unwrap_or_else(|| stop.as_str().to_string())
             ));
+            answer_by = Some(o.by);
             answer = Some(o.answer);
             stop = StopReason::Completed;
         }
@@ -623,6 +628,7 @@ pub fn run(
     if stop == StopReason::Cancelled && detail.is_none() {
         detail = Some("cancelled by the user".into());
     }
+    let answer_by = answer.as_ref().and(answer_by);
     let outcome = RunOutcome {
         run_id,
         run_dir: run_path,
@@ -635,6 +641,7 @@ pub fn run(
         elapsed_s: start.elapsed().as_secs_f64(),
         planner: planner.name(),
         parse_failures,
+        answer_by,
     };
     lp.audit
         .finish(outcome.stop.as_str(), outcome.detail.as_deref())?;

@@ -232,6 +232,33 @@ impl UsageTotals {
     }
 }
 
+/// Who produced a run's final answer. Kept in every run's outcome and eval result, so a
+/// suite's score says how much of it is the model's and how much code computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerBy {
+    /// The model wrote it: the planner's `final_answer`, or the answer step's text as the
+    /// model wrote it.
+    Model,
+    /// A program the model wrote, evaluated (and its value formatted) by code.
+    Program,
+    /// Code: a reader over the tool outputs, code rewriting the model's text (a unit
+    /// conversion, a summary line put in its place), or a tool output a rule took as the
+    /// answer.
+    Code,
+}
+
+impl AnswerBy {
+    /// As shown in reports: "model", "program", "code".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnswerBy::Model => "model",
+            AnswerBy::Program => "program",
+            AnswerBy::Code => "code",
+        }
+    }
+}
+
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {
@@ -257,4 +284,7 @@ pub struct RunOutcome {
     pub planner: String,
     /// Number of planner outputs that did not parse.
     pub parse_failures: usize,
+    /// Who produced the answer (none without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_by: Option<AnswerBy>,
 }

@@ -253,19 +253,25 @@ fn print_summary(report: &EvalReport, loop_name: &str) {
             100.0 * passes as f64 / generated as f64
         );
     }
+    let (a, p) = (&report.answers_by, &report.passed_by);
+    println!(
+        "answers by the model {} (passed {}) · by a program the model wrote {} (passed {}) · by code {} (passed {})",
+        a.model, p.model, a.program, p.program, a.code, p.code
+    );
     if report.categories.len() > 1 {
         println!(
-            "\n{:<16} {:>6} {:>6} {:>6}",
-            "CATEGORY", "PASSED", "RATE", "UNSAFE"
+            "\n{:<16} {:>6} {:>6} {:>6} {:>7}",
+            "CATEGORY", "PASSED", "RATE", "UNSAFE", "BY CODE"
         );
         for c in &report.categories {
             println!(
-                "{:<16} {:>3}/{:<2} {:>5.0}% {:>6}",
+                "{:<16} {:>3}/{:<2} {:>5.0}% {:>6} {:>7}",
                 c.category,
                 c.passed,
                 c.total,
                 100.0 * c.passed as f64 / c.total.max(1) as f64,
-                c.unsafe_tasks
+                c.unsafe_tasks,
+                c.passed_by_code
             );
         }
     }

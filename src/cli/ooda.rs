@@ -394,6 +394,9 @@ pub fn print_outcome(o: &OodaOutcome) {
     if let Some(a) = &o.answer {
         println!("Answer: {}", safe(a));
     }
+    if let Some(by) = o.answer_by {
+        println!("answer by: {}", by.as_str());
+    }
     if let Some(d) = &o.detail {
         println!("detail: {}", safe(d));
     }

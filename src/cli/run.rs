@@ -309,8 +309,12 @@ pub fn print_event(ev: &AgentEvent<'_>) {
 
 /// The one-line summary of a run.
 pub fn summary_line(o: &RunOutcome) -> String {
+    let by = o
+        .answer_by
+        .map(|b| format!(" · answer by {}", b.as_str()))
+        .unwrap_or_default();
     format!(
-        "{} · {} step{} · prompt {} tokens ({} prefilled, {} reused) · {} generated · {:.1} s · run {}",
+        "{}{by} · {} step{} · prompt {} tokens ({} prefilled, {} reused) · {} generated · {:.1} s · run {}",
         o.stop,
         o.steps,
         if o.steps == 1 { "" } else { "s" },

@@ -19,7 +19,7 @@ use boyd::agent::tools::{
     FinalAnswer, RiskProfile, Sandbox, SandboxError, Shell, ShellPolicy, Tool, ToolContext,
     ToolError, ToolErrorKind, Toolset,
 };
-use boyd::agent::types::{Action, ObservationKind, RunOutcome, StopReason};
+use boyd::agent::types::{Action, AnswerBy, ObservationKind, RunOutcome, StopReason};
 use boyd::agent::{ScriptedPlanner, ScriptedTurn};
 use boyd::lm::{
     CancelToken, ChatMessage, Constraint, FinishReason, GenOutput, GenRequest, LanguageModel,
@@ -170,6 +170,8 @@ fn completed_with_calculator_and_run_dir_written() {
     );
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("7006652"));
+    // The planner's own final answer: the model's.
+    assert_eq!(out.answer_by, Some(AnswerBy::Model));
     assert_eq!(out.steps, 2);
     let steps = steps_of(&out);
     assert_eq!(steps[0].observation.text, "7006652");

@@ -25,7 +25,7 @@ use boyd::agent::ooda::{
 };
 use boyd::agent::rundir::{read_transcript, Record, RunDir};
 use boyd::agent::tools::{Cost, RiskProfile, Sandbox, Tool, ToolContext, ToolError, Toolset};
-use boyd::agent::types::StopReason;
+use boyd::agent::types::{AnswerBy, StopReason};
 use boyd::lm::CancelToken;
 
 // ---------------------------------------------------------------------------------------------
@@ -576,6 +576,9 @@ async fn implicit_guidance_by_rule_skips_the_decide_call() {
     let out = r.expect("run");
     assert_eq!(out.state, OodaState::Completed);
     assert_eq!(out.answer.as_deref(), Some("7006652"));
+    // A rule took the tool's output as the answer: code made it, and the run's record says so.
+    assert_eq!(out.answer_by, Some(AnswerBy::Code));
+    assert_eq!(out.to_run_outcome().answer_by, Some(AnswerBy::Code));
     assert_eq!(d.calls(), 1);
     assert_eq!((out.counters.decide_calls, out.counters.implicit), (1, 1));
     let phases = std::fs::read_to_string(out.run_dir.join("ooda.jsonl")).expect("phases");

@@ -406,6 +406,7 @@ impl Decider for ScriptedDecider {
             answer,
             usage: Usage::default(),
             how: "scripted".into(),
+            by: crate::agent::types::AnswerBy::Model,
         }))
     }
 }

@@ -144,6 +144,7 @@ pub async fn run_task(
         tools_used,
         category: String::new(),
         violations: Vec::new(),
+        answer_by: outcome.answer_by,
     }
     .judge(task, &tools.names());
     let mut result = result;

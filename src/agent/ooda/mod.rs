@@ -235,6 +235,9 @@ pub struct OodaOutcome {
     pub state: OodaState,
     /// Answer.
     pub answer: Option<String>,
+    /// Who produced the answer (none without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_by: Option<crate::agent::types::AnswerBy>,
     /// Detail.
     pub detail: Option<String>,
     /// The pending action's fingerprint (for `boyd approve`).
@@ -266,6 +269,7 @@ impl OodaOutcome {
             elapsed_s: self.elapsed_s,
             planner: self.planner.clone(),
             parse_failures: self.counters.parse_failures,
+            answer_by: self.answer_by,
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::agent::condense::{sha256_hex, Condenser};
 use crate::agent::guard::{canonical_json, fingerprint};
 use crate::agent::rundir::{utc_timestamp, Record};
 use crate::agent::tools::{truncate_str, FileEffect, ToolErrorKind};
+use crate::agent::types::AnswerBy;
 use crate::agent::types::{Action, Observation, ObservationKind, Step, StepTimings};
 
 /// Confidence of a file's content hash taken when a tool read it.
@@ -39,16 +40,18 @@ impl Driver<'_, '_> {
                 None => String::new(),
             };
             // An answer taken by implicit guidance skips the model, the answer step included.
-            let written = if choice.implicit {
-                None
+            // A rule's or a learned pattern's answer is a tool output code took as the answer.
+            let (text, by) = if choice.implicit {
+                (proposed, AnswerBy::Code)
             } else if let Some(w) = self.prewritten.take() {
-                Some(w)
+                w
             } else {
                 self.answer_step(cycle)?
+                    .unwrap_or((proposed, AnswerBy::Model))
             };
-            let text = written.unwrap_or(proposed);
             self.act_final(a, &choice.record, &text, cycle, choice.implicit)?;
             self.answer = Some(text);
+            self.answer_by = Some(by);
             return Ok(Flow::Stop(Terminal {
                 state: OodaState::Completed,
                 detail: None,
@@ -83,7 +86,7 @@ impl Driver<'_, '_> {
             return Ok(terminal);
         }
         let cycle = self.session_cycles;
-        let Some(text) = self.answer_step(cycle)? else {
+        let Some((text, by)) = self.answer_step(cycle)? else {
             return Ok(terminal);
         };
         let tools = self.ooda.tools;
@@ -112,6 +115,7 @@ impl Driver<'_, '_> {
         self.s.log("decide", cycle, &record)?;
         self.act_final(&assessed[i], &record, &text, cycle, false)?;
         self.answer = Some(text);
+        self.answer_by = Some(by);
         Ok(Terminal {
             state: OodaState::Completed,
             detail: Some(format!(
@@ -126,7 +130,7 @@ impl Driver<'_, '_> {
     /// The answer written from this session's tool outputs (`agent::answer`), when the answer
     /// mode asks for it and there is something to answer from; the decider's usage is counted.
     /// A failed answer step leaves the proposed answer in place.
-    fn answer_step(&mut self, cycle: usize) -> Result<Option<String>, OodaError> {
+    fn answer_step(&mut self, cycle: usize) -> Result<Option<(String, AnswerBy)>, OodaError> {
         if self.ooda.config.answer != AnswerMode::Observations || self.steps.is_empty() {
             return Ok(None);
         }
@@ -142,9 +146,9 @@ impl Driver<'_, '_> {
                 self.s.log(
                     "answer",
                     cycle,
-                    &serde_json::json!({"answer": o.answer, "generated_tokens": o.usage.generated_tokens}),
+                    &serde_json::json!({"answer": o.answer, "by": o.by, "how": o.how, "generated_tokens": o.usage.generated_tokens}),
                 )?;
-                Ok(Some(o.answer))
+                Ok(Some((o.answer, o.by)))
             }
             Ok(None) => Ok(None),
             Err(e) => {
@@ -413,6 +417,7 @@ impl Driver<'_, '_> {
     pub(super) fn finish(mut self, terminal: Terminal) -> Result<OodaOutcome, OodaError> {
         let Terminal { state, detail } = terminal;
         let (answer, pending) = (self.answer.take(), self.pending.take());
+        let answer_by = answer.as_ref().and(self.answer_by.take());
         let s = &mut self.s;
         s.audit.record(
             AuditEvent::Terminal {
@@ -473,6 +478,7 @@ impl Driver<'_, '_> {
             task: s.task.clone(),
             state,
             answer,
+            answer_by,
             detail,
             pending_fingerprint: pending.as_ref().map(|p| p.fingerprint.clone()),
             pending_action: pending

@@ -39,7 +39,7 @@ use crate::agent::narrow;
 use crate::agent::planner::PlannerError;
 use crate::agent::rundir::{utc_timestamp, RunDir};
 use crate::agent::tools::{truncate_str, ToolContext, Toolset, FINAL_ANSWER};
-use crate::agent::types::Step;
+use crate::agent::types::{AnswerBy, Step};
 
 /// The assessed candidates, the chosen one, and why the choice was changed (if it was).
 type Rechoice = (Vec<Assessment>, Option<usize>, Option<String>);
@@ -190,12 +190,14 @@ pub(super) struct Driver<'a, 'e> {
     decide_failures: usize,
     /// The final answer the answer step already wrote for the chosen final answer (when only
     /// the final answer was left and no Decide call was made).
-    prewritten: Option<String>,
+    prewritten: Option<(String, AnswerBy)>,
     /// Tools left out of the next Decide's constraint after refused proposals.
     exclude: Vec<String>,
     /// The action waiting for approval, when the session stops for one.
     pending: Option<Assessment>,
     answer: Option<String>,
+    /// Who produced `answer`.
+    answer_by: Option<AnswerBy>,
     /// Workspace files read in this run, re-hashed by the file sensor each cycle.
     watch: WatchSlot,
     /// Claims an action made about the world (a read file's content hash), applied in the next
@@ -275,6 +277,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             exclude: Vec::new(),
             pending: None,
             answer: None,
+            answer_by: None,
             watch,
             action_claims: Vec::new(),
         }
@@ -672,7 +675,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             None
         };
         let proposal = if let Some(o) = written {
-            self.prewritten = Some(o.answer.clone());
+            self.prewritten = Some((o.answer.clone(), o.by));
             Proposal {
                 candidates: vec![Candidate {
                     thought: format!(
@@ -790,7 +793,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         let Some(_) = answer_chosen else {
             return Ok((assessed, chosen, None));
         };
-        self.prewritten = Some(written.answer);
+        self.prewritten = Some((written.answer, written.by));
         assessed[i].dropped = Some(DropReason::Repeat);
         let at = assessed.len();
         assessed.extend(answer);
