@@ -112,11 +112,9 @@ fn count_shown(ws: &Sandbox, dir: &Path, filter: &Filter, depth: usize) -> (usiz
     let mut all = 0;
     for e in shown_entries(ws, dir) {
         match e.file_type() {
-            Ok(t) if t.is_file() => {
-                if filter.shows_file(&e.file_name().to_string_lossy()) {
-                    direct += 1;
-                    all += 1;
-                }
+            Ok(t) if t.is_file() && filter.shows_file(&e.file_name().to_string_lossy()) => {
+                direct += 1;
+                all += 1;
             }
             Ok(t) if t.is_dir() => {
                 if filter.shows_dir() {

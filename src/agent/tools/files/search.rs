@@ -276,7 +276,7 @@ fn count_report(per_file: &[(String, usize)], what: &str, files_note: &str) -> S
         plural(per_file.len(), "file", "files"),
     );
     let mut by_count: Vec<&(String, usize)> = per_file.iter().collect();
-    by_count.sort_by(|a, b| b.1.cmp(&a.1));
+    by_count.sort_by_key(|f| std::cmp::Reverse(f.1));
     for (file, n) in by_count.iter().take(COUNT_FILES_SHOWN) {
         out.push_str(&format!("\n{file}: {n}"));
     }
