@@ -20,6 +20,7 @@ pub mod bound;
 pub mod condense;
 pub mod eval;
 pub mod eval_concurrent;
+pub mod grounding;
 pub mod guard;
 pub mod narrow;
 pub mod ooda;

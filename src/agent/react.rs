@@ -275,9 +275,12 @@ pub fn run(
             lp.run_dir.append(&Record::Step(step.clone()))?;
             (lp.on_event)(&AgentEvent::Observed { step: &step });
             steps.push(step);
+            answer_by = Some(o.by);
             answer = Some(o.answer);
         }
     }
+    // Set once the model was sent back for an answer with a number from nowhere.
+    let mut sent_back = false;
 
     let stop = loop {
         if answer.is_some() {
@@ -451,30 +454,61 @@ pub fn run(
                 (None, obs)
             }
             Ok(Action::Final { answer: a }) => {
-                let (a, by) = rewritten.take().map_or((a, AnswerBy::Model), |o| {
-                    how = Some(o.how);
-                    (o.answer, o.by)
-                });
-                answer_by = Some(by);
-                finished = Some(StopReason::Completed);
-                answer = Some(a.clone());
-                let obs = Observation::new(ObservationKind::Final, a.clone());
-                (Some(Action::Final { answer: a }), obs)
+                let (a, by, h) =
+                    super::grounding::pick_answer(a, rewritten.take(), original_task, &steps);
+                how = h;
+                let room = steps.len() + 2 < limits.max_steps;
+                match super::grounding::send_back(&a, by, original_task, &steps, room && !sent_back)
+                {
+                    Some(text) => {
+                        sent_back = true;
+                        let obs = Observation::new(ObservationKind::Guard, text);
+                        (Some(Action::Final { answer: a }), obs)
+                    }
+                    None => {
+                        answer_by = Some(by);
+                        finished = Some(StopReason::Completed);
+                        answer = Some(a.clone());
+                        let obs = Observation::new(ObservationKind::Final, a.clone());
+                        (Some(Action::Final { answer: a }), obs)
+                    }
+                }
             }
             Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
                 match FinalAnswer::answer_from_args(&args) {
                     Ok(a) => {
-                        let (a, by) = rewritten.take().map_or((a, AnswerBy::Model), |o| {
-                            how = Some(o.how);
-                            (o.answer, o.by)
-                        });
-                        answer_by = Some(by);
-                        finished = Some(StopReason::Completed);
-                        answer = Some(a.clone());
-                        (
-                            Some(Action::Final { answer: a.clone() }),
-                            Observation::new(ObservationKind::Final, a),
-                        )
+                        let (a, by, h) = super::grounding::pick_answer(
+                            a,
+                            rewritten.take(),
+                            original_task,
+                            &steps,
+                        );
+                        how = h;
+                        let room = steps.len() + 2 < limits.max_steps;
+                        match super::grounding::send_back(
+                            &a,
+                            by,
+                            original_task,
+                            &steps,
+                            room && !sent_back,
+                        ) {
+                            Some(text) => {
+                                sent_back = true;
+                                (
+                                    Some(Action::Final { answer: a }),
+                                    Observation::new(ObservationKind::Guard, text),
+                                )
+                            }
+                            None => {
+                                answer_by = Some(by);
+                                finished = Some(StopReason::Completed);
+                                answer = Some(a.clone());
+                                (
+                                    Some(Action::Final { answer: a.clone() }),
+                                    Observation::new(ObservationKind::Final, a),
+                                )
+                            }
+                        }
                     }
                     Err(e) => {
                         let text = format!(

@@ -193,10 +193,82 @@ fn final_answer_tool_call_completes() {
     let e = env();
     let out = run_builtin(
         &e,
-        vec![ScriptedTurn::tool("final_answer", json!({"answer": 42}))],
+        vec![
+            calc("6 * 7"),
+            ScriptedTurn::tool("final_answer", json!({"answer": 42})),
+        ],
     );
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("42"));
+}
+
+#[test]
+fn an_answer_with_a_number_from_nowhere_sends_the_planner_back_once() {
+    let e = env();
+    let out = run_builtin(
+        &e,
+        vec![
+            calc("1234 * 5678"),
+            ScriptedTurn::answer("about 7006653"),
+            ScriptedTurn::answer("7006652"),
+        ],
+    );
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("7006652"));
+    assert_eq!(out.answer_by, Some(AnswerBy::Model));
+    let steps = steps_of(&out);
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[1].observation.kind, ObservationKind::Guard);
+    assert!(
+        steps[1].observation.text.contains("states 7006653"),
+        "{}",
+        steps[1].observation.text
+    );
+    // Once a run: the same made-up figure a second time is the answer.
+    let e = env();
+    let out = run_builtin(
+        &e,
+        vec![ScriptedTurn::answer("42"), ScriptedTurn::answer("42")],
+    );
+    assert_eq!(out.answer.as_deref(), Some("42"));
+    assert_eq!(out.steps, 2);
+}
+
+#[test]
+fn an_answer_step_that_makes_up_a_number_loses_to_the_planners_grounded_answer() {
+    let e = env();
+    let mut planner = ScriptedPlanner::new(vec![calc("17 * 23 + 4"), ScriptedTurn::answer("395")])
+        .with_answers(["17 * 23 + 4 = 402"]);
+    let limits = Limits {
+        answer: AnswerMode::Observations,
+        ..Limits::default()
+    };
+    let out = run_with(
+        &e,
+        &mut planner,
+        &Toolset::builtin(None),
+        &limits,
+        &CancelToken::new(),
+    );
+    assert_eq!(out.answer.as_deref(), Some("395"));
+    assert_eq!(out.answer_by, Some(AnswerBy::Model));
+    let steps = steps_of(&out);
+    assert!(steps[1].thought.contains("402"), "{}", steps[1].thought);
+    // A grounded rewrite is kept.
+    let e = env();
+    let mut planner = ScriptedPlanner::new(vec![
+        calc("17 * 23 + 4"),
+        ScriptedTurn::answer("I think 400"),
+    ])
+    .with_answers(["395"]);
+    let out = run_with(
+        &e,
+        &mut planner,
+        &Toolset::builtin(None),
+        &limits,
+        &CancelToken::new(),
+    );
+    assert_eq!(out.answer.as_deref(), Some("395"));
 }
 
 #[test]

@@ -46,8 +46,23 @@ impl Driver<'_, '_> {
             } else if let Some(w) = self.prewritten.take() {
                 w
             } else {
-                self.answer_step(cycle)?
-                    .unwrap_or((proposed, AnswerBy::Model))
+                match self.answer_step(cycle)? {
+                    // An answer step that did arithmetic in its head loses to the decider's
+                    // answer from the outputs (`grounding`).
+                    Some((written, by))
+                        if crate::agent::grounding::planner_wins(
+                            &proposed,
+                            &written,
+                            by,
+                            &self.s.task,
+                            &self.steps,
+                        )
+                        .is_none() =>
+                    {
+                        (written, by)
+                    }
+                    _ => (proposed, AnswerBy::Model),
+                }
             };
             self.act_final(a, &choice.record, &text, cycle, choice.implicit)?;
             self.answer = Some(text);
