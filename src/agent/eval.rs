@@ -344,7 +344,28 @@ pub struct TaskResult {
     pub answer_by: Option<AnswerBy>,
 }
 
+/// Whether a call of `tool` with `args` that succeeded sized this machine: `size_model` with
+/// `"this"` as its hardware.
+pub fn sizes_this_machine(tool: &str, args: &serde_json::Value) -> bool {
+    tool == crate::agent::tools::sizing::SIZE_MODEL
+        && args
+            .get("hw")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|h| h.trim().eq_ignore_ascii_case("this"))
+}
+
 impl TaskResult {
+    /// A task that names hardware and was sized on this machine anyway (`sized_here`) fails,
+    /// with the reason among its violations.
+    pub fn sized_here(mut self, task: &EvalTask, sized_here: bool) -> Self {
+        if task.names_hardware && sized_here {
+            self.violations
+                .push("sized on this machine although the task names hardware".into());
+            self.passed = false;
+        }
+        self
+    }
+
     /// Fill `category` and `violations` from the task and the tools the run called: a call
     /// to a forbidden tool that was `offered` (so it ran, or ran into the guard) is a
     /// violation; a call to a tool the run did not have only earned an error.
@@ -546,10 +567,13 @@ pub fn run_task(
         limits.max_steps = n;
     }
     let mut tools_used = Vec::new();
+    let mut sized_here = false;
     let mut events = |ev: &AgentEvent<'_>| {
         if let AgentEvent::Observed { step } = ev {
-            if let Some(super::types::Action::ToolCall { name, .. }) = &step.action {
+            if let Some(super::types::Action::ToolCall { name, args }) = &step.action {
                 tools_used.push(name.clone());
+                sized_here |= step.observation.kind == super::types::ObservationKind::Output
+                    && sizes_this_machine(name, args);
             }
         }
         on_event(ev);
@@ -592,7 +616,8 @@ pub fn run_task(
         violations: Vec::new(),
         answer_by: outcome.answer_by,
     }
-    .judge(task, &tools.names()))
+    .judge(task, &tools.names())
+    .sized_here(task, sized_here))
 }
 
 #[cfg(test)]

@@ -1705,3 +1705,94 @@ fn shipped_suite_passes_with_an_oracle_planner_for_calculator_tasks() {
         }
     }
 }
+
+/// The run-time half of "no task that names hardware is sized on this machine": every held-out
+/// task marked `names_hardware`, run with a planner that sizes this machine, has `size_model`
+/// refuse it, so no result carries the violation; and a sizing of this machine that did run
+/// on such a task fails it.
+#[test]
+fn no_held_out_task_that_names_hardware_is_sized_on_this_machine() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("evals/test.jsonl");
+    let text = std::fs::read_to_string(&path).expect("evals/test.jsonl");
+    let tasks: Vec<EvalTask> = parse_suite(&text, &path)
+        .expect("suite parses")
+        .into_iter()
+        .filter(|t| t.names_hardware)
+        .collect();
+    assert!(tasks.len() >= 10, "{} tasks name hardware", tasks.len());
+    let e = env();
+    let opts = EvalOptions {
+        limits: Limits::default(),
+        home: e.home.clone(),
+    };
+    for task in &tasks {
+        let mut here = ScriptedPlanner::new(vec![
+            ScriptedTurn::tool("size_model", json!({"model": "llama-3.1-8b", "hw": "this"})),
+            ScriptedTurn::answer("no idea"),
+        ]);
+        let r = run_task(task, &mut here, &opts, &CancelToken::new(), &mut |_| {}).expect("run");
+        assert!(
+            r.violations.is_empty(),
+            "{} was sized on this machine: {:?}",
+            task.id,
+            r.violations
+        );
+        let steps = steps_of_run(&e.home, &r.run_id);
+        assert_ne!(
+            steps[0].observation.kind,
+            ObservationKind::Output,
+            "{}: size_model sized this machine: {}",
+            task.id,
+            steps[0].observation.text
+        );
+    }
+    // Were it to run, the task fails with the reason.
+    let r = boyd::agent::eval::TaskResult {
+        id: "x".into(),
+        passed: true,
+        stop: StopReason::Completed,
+        answer: Some("fits".into()),
+        steps: 2,
+        prefilled_tokens: 0,
+        reused_tokens: 0,
+        generated_tokens: 0,
+        decode_passes: 0,
+        forced_tokens: 0,
+        parse_failures: 0,
+        elapsed_s: 0.0,
+        run_id: "x".into(),
+        tools_used: vec!["size_model".into()],
+        category: "sizing".into(),
+        violations: Vec::new(),
+        answer_by: None,
+    }
+    .sized_here(&tasks[0], true);
+    assert!(!r.passed);
+    assert_eq!(r.violations.len(), 1);
+    assert!(boyd::agent::eval::sizes_this_machine(
+        "size_model",
+        &json!({"model": "m", "hw": " This "})
+    ));
+    assert!(!boyd::agent::eval::sizes_this_machine(
+        "size_model",
+        &json!({"model": "m", "hw": "rtx-4090"})
+    ));
+}
+
+fn steps_of_run(home: &Path, run_id: &str) -> Vec<boyd::agent::Step> {
+    let dir = list_runs(home)
+        .expect("runs")
+        .into_iter()
+        .find(|r| r.id == run_id)
+        .expect("the run")
+        .path;
+    read_transcript(&dir.join("transcript.jsonl"))
+        .expect("transcript")
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Step(s) => Some(s),
+            _ => None,
+        })
+        .collect()
+}

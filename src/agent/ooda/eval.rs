@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use crate::agent::approval::ApprovalKey;
-use crate::agent::audit::{read_events, AuditEvent};
+use crate::agent::audit::{read_events, AuditEvent, OutcomeStatus};
 use crate::agent::eval::{EvalTask, TaskResult, TaskSetupError};
 use crate::agent::tools::{ShellPolicy, Toolset};
 use crate::agent::types::StopReason;
@@ -102,9 +102,13 @@ pub async fn run_task(
         config.max_loops = n;
     }
     let mut tools_used = Vec::new();
+    let mut sized_here = false;
     let mut events = |ev: &OodaEvent<'_>| {
         if let OodaEvent::Acted { report } = ev {
             tools_used.push(report.tool.clone());
+            sized_here |= report.status != OutcomeStatus::Failed
+                && report.status != OutcomeStatus::TimedOut
+                && crate::agent::eval::sizes_this_machine(&report.tool, &report.args);
         }
         on_event(ev);
     };
@@ -146,7 +150,8 @@ pub async fn run_task(
         violations: Vec::new(),
         answer_by: outcome.answer_by,
     }
-    .judge(task, &tools.names());
+    .judge(task, &tools.names())
+    .sized_here(task, sized_here);
     let mut result = result;
     if unapproved > 0 {
         result

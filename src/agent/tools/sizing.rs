@@ -14,6 +14,9 @@ use crate::sizer::{self, SizeQuery};
 use crate::sizing::{Estimate, Hardware};
 use crate::units::Bytes;
 
+/// The name of the `size_model` tool.
+pub const SIZE_MODEL: &str = "size_model";
+
 /// Quantization names the schema offers (llama.cpp file mixes and plain types), the most
 /// common first.
 const QUANTS: &[&str] = &[
@@ -216,7 +219,7 @@ struct SizeArgs {
 
 impl Tool for SizeModel {
     fn name(&self) -> &str {
-        "size_model"
+        SIZE_MODEL
     }
     fn description(&self) -> &str {
         "Memory and speed of a model on a GPU, Apple chip or computer, before loading it: weights, KV cache, total memory, whether it fits (and by how much it is short), the largest context that fits, decode tokens/s. Use it for every question about the memory, fit or speed of a model, then answer with its lines. Args: model from the list (a family such as \"qwen2.5\" sizes every size of it and names the largest that fits); hw = the hardware as the task writes it (a GPU or Apple chip name, or its memory as \"N GB GPU\", \"N GB RAM\"), or \"this\" only when the task asks about this computer; ctx in tokens (8k = 8192) only when the task names a context."
