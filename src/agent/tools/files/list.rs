@@ -427,10 +427,15 @@ fn filtered_listing(
     listing: Listing,
 ) -> String {
     let (direct, all) = count_shown(ws, dir, filter, 0);
+    // What the filter left out is counted too: a filter the model set by mistake (".yml" for
+    // ".yaml" files) shows as a total far below everything.
+    let (files, dirs) = count_all(ws, dir, 0);
     let mut out = format!(
-        "total: {} directly in {shown}; {} in {shown} and its subfolders",
+        "total: {} directly in {shown}; {} in {shown} and its subfolders (of {} and {} there in all)",
         filter.noun(direct),
-        filter.noun(all)
+        filter.noun(all),
+        plural(files, "file", "files"),
+        plural(dirs, "folder", "folders")
     );
     if listing.lines.is_empty() {
         if all > 0 && !recursive {

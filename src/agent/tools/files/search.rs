@@ -352,7 +352,7 @@ impl Tool for SearchText {
         &["pattern", "ignore_case"]
     }
     fn description(&self) -> &str {
-        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match; with count=true it prints how many lines match, in all and per file, instead."
+        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match; with count=true it first prints how many lines match, in all and per file."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -361,7 +361,7 @@ impl Tool for SearchText {
                 "query": {"type": "string", "maxLength": 120, "description": "words to find"},
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS},
                 "regex": {"type": "boolean"},
-                "count": {"type": "boolean", "description": "count matching lines (in all and per file) instead of listing them"}
+                "count": {"type": "boolean", "description": "count matching lines (in all and per file) before listing them"}
             },
             "required": ["query"],
             "additionalProperties": false
@@ -414,7 +414,17 @@ impl Tool for SearchText {
             plural(scanned, "text file", "text files")
         );
         if a.count {
-            return Ok(count_report(&per_file, &what, &files_note));
+            // The lines follow the counts: a count asked for on a look-up ("what port is set in
+            // [redis]") still shows the line that answers it.
+            let mut out = count_report(&per_file, &what, &files_note);
+            if !full.is_empty() {
+                out.push_str("\nmatching lines:\n");
+                out.push_str(&full.join("\n"));
+                if more > 0 {
+                    out.push_str(&format!("\n... and {more} more"));
+                }
+            }
+            return Ok(out);
         }
         if !full.is_empty() {
             let mut out = full.join("\n");

@@ -240,7 +240,11 @@ fn a_count_search_gives_the_total_first_and_each_files_count() {
         lines[0].starts_with("total: 3 matching lines") && lines[0].contains("in 2 files"),
         "{out}"
     );
-    assert_eq!(&lines[1..], ["src/a.rs: 2", "src/net/b.rs: 1"], "{out}");
+    assert_eq!(&lines[1..3], ["src/a.rs: 2", "src/net/b.rs: 1"], "{out}");
+    // Then the lines themselves, so a count asked on a look-up still shows the answer.
+    assert_eq!(lines[3], "matching lines:", "{out}");
+    assert_eq!(lines.len(), 7, "{out}");
+    assert!(lines[4].starts_with("src/a.rs:1: // TODO"), "{out}");
     // None found is a count too, not the fallback lines.
     let none = SearchText
         .call(serde_json::json!({"query": "FIXME", "count": true}), &ctx)
@@ -267,7 +271,8 @@ fn list_dir_filters_by_extension_and_kind_and_counts_what_it_keeps() {
     let rs = call(serde_json::json!({"path": "src", "ext": ".rs"})).expect("test value");
     let lines: Vec<&str> = rs.lines().collect();
     assert_eq!(
-        lines[0], "total: 2 .rs files directly in src; 4 .rs files in src and its subfolders",
+        lines[0],
+        "total: 2 .rs files directly in src; 4 .rs files in src and its subfolders (of 6 files and 2 folders there in all)",
         "{rs}"
     );
     assert_eq!(lines.len(), 3, "{rs}");
@@ -285,19 +290,19 @@ fn list_dir_filters_by_extension_and_kind_and_counts_what_it_keeps() {
     let dirs = call(serde_json::json!({"path": "src", "kind": "dirs", "recursive": true}))
         .expect("test value");
     assert!(
-        dirs.starts_with("total: 1 folder directly in src; 2 folders in src and its subfolders"),
+        dirs.starts_with("total: 1 folder directly in src; 2 folders in src and its subfolders ("),
         "{dirs}"
     );
     let files = call(serde_json::json!({"path": "src", "kind": "files"})).expect("test value");
     assert!(
-        files.starts_with("total: 4 files directly in src; 6 files in src and its subfolders"),
+        files.starts_with("total: 4 files directly in src; 6 files in src and its subfolders ("),
         "{files}"
     );
     assert!(!files.contains("net/"), "{files}");
     let none = call(serde_json::json!({"path": "src/net/deep", "ext": "py"})).expect("test value");
     assert_eq!(
         none,
-        "total: 0 .py files directly in src/net/deep; 0 .py files in src/net/deep and its subfolders"
+        "total: 0 .py files directly in src/net/deep; 0 .py files in src/net/deep and its subfolders (of 1 file and 0 folders there in all)"
     );
     // Contradictory or empty filters are errors the model can fix, not an empty listing.
     for bad in [
