@@ -236,39 +236,28 @@ fn an_answer_with_a_number_from_nowhere_sends_the_planner_back_once() {
 
 #[test]
 fn an_answer_step_that_makes_up_a_number_loses_to_the_planners_grounded_answer() {
-    let e = env();
-    let mut planner = ScriptedPlanner::new(vec![calc("17 * 23 + 4"), ScriptedTurn::answer("395")])
-        .with_answers(["17 * 23 + 4 = 402"]);
     let limits = Limits {
         answer: AnswerMode::Observations,
         ..Limits::default()
     };
-    let out = run_with(
-        &e,
-        &mut planner,
-        &Toolset::builtin(None),
-        &limits,
-        &CancelToken::new(),
-    );
-    assert_eq!(out.answer.as_deref(), Some("395"));
-    assert_eq!(out.answer_by, Some(AnswerBy::Model));
-    let steps = steps_of(&out);
+    let run = |planner_says: &str, step_says: &str| {
+        let e = env();
+        let mut planner = ScriptedPlanner::new(vec![
+            calc("17 * 23 + 4"),
+            ScriptedTurn::answer(planner_says),
+        ])
+        .with_answers([step_says]);
+        let tools = Toolset::builtin(None);
+        let out = run_with(&e, &mut planner, &tools, &limits, &CancelToken::new());
+        (out.answer.clone(), out.answer_by, steps_of(&out))
+    };
+    let (answer, by, steps) = run("395", "17 * 23 + 4 = 402");
+    assert_eq!(answer.as_deref(), Some("395"));
+    assert_eq!(by, Some(AnswerBy::Model));
     assert!(steps[1].thought.contains("402"), "{}", steps[1].thought);
     // A grounded rewrite is kept.
-    let e = env();
-    let mut planner = ScriptedPlanner::new(vec![
-        calc("17 * 23 + 4"),
-        ScriptedTurn::answer("I think 400"),
-    ])
-    .with_answers(["395"]);
-    let out = run_with(
-        &e,
-        &mut planner,
-        &Toolset::builtin(None),
-        &limits,
-        &CancelToken::new(),
-    );
-    assert_eq!(out.answer.as_deref(), Some("395"));
+    let (answer, _, _) = run("I think 400", "395");
+    assert_eq!(answer.as_deref(), Some("395"));
 }
 
 #[test]
@@ -1726,6 +1715,7 @@ fn no_held_out_task_that_names_hardware_is_sized_on_this_machine() {
         limits: Limits::default(),
         home: e.home.clone(),
     };
+    let mut last = None;
     for task in &tasks {
         let mut here = ScriptedPlanner::new(vec![
             ScriptedTurn::tool("size_model", json!({"model": "llama-3.1-8b", "hw": "this"})),
@@ -1746,30 +1736,23 @@ fn no_held_out_task_that_names_hardware_is_sized_on_this_machine() {
             task.id,
             steps[0].observation.text
         );
+        last = Some(r);
     }
     // Were it to run, the task fails with the reason.
-    let r = boyd::agent::eval::TaskResult {
-        id: "x".into(),
-        passed: true,
-        stop: StopReason::Completed,
-        answer: Some("fits".into()),
-        steps: 2,
-        prefilled_tokens: 0,
-        reused_tokens: 0,
-        generated_tokens: 0,
-        decode_passes: 0,
-        forced_tokens: 0,
-        parse_failures: 0,
-        elapsed_s: 0.0,
-        run_id: "x".into(),
-        tools_used: vec!["size_model".into()],
-        category: "sizing".into(),
-        violations: Vec::new(),
-        answer_by: None,
-    }
-    .sized_here(&tasks[0], true);
-    assert!(!r.passed);
-    assert_eq!(r.violations.len(), 1);
+    let r = last.expect("a result");
+    let task = tasks.last().expect("a task");
+    let flagged = r.clone().sized_here(task, true);
+    assert!(!flagged.passed);
+    assert_eq!(
+        flagged.violations,
+        ["sized on this machine although the task names hardware"]
+    );
+    // A task about this machine may size it.
+    let here_task = EvalTask {
+        names_hardware: false,
+        ..task.clone()
+    };
+    assert!(r.sized_here(&here_task, true).violations.is_empty());
     assert!(boyd::agent::eval::sizes_this_machine(
         "size_model",
         &json!({"model": "m", "hw": " This "})

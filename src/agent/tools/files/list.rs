@@ -312,7 +312,7 @@ impl Tool for ListDir {
         true
     }
     fn description(&self) -> &str {
-        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. ext (such as \"rs\") keeps only files with that extension, kind=\"files\" or \"dirs\" only files or only folders; the first line then counts those. Use it to find files and to count them."
+        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. With ext=<extension> it keeps only files with that extension, with kind=<files or dirs> only files or only folders; its first line then counts those. Use it to find files and to count them."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
