@@ -229,8 +229,14 @@ pub fn query_pattern(words: &[String]) -> String {
 
 /// `inner`'s schema with its `path` an enum of `choices` and, when `query_words` is not empty,
 /// its `query` made of those words.
-fn typed_schema(inner: &dyn Tool, choices: &[String], query_words: &[String]) -> Value {
+fn typed_schema(
+    inner: &dyn Tool,
+    choices: &[String],
+    query_words: &[String],
+    extensions: &[String],
+) -> Value {
     let mut schema = inner.args_schema();
+    plain_filters(&mut schema, extensions);
     if let Some(path) = schema
         .get_mut("properties")
         .and_then(Value::as_object_mut)
@@ -262,6 +268,65 @@ fn dedup(mut v: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     v.retain(|x| seen.insert(x.clone()));
     v
+}
+
+/// Optional arguments that change what a tool returns are a trap for a small planner: under
+/// the constraint it fills in every property offered (on the dev split, `count: true` on a
+/// look-up and `kind: "dirs"` beside `ext` cost four tasks). `count` and `kind` are left out of
+/// `schema` (the tools still take them from callers that pass them); `ext` is offered as the
+/// extensions the task itself writes, or not at all.
+fn plain_filters(schema: &mut Value, extensions: &[String]) {
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    props.remove("count");
+    props.remove("kind");
+    if props.contains_key("ext") {
+        if extensions.is_empty() {
+            props.remove("ext");
+        } else {
+            props.insert("ext".into(), serde_json::json!({ "enum": extensions }));
+        }
+    }
+}
+
+/// `tools` with [`plain_filters`] applied to the file tools' schemas, for a workspace whose
+/// paths are not typed.
+pub fn with_plain_filters(tools: &Toolset, task: &str) -> Toolset {
+    let extensions = extensions_in(task);
+    let mut out = tools.clone();
+    for name in [super::files::LIST_DIR, "search_text"] {
+        if let Some(inner) = tools.get(name) {
+            let mut schema = inner.args_schema();
+            plain_filters(&mut schema, &extensions);
+            out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
+        }
+    }
+    out
+}
+
+/// The file extensions `task` writes as such (".md", "*.yaml", "(.json)"), without the dot,
+/// in lower case: typed tokens, not words, so "Markdown files" names none.
+pub fn extensions_in(task: &str) -> Vec<String> {
+    let mut out: Vec<String> = task
+        .split_whitespace()
+        .map(|t| {
+            t.trim_matches(|c: char| {
+                matches!(c, '(' | ')' | ',' | ';' | '?' | '!' | '"' | '\'' | '`')
+            })
+        })
+        .filter_map(|t| t.strip_prefix('*').unwrap_or(t).strip_prefix('.'))
+        .map(|e| e.trim_end_matches('.'))
+        .filter(|e| {
+            (1..=8).contains(&e.len())
+                && e.chars().all(|c| c.is_ascii_alphanumeric())
+                && e.chars().any(|c| c.is_ascii_alphabetic())
+        })
+        .map(str::to_ascii_lowercase)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The words a typed search query may use: the task's content words that are plain words or
@@ -297,7 +362,7 @@ pub fn query_words(task: &str) -> Vec<String> {
 /// a subfolder.
 pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
     let Some(ws) = WorkspacePaths::scan(root) else {
-        return tools.clone();
+        return with_plain_filters(tools, task);
     };
     let (task_files, task_dirs) = paths_in_task(task);
     let files = dedup(ws.files.iter().cloned().chain(task_files).collect());
@@ -313,6 +378,7 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
             .collect(),
     );
     let words = query_words(task);
+    let extensions = extensions_in(task);
     let mut out = tools.clone();
     let plan: [(&str, Vec<String>); 3] = [
         ("read_file", files.clone()),
@@ -328,7 +394,7 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
         }
         if let Some(inner) = tools.get(name) {
             let query: &[String] = if name == "search_text" { &words } else { &[] };
-            let schema = typed_schema(inner.as_ref(), &choices, query);
+            let schema = typed_schema(inner.as_ref(), &choices, query, &extensions);
             out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
         }
     }
@@ -438,6 +504,33 @@ mod tests {
             tools.get("calculator").expect("test value").args_schema()["properties"]["expression"]
                 .is_object()
         );
+    }
+
+    #[test]
+    fn filters_are_offered_only_as_the_task_writes_them() {
+        assert_eq!(
+            extensions_in("How many Markdown (.md) files and *.YAML files? Not in v1.2."),
+            ["md", "yaml"]
+        );
+        assert!(extensions_in("How many Markdown files are in docs/?").is_empty());
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(dir.path().join("docs")).expect("mkdir");
+        std::fs::write(dir.path().join("docs/a.md"), "x").expect("write");
+        let schema = |task: &str, tool: &str| {
+            let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+            tools.get(tool).expect("the tool").args_schema()["properties"].clone()
+        };
+        let list = schema("How many .md files are in docs/?", "list_dir");
+        assert_eq!(list["ext"]["enum"], serde_json::json!(["md"]));
+        assert!(list.get("kind").is_none());
+        let list = schema("How many Markdown files are in docs/?", "list_dir");
+        assert!(list.get("ext").is_none());
+        let search = schema("Where is the TODO in docs/a.md?", "search_text");
+        assert!(search.get("count").is_none());
+        // The tools themselves still take them.
+        let full = Toolset::builtin(None);
+        let full = full.get("search_text").expect("tool").args_schema();
+        assert!(full["properties"].get("count").is_some());
     }
 
     #[test]
