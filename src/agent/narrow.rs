@@ -324,7 +324,7 @@ pub fn shape(tools: &Toolset, root: Option<&Path>, task: &str, typed_paths: bool
     if typed_paths {
         return constrain_paths(tools, root, task);
     }
-    super::tools::choices::with_plain_filters(tools, task)
+    super::tools::choices::with_plain_filters(tools)
 }
 
 /// Rule 5: every quantity the task states (at least two, ones aside) appears in a successful

@@ -229,14 +229,9 @@ pub fn query_pattern(words: &[String]) -> String {
 
 /// `inner`'s schema with its `path` an enum of `choices` and, when `query_words` is not empty,
 /// its `query` made of those words.
-fn typed_schema(
-    inner: &dyn Tool,
-    choices: &[String],
-    query_words: &[String],
-    extensions: &[String],
-) -> Value {
+fn typed_schema(inner: &dyn Tool, choices: &[String], query_words: &[String]) -> Value {
     let mut schema = inner.args_schema();
-    plain_filters(&mut schema, extensions);
+    plain_filters(&mut schema);
     if let Some(path) = schema
         .get_mut("properties")
         .and_then(Value::as_object_mut)
@@ -271,61 +266,30 @@ fn dedup(mut v: Vec<String>) -> Vec<String> {
 }
 
 /// Optional arguments that change what a tool returns are a trap for a small planner: under
-/// the constraint it fills in every property offered (on the dev split, `count: true` on a
-/// look-up and `kind: "dirs"` beside `ext` cost four tasks). `count` and `kind` are left out of
-/// `schema` (the tools still take them from callers that pass them); `ext` is offered as the
-/// extensions the task itself writes, or not at all.
-fn plain_filters(schema: &mut Value, extensions: &[String]) {
-    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
-        return;
-    };
-    props.remove("count");
-    props.remove("kind");
-    if props.contains_key("ext") {
-        if extensions.is_empty() {
-            props.remove("ext");
-        } else {
-            props.insert("ext".into(), serde_json::json!({ "enum": extensions }));
+/// the constraint it fills in every property offered. On the dev split, `count: true` on a
+/// look-up and `kind: "dirs"` beside `ext` cost four tasks, and `ext` offered only as the
+/// extensions the task writes still lost one (the filtered listing answered it at the first
+/// call; the planner listed on). So `count`, `kind` and `ext` are left out of `schema`; the
+/// tools still take them from callers that pass them.
+fn plain_filters(schema: &mut Value) {
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for name in ["count", "kind", "ext"] {
+            props.remove(name);
         }
     }
 }
 
 /// `tools` with [`plain_filters`] applied to the file tools' schemas, for a workspace whose
 /// paths are not typed.
-pub fn with_plain_filters(tools: &Toolset, task: &str) -> Toolset {
-    let extensions = extensions_in(task);
+pub fn with_plain_filters(tools: &Toolset) -> Toolset {
     let mut out = tools.clone();
     for name in [super::files::LIST_DIR, "search_text"] {
         if let Some(inner) = tools.get(name) {
             let mut schema = inner.args_schema();
-            plain_filters(&mut schema, &extensions);
+            plain_filters(&mut schema);
             out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
         }
     }
-    out
-}
-
-/// The file extensions `task` writes as such (".md", "*.yaml", "(.json)"), without the dot,
-/// in lower case: typed tokens, not words, so "Markdown files" names none.
-pub fn extensions_in(task: &str) -> Vec<String> {
-    let mut out: Vec<String> = task
-        .split_whitespace()
-        .map(|t| {
-            t.trim_matches(|c: char| {
-                matches!(c, '(' | ')' | ',' | ';' | '?' | '!' | '"' | '\'' | '`')
-            })
-        })
-        .filter_map(|t| t.strip_prefix('*').unwrap_or(t).strip_prefix('.'))
-        .map(|e| e.trim_end_matches('.'))
-        .filter(|e| {
-            (1..=8).contains(&e.len())
-                && e.chars().all(|c| c.is_ascii_alphanumeric())
-                && e.chars().any(|c| c.is_ascii_alphabetic())
-        })
-        .map(str::to_ascii_lowercase)
-        .collect();
-    out.sort();
-    out.dedup();
     out
 }
 
@@ -362,7 +326,7 @@ pub fn query_words(task: &str) -> Vec<String> {
 /// a subfolder.
 pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
     let Some(ws) = WorkspacePaths::scan(root) else {
-        return with_plain_filters(tools, task);
+        return with_plain_filters(tools);
     };
     let (task_files, task_dirs) = paths_in_task(task);
     let files = dedup(ws.files.iter().cloned().chain(task_files).collect());
@@ -378,7 +342,6 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
             .collect(),
     );
     let words = query_words(task);
-    let extensions = extensions_in(task);
     let mut out = tools.clone();
     let plan: [(&str, Vec<String>); 3] = [
         ("read_file", files.clone()),
@@ -394,7 +357,7 @@ pub fn constrain_paths(tools: &Toolset, root: &Path, task: &str) -> Toolset {
         }
         if let Some(inner) = tools.get(name) {
             let query: &[String] = if name == "search_text" { &words } else { &[] };
-            let schema = typed_schema(inner.as_ref(), &choices, query, &extensions);
+            let schema = typed_schema(inner.as_ref(), &choices, query);
             out.add(Arc::new(WithSchema::new(inner.clone(), schema)));
         }
     }
@@ -507,26 +470,21 @@ mod tests {
     }
 
     #[test]
-    fn filters_are_offered_only_as_the_task_writes_them() {
-        assert_eq!(
-            extensions_in("How many Markdown (.md) files and *.YAML files? Not in v1.2."),
-            ["md", "yaml"]
-        );
-        assert!(extensions_in("How many Markdown files are in docs/?").is_empty());
+    fn the_planners_constraint_leaves_out_the_filters_the_tools_take() {
         let dir = tempfile::tempdir().expect("tmp");
         std::fs::create_dir(dir.path().join("docs")).expect("mkdir");
         std::fs::write(dir.path().join("docs/a.md"), "x").expect("write");
-        let schema = |task: &str, tool: &str| {
-            let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-            tools.get(tool).expect("the tool").args_schema()["properties"].clone()
-        };
-        let list = schema("How many .md files are in docs/?", "list_dir");
-        assert_eq!(list["ext"]["enum"], serde_json::json!(["md"]));
-        assert!(list.get("kind").is_none());
-        let list = schema("How many Markdown files are in docs/?", "list_dir");
-        assert!(list.get("ext").is_none());
-        let search = schema("Where is the TODO in docs/a.md?", "search_text");
-        assert!(search.get("count").is_none());
+        let task = "How many .md files are in docs/?";
+        let typed = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let plain = with_plain_filters(&Toolset::builtin(None));
+        for tools in [typed, plain] {
+            let list = tools.get("list_dir").expect("tool").args_schema();
+            let search = tools.get("search_text").expect("tool").args_schema();
+            for (schema, name) in [(&list, "ext"), (&list, "kind"), (&search, "count")] {
+                assert!(schema["properties"].get(name).is_none(), "{name}: {schema}");
+            }
+            assert!(list["properties"].get("recursive").is_some());
+        }
         // The tools themselves still take them.
         let full = Toolset::builtin(None);
         let full = full.get("search_text").expect("tool").args_schema();

@@ -312,7 +312,7 @@ impl Tool for ListDir {
         true
     }
     fn description(&self) -> &str {
-        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. With ext=<extension> it keeps only files with that extension, with kind=<files or dirs> only files or only folders; its first line then counts those. Use it to find files and to count them."
+        "List a workspace directory (default \".\"): files with sizes, folders ending in / with how many files each holds; its first lines count the files (in all, by type, and which subfolder holds the most). With recursive=true it lists every subfolder too and counts all files in the tree. Use it to find files and to count them."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -320,8 +320,8 @@ impl Tool for ListDir {
             "properties": {
                 "path": {"type": "string", "maxLength": PATH_MAX_CHARS, "description": "directory relative to the workspace; \".\" for the root"},
                 "recursive": {"type": "boolean"},
-                "ext": {"type": "string", "maxLength": 16, "description": "only files with this extension, such as \"rs\" or \"md\""},
-                "kind": {"type": "string", "enum": ["files", "dirs"], "description": "only files or only folders"}
+                "ext": {"type": "string", "maxLength": 16, "description": "only files with this extension (without the dot); the first line then counts those"},
+                "kind": {"type": "string", "enum": ["files", "dirs"], "description": "only files or only folders; the first line then counts those"}
             },
             "additionalProperties": false
         })

@@ -352,7 +352,7 @@ impl Tool for SearchText {
         &["pattern", "ignore_case"]
     }
     fn description(&self) -> &str {
-        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match; with count=true it first prints how many lines match, in all and per file."
+        "Find lines in the workspace files (recursively under path, default \".\"). The query is plain words: a line matches when it contains all of them, in any order and any case; when no line has them all, the lines with the most words are shown. Set regex=true to use the query as a regular expression. Prints file:line: text for each match."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
