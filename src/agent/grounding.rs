@@ -6,7 +6,7 @@
 
 use super::answer::AnswerOutput;
 use super::tools::FINAL_ANSWER;
-use super::types::{AnswerBy, ObservationKind, Step};
+use super::types::{Action, AnswerBy, Observation, ObservationKind, Step};
 use super::words::{figures_in, number_words};
 
 /// The numbers of `answer` (as written) that the task and the observations of `steps` do not
@@ -46,11 +46,58 @@ fn held(written: &str, value: f64, sources: &[f64]) -> bool {
         .any(|&s| s == value || ((s * scale).round() / scale - value).abs() <= 0.5 / scale * 1e-6)
 }
 
+/// What a run does with the planner's final answer: the answer it keeps (see [`pick_answer`])
+/// and, when that answer states a number from nowhere, the message that sends the planner back
+/// (see [`send_back`]) instead of ending the run.
+pub struct Conclusion {
+    /// The answer kept.
+    pub answer: String,
+    /// Who made it.
+    pub by: AnswerBy,
+    /// How it was made, for the step's record (none for the planner's own answer as given).
+    pub how: Option<String>,
+    /// The message that sends the planner back; `None` ends the run with `answer`.
+    pub back: Option<String>,
+}
+
+impl Conclusion {
+    /// The planner answered `proposed` and the answer step wrote `rewritten`; the planner may
+    /// be sent back when `may_send_back`.
+    pub fn new(
+        proposed: String,
+        rewritten: Option<AnswerOutput>,
+        task: &str,
+        steps: &[Step],
+        may_send_back: bool,
+    ) -> Self {
+        let (answer, by, how) = pick_answer(proposed, rewritten, task, steps);
+        let back = send_back(&answer, by, task, steps, may_send_back);
+        Self {
+            answer,
+            by,
+            how,
+            back,
+        }
+    }
+
+    /// The step's action and observation: the final answer, or the guard's message.
+    pub fn step(&self) -> (Option<Action>, Observation) {
+        let action = Some(Action::Final {
+            answer: self.answer.clone(),
+        });
+        let observation = match &self.back {
+            Some(text) => Observation::new(ObservationKind::Guard, text.clone()),
+            None => Observation::new(ObservationKind::Final, self.answer.clone()),
+        };
+        (action, observation)
+    }
+}
+
 /// The answer a run keeps when the planner answers `proposed` and the answer step wrote
 /// `rewritten`: the answer step's, unless it holds a number neither the task nor a tool output
 /// holds while the planner's answer holds none (the answer step then did arithmetic in its
 /// head; see [`ungrounded`]). With how the kept answer was made, for the step's record.
-pub fn pick_answer(
+fn pick_answer(
     proposed: String,
     rewritten: Option<AnswerOutput>,
     task: &str,
@@ -90,7 +137,7 @@ pub fn planner_wins(
 /// The message that sends the planner back when the model's answer `answer` states a number
 /// that neither the task nor any tool output holds, and `may` (once a run, with steps left).
 /// Answers code or a program made are not checked: their numbers were computed.
-pub fn send_back(
+fn send_back(
     answer: &str,
     by: AnswerBy,
     task: &str,
@@ -115,7 +162,6 @@ pub fn send_back(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::types::{Action, Observation};
 
     fn output(text: &str) -> Step {
         Step {

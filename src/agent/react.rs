@@ -20,6 +20,7 @@ use crate::lm::{CancelToken, Usage};
 use super::answer::{AnswerMode, AnswerOutput};
 use super::audit::{ActionTrail, AuditError};
 use super::condense::{self, Condenser};
+use super::grounding::Conclusion;
 use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCache, Verdict};
 use super::parse::ActionParseError;
 use super::planner::{schema_signature, Planner, PlannerError, PlannerInput};
@@ -438,6 +439,9 @@ pub fn run(
             totals.add(&o.usage);
             usage.add(&o.usage);
         }
+        // The final answer the planner gave this step, once checked (`grounding`).
+        let mut concluded: Option<Conclusion> = None;
+        let may_send_back = !sent_back && steps.len() + 2 < limits.max_steps;
         let (action, observation) = match out.action {
             Err(parse_err) => {
                 parse_failures += 1;
@@ -454,61 +458,24 @@ pub fn run(
                 (None, obs)
             }
             Ok(Action::Final { answer: a }) => {
-                let (a, by, h) =
-                    super::grounding::pick_answer(a, rewritten.take(), original_task, &steps);
-                how = h;
-                let room = steps.len() + 2 < limits.max_steps;
-                match super::grounding::send_back(&a, by, original_task, &steps, room && !sent_back)
-                {
-                    Some(text) => {
-                        sent_back = true;
-                        let obs = Observation::new(ObservationKind::Guard, text);
-                        (Some(Action::Final { answer: a }), obs)
-                    }
-                    None => {
-                        answer_by = Some(by);
-                        finished = Some(StopReason::Completed);
-                        answer = Some(a.clone());
-                        let obs = Observation::new(ObservationKind::Final, a.clone());
-                        (Some(Action::Final { answer: a }), obs)
-                    }
-                }
+                let c = Conclusion::new(a, rewritten.take(), original_task, &steps, may_send_back);
+                let step = c.step();
+                concluded = Some(c);
+                step
             }
             Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
                 match FinalAnswer::answer_from_args(&args) {
                     Ok(a) => {
-                        let (a, by, h) = super::grounding::pick_answer(
+                        let c = Conclusion::new(
                             a,
                             rewritten.take(),
                             original_task,
                             &steps,
+                            may_send_back,
                         );
-                        how = h;
-                        let room = steps.len() + 2 < limits.max_steps;
-                        match super::grounding::send_back(
-                            &a,
-                            by,
-                            original_task,
-                            &steps,
-                            room && !sent_back,
-                        ) {
-                            Some(text) => {
-                                sent_back = true;
-                                (
-                                    Some(Action::Final { answer: a }),
-                                    Observation::new(ObservationKind::Guard, text),
-                                )
-                            }
-                            None => {
-                                answer_by = Some(by);
-                                finished = Some(StopReason::Completed);
-                                answer = Some(a.clone());
-                                (
-                                    Some(Action::Final { answer: a.clone() }),
-                                    Observation::new(ObservationKind::Final, a),
-                                )
-                            }
-                        }
+                        let step = c.step();
+                        concluded = Some(c);
+                        step
                     }
                     Err(e) => {
                         let text = format!(
@@ -599,6 +566,16 @@ pub fn run(
                 (Some(Action::ToolCall { name, args }), obs)
             }
         };
+        if let Some(c) = concluded {
+            how = c.how;
+            if c.back.is_some() {
+                sent_back = true;
+            } else {
+                answer_by = Some(c.by);
+                finished = Some(StopReason::Completed);
+                answer = Some(c.answer);
+            }
+        }
         let step = Step {
             index,
             thought: match how {
