@@ -5,8 +5,8 @@ Usage (from the repository root): python3 evals/check_test.py
 Checks:
 - every line parses; fields are known; checkers are well formed (the rules of gen/check.py:
   known types, Rust-compatible regexes, numeric tolerances);
-- ids are unique within the split and unused by dev.jsonl, basic.jsonl and the retired split; no
-  task text is also a dev or retired task's text;
+- ids are unique within the split and unused by dev.jsonl, dev-words.jsonl, basic.jsonl and the
+  retired split; no task text is also a dev or retired task's text;
 - at least 12 categories, none over 20 % of the split;
 - every task forbids shell, write_file and delete_file, sets max_steps, and its checker holds a
   `not_contains` (the distractor a wrong answer gives); `names_hardware` is `true` when present,
@@ -33,7 +33,8 @@ from check import check_checker  # noqa: E402
 import make_test  # noqa: E402
 
 TEST = os.path.join(ROOT, "evals", "test.jsonl")
-OTHERS = [os.path.join(ROOT, "evals", p) for p in ("dev.jsonl", "basic.jsonl", "retired/test-2026-12.jsonl")]
+OTHERS = [os.path.join(ROOT, "evals", p) for p in ("dev.jsonl", "dev-words.jsonl", "basic.jsonl",
+                                                  "retired/test-2026-12.jsonl")]
 FIELDS = {"id", "category", "task", "files", "check", "forbidden", "max_steps", "shell", "tool",
           "names_hardware"}
 MIN_CATEGORIES = 12

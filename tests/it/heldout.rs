@@ -182,6 +182,7 @@ fn no_task_file_name_or_answer_of_the_test_split_appears_in_src() {
     assert!(test.len() >= 110, "only {} held-out tasks", test.len());
     let seen: Vec<EvalTask> = [
         "evals/dev.jsonl",
+        "evals/dev-words.jsonl",
         "evals/basic.jsonl",
         "evals/retired/test-2026-12.jsonl",
     ]
