@@ -22,8 +22,9 @@
 //!    arguments (`size_model`'s quant and KV type) is offered only when the task names one of
 //!    its values: a greedy small model fills every optional argument it is shown.
 //! 5. **Arithmetic done.** Once successful calculator calls have used every quantity the
-//!    task states (at least two; ones aside), only the final answer is offered: a small model
-//!    otherwise feeds the result back into the same product until the step limit.
+//!    task states (at least one; ones aside), only the final answer is offered: a small model
+//!    otherwise feeds the result back into the same product until the step limit (it turned
+//!    a right 26.39 m/s into 4e22 by multiplying by 1000 five times).
 //! 6. **A model tool needs a named model.** A tool whose required `model` argument is an enum
 //!    (`size_model`) is offered only when the task names one of the models (as people write
 //!    them: "Llama-3-70B" names llama-3.1-70b) or the tool can read a config file instead.
@@ -327,14 +328,14 @@ pub fn shape(tools: &Toolset, root: Option<&Path>, task: &str, typed_paths: bool
     super::tools::choices::with_plain_filters(tools)
 }
 
-/// Rule 5: every quantity the task states (at least two, ones aside) appears in a successful
+/// Rule 5: every quantity the task states (at least one, ones aside) appears in a successful
 /// calculator expression.
 pub fn arithmetic_done(task: &str, steps: &[Step]) -> bool {
     let wanted: Vec<f64> = quantities(task, false)
         .into_iter()
         .filter(|v| *v != 1.0)
         .collect();
-    if wanted.len() < 2 {
+    if wanted.is_empty() {
         return false;
     }
     let used: Vec<f64> = calls(steps)
@@ -563,6 +564,17 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             if let (false, Some(hw)) = (named.is_empty(), props.get_mut(key)) {
                 *hw = serde_json::json!({ "enum": named });
                 changed = true;
+            } else if let (true, "hardware", Some(hw)) =
+                (named.is_empty(), tool.name(), props.get_mut(key))
+            {
+                // No hardware named: the only machine to describe is this one, when the task
+                // is about it; otherwise there is none (the model described "qwen2.5", then an
+                // H100, then this machine to count the days between two dates).
+                if !super::tools::sizing::asks_about_this_machine(task) {
+                    continue;
+                }
+                *hw = serde_json::json!({ "enum": ["this"] });
+                changed = true;
             }
         }
         let mut emptied = false;
@@ -701,6 +713,14 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             .without("calculator")
             .without(COMPUTE);
     }
+    // Rule 14: a file of records the task names (by its type: CSV, TSV, JSON lines) is asked
+    // through the table tool once it has been read: a small model read the rows and then
+    // searched for a column's name, or answered with one row's figure for a total.
+    if untouched.is_empty() {
+        if let Some(t) = record_files_unasked(&out, named_paths, steps) {
+            return t;
+        }
+    }
     // Rules 11 and 12: the sizing model or a preset the task names is looked at first.
     if untouched.is_empty() {
         if let Some(first) = sizing_first(allowed, &out, task, steps) {
@@ -755,6 +775,36 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
         }
     }
     out
+}
+
+/// Rule 14: only `table`, on the record files the task names that no table call has answered
+/// yet, when there are any and `table` is offered.
+fn record_files_unasked(out: &Toolset, named_paths: &[String], steps: &[Step]) -> Option<Toolset> {
+    let table = out.get(TABLE)?.clone();
+    let is_records = |p: &str| {
+        matches!(
+            super::tools::table::read::kind_of(p),
+            Some("csv" | "tsv" | "jsonl")
+        )
+    };
+    let asked: Vec<String> = calls(steps)
+        .filter(|(name, _, ok)| *name == TABLE && *ok)
+        .filter_map(|(_, args, _)| path_of(args))
+        .collect();
+    if !asked.is_empty() {
+        return None;
+    }
+    let mut schema = table.args_schema();
+    let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
+    let files: Vec<String> = values
+        .into_iter()
+        .filter(|v| is_records(v) && named_paths.iter().any(|p| same_path(v, p)))
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    schema["properties"]["path"] = serde_json::json!({ "enum": files });
+    Some(only(Arc::new(WithSchema::new(table, schema))))
 }
 
 /// Words that point back at a value found before ("what is *that* ticket's status", "when was

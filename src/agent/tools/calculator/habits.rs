@@ -136,17 +136,22 @@ mod tests {
         let (n, units) = evaluate_noting("375 g / 6 people").expect("evaluates");
         assert_eq!(n.to_string(), "62.5");
         assert_eq!(units, vec!["g", "people"]);
-        let out = Calculator
-            .call(
-                serde_json::json!({"expression": "48 MB/s * 50 s"}),
-                &ToolContext {
-                    workspace: None,
-                    blob_dir: std::path::PathBuf::from("/nonexistent"),
-                    cancel: crate::lm::CancelToken::new(),
-                    task: None,
-                },
-            )
-            .expect("runs");
-        assert_eq!(out, "2400 (units ignored: mb/s, s)");
+        let call = |expr: &str| {
+            Calculator
+                .call(
+                    serde_json::json!({ "expression": expr }),
+                    &ToolContext {
+                        workspace: None,
+                        blob_dir: std::path::PathBuf::from("/nonexistent"),
+                        cancel: crate::lm::CancelToken::new(),
+                        task: None,
+                    },
+                )
+                .expect("runs")
+        };
+        // A word that is no unit: every unit is dropped and named.
+        assert_eq!(call("375 g / 6 people * 22"), "1375 (units ignored: g, people)");
+        // Units the calculator knows are kept through the arithmetic.
+        assert_eq!(call("48 MB/s * 50 s"), "2400 MB");
     }
 }

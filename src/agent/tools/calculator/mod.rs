@@ -32,7 +32,7 @@ impl Tool for Calculator {
         "calculator"
     }
     fn description(&self) -> &str {
-        "Evaluate an arithmetic expression exactly. Operators: + - * / % ^ and parentheses; functions: sqrt(x) abs(x) round(x) floor(x) ceil(x) ln(x) log10(x) exp(x) min(a, b) max(a, b) pow(a, b). All arithmetic goes through it, even a sum of two numbers read from files: write the numbers, not words."
+        "Evaluate an arithmetic expression exactly. Operators: + - * / % ^ and parentheses; functions: sqrt(x) abs(x) round(x) floor(x) ceil(x) ln(x) log10(x) exp(x) min(a, b) max(a, b) pow(a, b). Numbers may carry units (km, mi, m/s, km/h, mph, s, min, h, days, kg, lb, GB, GiB, MB/s, Mbit/s, W, kWh); end with in <unit> to convert. Dates are written YYYY-MM-DD: date - date gives days, date + <n> days gives a date, weekday(date) its weekday. All arithmetic goes through it, even a sum of two numbers read from files: write the numbers, not words."
     }
     fn args_schema(&self) -> serde_json::Value {
         serde_json::json!({
@@ -46,6 +46,11 @@ impl Tool for Calculator {
     }
     fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         let a: Args = parse_args(args)?;
+        if let Some(r) = units::evaluate(&a.expression) {
+            return r.map_err(|e| {
+                ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression))
+            });
+        }
         evaluate_noting(&a.expression)
             .map(|(n, units)| {
                 if units.is_empty() {
@@ -56,10 +61,12 @@ impl Tool for Calculator {
             })
             .map_err(|e| ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression)))
     }
-    /// The output is a finite number.
+    /// The output is a finite number (with its unit, when it has one) or a date.
     fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {
         let t = output.trim();
-        if t.parse::<f64>().is_ok_and(f64::is_finite) {
+        let head = t.split(' ').next().unwrap_or(t);
+        let date = head.len() == 10 && dates::day_number(head).is_ok();
+        if date || head.parse::<f64>().is_ok_and(f64::is_finite) {
             Verification::Holds
         } else {
             Verification::Broken(format!("calculator output {t:?} is not a finite number"))
@@ -186,6 +193,7 @@ mod dates;
 mod habits;
 pub mod lines;
 mod stats;
+pub mod units;
 
 const MAX_LEN: usize = 2000;
 /// The operator token of floor division (`//`).

@@ -307,8 +307,13 @@ pub(super) fn run(
             Ok(out)
         }
         Op::Get => {
-            if let [(_, v)] = values.as_slice() {
+            if let [(r, v)] = values.as_slice() {
                 out.push_str(&format!("{field}: {}", show(v)));
+                // The whole record too: the value asked for is often the one the condition
+                // named ("device where device = office-pc"), and the figure is beside it.
+                if r.len() > 1 && !conds.is_empty() {
+                    out.push_str(&format!("\nthe record: {}", record_line(r)));
+                }
                 return Ok(out);
             }
             // Each value beside the record's first other field, which usually names it.
