@@ -716,7 +716,8 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     // Rule 14: a file of records the task names (by its type: CSV, TSV, JSON lines) is asked
     // through the table tool once it has been read: a small model read the rows and then
     // searched for a column's name, or answered with one row's figure for a total.
-    if untouched.is_empty() {
+    // A look-up across files (rule 13) reads its table whole instead.
+    if untouched.is_empty() && lookup_parts(task).is_none() {
         if let Some(t) = record_files_unasked(&out, named_paths, steps) {
             return t;
         }
@@ -1350,9 +1351,12 @@ mod tests {
             ),
         ];
         assert!(narrow(&tools, task, &[], &both).get(FINAL_ANSWER).is_some());
-        // "this" alone names no hardware; a task naming neither leaves the set alone.
+        // "this" alone names no hardware: a task about neither hardware nor this machine is
+        // not offered the hardware tool; one about this machine is offered it for this one.
         let n = narrow(&tools, "What is 17 * 23 on this calculator?", &[], &[]);
-        assert!(n.get("calculator").is_some() && n.get("hardware").is_some());
+        assert!(n.get("calculator").is_some() && n.get("hardware").is_none());
+        let n = narrow(&tools, "How many cores does this machine have?", &[], &[]);
+        assert_eq!(enum_of(&n, "hardware", "preset"), vec!["this"]);
     }
 
     #[test]
@@ -1373,7 +1377,7 @@ mod tests {
         let n = narrow(&tools, task, &[], &all);
         let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
         assert_eq!(names, vec![FINAL_ANSWER]);
-        // A failed call does not count, nor does a task with fewer than two quantities.
+        // A failed call does not count.
         let failed = vec![calc(
             "1284 * 6 * 13",
             ObservationKind::ToolError {
@@ -1381,8 +1385,12 @@ mod tests {
             },
         )];
         assert!(!arithmetic_done(task, &failed));
+        // One quantity is enough once a call has used it (a conversion, a square).
         let one = vec![calc("17 * 17", ObservationKind::Output)];
-        assert!(!arithmetic_done("What is 17 squared?", &one));
+        assert!(arithmetic_done("What is 17 squared?", &one));
+        let other = vec![calc("16 * 16", ObservationKind::Output)];
+        assert!(!arithmetic_done("What is 17 squared?", &other));
+        assert!(!arithmetic_done("What is a dozen squared?", &one));
         // A count written as a word is a quantity.
         let worded = vec![calc("17 * 3", ObservationKind::Output)];
         assert!(arithmetic_done("What is 17 times three?", &worded));
@@ -1465,7 +1473,7 @@ mod tests {
     fn a_task_that_names_no_value_leaves_the_enum_whole() {
         let tools = Toolset::builtin(None);
         let n = narrow(&tools, "What is 2 + 2?", &[], &[]);
-        let schema = |t: &Toolset| t.get("hardware").expect("hardware").args_schema();
+        let schema = |t: &Toolset| t.get("calculator").expect("calculator").args_schema();
         assert_eq!(schema(&n), schema(&tools));
     }
 
@@ -1543,6 +1551,44 @@ mod tests {
         // No identifier: no narrowing.
         let n = narrow(&tools, "Which file sets the region?", &[], &[]);
         assert!(enum_of(&n, "search_text", "path").len() > 1);
+    }
+
+    #[test]
+    fn a_record_file_the_task_names_is_asked_through_the_table_tool_once_read() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("sales.csv"), "region,units\nnorth,3\nsouth,4\n")
+            .expect("write");
+        std::fs::write(dir.path().join("notes.md"), "# notes").expect("write");
+        let task = "what are the north units in total? sales.csv";
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let named = named_paths(task);
+        // Not read yet: rule 2 offers the file tools on it.
+        assert!(narrow(&tools, task, &named, &[]).get("read_file").is_some());
+        let read = done(
+            1,
+            "read_file",
+            json!({"path": "sales.csv"}),
+            ObservationKind::Output,
+        );
+        let n = narrow(&tools, task, &named, std::slice::from_ref(&read));
+        assert_eq!(n.iter().map(|t| t.name()).collect::<Vec<_>>(), vec![TABLE]);
+        assert_eq!(enum_of(&n, TABLE, "path"), vec!["sales.csv"]);
+        // Once a table call has answered, the other tools are back.
+        let asked = done(
+            2,
+            TABLE,
+            json!({"path": "sales.csv", "op": "total", "field": "units"}),
+            ObservationKind::Output,
+        );
+        let n = narrow(&tools, task, &named, &[read.clone(), asked]);
+        assert!(n.get(FINAL_ANSWER).is_some() && n.get("calculator").is_some());
+        // A document (a config file) is not a file of records: no such step.
+        std::fs::write(dir.path().join("app.toml"), "[db]\npool = 4\n").expect("write");
+        let task = "what is the db pool in app.toml?";
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+        let read = done(1, "read_file", json!({"path": "app.toml"}), ObservationKind::Output);
+        let n = narrow(&tools, task, &named_paths(task), &[read]);
+        assert!(n.get(FINAL_ANSWER).is_some());
     }
 
     #[test]

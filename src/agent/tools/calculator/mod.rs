@@ -64,9 +64,8 @@ impl Tool for Calculator {
     /// The output is a finite number (with its unit, when it has one) or a date.
     fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {
         let t = output.trim();
-        let head = t.split(' ').next().unwrap_or(t);
-        let date = head.len() == 10 && dates::day_number(head).is_ok();
-        if date || head.parse::<f64>().is_ok_and(f64::is_finite) {
+        let plain = t.split(" (units ignored: ").next().unwrap_or(t);
+        if units::is_result(t) || plain.parse::<f64>().is_ok_and(f64::is_finite) {
             Verification::Holds
         } else {
             Verification::Broken(format!("calculator output {t:?} is not a finite number"))

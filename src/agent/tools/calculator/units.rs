@@ -811,6 +811,28 @@ pub fn evaluate(expr: &str) -> Option<Result<String, CalcError>> {
     }))
 }
 
+/// Whether `output` is a result this module shows: a finite figure and a unit made of the
+/// units above (`26.388889 m/s`, `640 s (10 min 40 s)`), or a date with its weekday.
+pub fn is_result(output: &str) -> bool {
+    let t = output.trim();
+    let (head, rest) = t.split_once(' ').unwrap_or((t, ""));
+    if head.len() == 10 && day_number(head).is_ok() {
+        return rest
+            .strip_prefix('(')
+            .and_then(|r| r.strip_suffix(')'))
+            .is_some_and(|d| WEEKDAYS.contains(&d));
+    }
+    if !head.parse::<f64>().is_ok_and(f64::is_finite) {
+        return false;
+    }
+    let unit_text = rest.split(" (").next().unwrap_or(rest);
+    !unit_text.is_empty()
+        && unit_text.split(['/', '*', '·']).all(|part| {
+            let base = part.split('^').next().unwrap_or(part);
+            UNITS.iter().any(|u| u.show == base) || matches!(base, "m" | "s" | "kg" | "byte")
+        })
+}
+
 fn show(v: Val, target: Option<Written>, seen: &[Written]) -> Result<String, CalcError> {
     let (x, dims) = match v {
         Val::Date(d) => {
@@ -933,6 +955,16 @@ mod tests {
         assert!(ev("weekday(5)").starts_with("ERR"));
         // Not a calendar day: not read as a date, and "-" then subtracts plain numbers.
         assert_eq!(ev("2023-02-30 in s"), "ERR cannot convert a plain number to s: the units measure different things");
+    }
+
+    #[test]
+    fn results_are_recognised_and_other_text_is_not() {
+        for ok in ["26.388889 m/s", "640 s (10 min 40 s)", "2026-12-01 (Tuesday)", "10.8 kWh", "2 m^2·s^-2"] {
+            assert!(is_result(ok), "{ok}");
+        }
+        for bad in ["7 apples", "42", "2026-12-01", "2026-12-01 (Someday)", "inf m", "m/s"] {
+            assert!(!is_result(bad), "{bad}");
+        }
     }
 
     #[test]

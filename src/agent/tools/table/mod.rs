@@ -32,6 +32,21 @@ pub const OPS: [&str; 9] = [
     "get", "count", "sum", "mean", "min", "max", "argmax", "argmin", "distinct",
 ];
 
+/// The operations as the schema offers them to a model: words a question uses, not a query
+/// language's (a 0.5B planner offered `get`, `sum`, `mean` chose `get` for every total and
+/// average). [`ops::Op::parse`] reads both.
+pub const OP_WORDS: [&str; 9] = [
+    "value",
+    "count",
+    "total",
+    "average",
+    "minimum",
+    "maximum",
+    "row_with_max",
+    "row_with_min",
+    "distinct",
+];
+
 /// Most bytes of a file the table tool reads.
 const MAX_TABLE_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -104,8 +119,8 @@ pub fn schema(paths: Option<&[String]>, fields: Option<&[String]>) -> Value {
         "type": "object",
         "properties": {
             "path": path,
-            "op": {"enum": OPS},
             "field": field,
+            "op": {"enum": OP_WORDS},
             "where": {
                 "type": "array",
                 "maxItems": 4,
@@ -134,7 +149,7 @@ impl Tool for Table {
         true
     }
     fn description(&self) -> &str {
-        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op get (a field's value), count, sum, mean, min, max, argmax/argmin (the whole record with the largest/smallest field), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records: [{\"field\": \"<field>\", \"cmp\": \"eq\", \"value\": \"<value>\"}] (cmp: eq ne lt le gt ge contains)."
+        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op value (a field's value), count, total, average, minimum, maximum, row_with_max/row_with_min (the whole record with the largest/smallest field), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records: [{\"field\": \"<field>\", \"cmp\": \"eq\", \"value\": \"<value>\"}] (cmp: eq ne lt le gt ge contains)."
     }
     fn args_schema(&self) -> Value {
         schema(None, None)

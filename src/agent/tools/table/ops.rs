@@ -66,19 +66,19 @@ pub(super) enum Op {
 impl Op {
     pub(super) fn parse(s: &str) -> Result<Op, ToolError> {
         Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "get" => Op::Get,
+            "get" | "value" => Op::Get,
             "count" => Op::Count,
-            "sum" => Op::Sum,
+            "sum" | "total" => Op::Sum,
             "mean" | "avg" | "average" => Op::Mean,
-            "min" => Op::Min,
-            "max" => Op::Max,
-            "argmax" => Op::ArgMax,
-            "argmin" => Op::ArgMin,
+            "min" | "minimum" => Op::Min,
+            "max" | "maximum" => Op::Max,
+            "argmax" | "row_with_max" => Op::ArgMax,
+            "argmin" | "row_with_min" => Op::ArgMin,
             "distinct" => Op::Distinct,
             _ => {
                 return Err(ToolError::invalid(format!(
                     "unknown op {s:?}; the ops are: {}.",
-                    super::OPS.join(", ")
+                    super::OP_WORDS.join(", ")
                 )))
             }
         })
@@ -396,8 +396,22 @@ fn numeric(
     match op {
         Op::Sum | Op::Mean => {
             if nums.is_empty() {
+                // The fields that do hold numbers, so the model can pick one.
+                let mut numeric_fields: Vec<&str> = Vec::new();
+                for (r, _) in values {
+                    for (k, v) in r.iter() {
+                        if num(v).is_some() && !numeric_fields.contains(&k.as_str()) {
+                            numeric_fields.push(k);
+                        }
+                    }
+                }
+                let hint = if numeric_fields.is_empty() {
+                    String::new()
+                } else {
+                    format!(" The fields with numbers are: {}.", numeric_fields.join(", "))
+                };
                 return Err(ToolError::invalid(format!(
-                    "no value of {field} is a number (values: {}); {name} needs a numeric field.",
+                    "no value of {field} is a number (values: {}); {name} needs a numeric field.{hint}",
                     skipped
                         .iter()
                         .take(5)

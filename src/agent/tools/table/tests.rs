@@ -171,17 +171,31 @@ fn unknown_fields_ops_and_files_are_errors_the_model_can_fix() {
         e.message,
         "sales.csv has no field \"amout\"; its fields are: region, rep, amount, closed."
     );
+    // A total of a text field names the fields that hold numbers.
+    let e = call(&ctx, json!({"path": "sales.csv", "op": "total", "field": "region"}))
+        .expect_err("text field");
+    assert!(
+        e.message.ends_with("The fields with numbers are: amount."),
+        "{}",
+        e.message
+    );
+    // The schema's op words and the query words are the same operations.
+    for (word, op) in [("total", "sum"), ("average", "mean"), ("row_with_max", "argmax")] {
+        let a = call(&ctx, json!({"path": "sales.csv", "op": word, "field": "amount"})).expect(word);
+        let b = call(&ctx, json!({"path": "sales.csv", "op": op, "field": "amount"})).expect(op);
+        assert_eq!(a, b, "{word}");
+    }
     let e = call(&ctx, json!({"path": "sales.csv", "op": "count", "where": [{"field": "zone", "cmp": "eq", "value": "x"}]}))
         .expect_err("where field");
     assert!(e.message.contains("no field \"zone\""), "{}", e.message);
     let e = call(
         &ctx,
-        json!({"path": "sales.csv", "op": "total", "field": "amount"}),
+        json!({"path": "sales.csv", "op": "median", "field": "amount"}),
     )
     .expect_err("op");
     assert!(
         e.message
-            .starts_with("unknown op \"total\"; the ops are: get, count"),
+            .starts_with("unknown op \"median\"; the ops are: value, count"),
         "{}",
         e.message
     );
