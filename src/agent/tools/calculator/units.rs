@@ -901,7 +901,7 @@ mod tests {
         assert_eq!(ev("95 km/h in m/s"), "26.388889 m/s");
         assert_eq!(ev("48 GiB in GB"), "51.539608 GB");
         assert_eq!(ev("2 TB to GiB"), "1862.6451 GiB");
-        assert_eq!(ev("60 mph in km/h"), "96.56064 km/h");
+        assert_eq!(ev("70 mph in km/h"), "112.65408 km/h");
         assert_eq!(ev("5 kph in m/s"), "1.3888889 m/s");
         assert_eq!(ev("1.5 kWh in J"), "5400000 J");
         assert_eq!(ev("3 ft + 6 inch in cm"), "106.68 cm");
