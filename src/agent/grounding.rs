@@ -137,13 +137,7 @@ pub fn planner_wins(
 /// The message that sends the planner back when the model's answer `answer` states a number
 /// that neither the task nor any tool output holds, and `may` (once a run, with steps left).
 /// Answers code or a program made are not checked: their numbers were computed.
-fn send_back(
-    answer: &str,
-    by: AnswerBy,
-    task: &str,
-    steps: &[Step],
-    may: bool,
-) -> Option<String> {
+fn send_back(answer: &str, by: AnswerBy, task: &str, steps: &[Step], may: bool) -> Option<String> {
     if !may || by != AnswerBy::Model {
         return None;
     }

@@ -1556,8 +1556,11 @@ mod tests {
     #[test]
     fn a_record_file_the_task_names_is_asked_through_the_table_tool_once_read() {
         let dir = tempfile::tempdir().expect("tmp");
-        std::fs::write(dir.path().join("sales.csv"), "region,units\nnorth,3\nsouth,4\n")
-            .expect("write");
+        std::fs::write(
+            dir.path().join("sales.csv"),
+            "region,units\nnorth,3\nsouth,4\n",
+        )
+        .expect("write");
         std::fs::write(dir.path().join("notes.md"), "# notes").expect("write");
         let task = "what are the north units in total? sales.csv";
         let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
@@ -1586,7 +1589,12 @@ mod tests {
         std::fs::write(dir.path().join("app.toml"), "[db]\npool = 4\n").expect("write");
         let task = "what is the db pool in app.toml?";
         let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-        let read = done(1, "read_file", json!({"path": "app.toml"}), ObservationKind::Output);
+        let read = done(
+            1,
+            "read_file",
+            json!({"path": "app.toml"}),
+            ObservationKind::Output,
+        );
         let n = narrow(&tools, task, &named_paths(task), &[read]);
         assert!(n.get(FINAL_ANSWER).is_some());
     }

@@ -150,7 +150,10 @@ mod tests {
                 .expect("runs")
         };
         // A word that is no unit: every unit is dropped and named.
-        assert_eq!(call("375 g / 6 people * 22"), "1375 (units ignored: g, people)");
+        assert_eq!(
+            call("375 g / 6 people * 22"),
+            "1375 (units ignored: g, people)"
+        );
         // Units the calculator knows are kept through the arithmetic.
         assert_eq!(call("48 MB/s * 50 s"), "2400 MB");
     }

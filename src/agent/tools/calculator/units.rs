@@ -51,10 +51,42 @@ const KIB: f64 = 1024.0;
 /// The units. Lowercase names: `MB` and `Mb` are both megabytes (people write `Mbit` or `Mbps`
 /// for bits); `min` is minutes.
 const UNITS: &[Unit] = &[
-    u(&["m", "meter", "meters", "metre", "metres"], "m", 1.0, LENGTH),
-    u(&["km", "kilometer", "kilometers", "kilometre", "kilometres"], "km", 1e3, LENGTH),
-    u(&["cm", "centimeter", "centimeters", "centimetre", "centimetres"], "cm", 1e-2, LENGTH),
-    u(&["mm", "millimeter", "millimeters", "millimetre", "millimetres"], "mm", 1e-3, LENGTH),
+    u(
+        &["m", "meter", "meters", "metre", "metres"],
+        "m",
+        1.0,
+        LENGTH,
+    ),
+    u(
+        &["km", "kilometer", "kilometers", "kilometre", "kilometres"],
+        "km",
+        1e3,
+        LENGTH,
+    ),
+    u(
+        &[
+            "cm",
+            "centimeter",
+            "centimeters",
+            "centimetre",
+            "centimetres",
+        ],
+        "cm",
+        1e-2,
+        LENGTH,
+    ),
+    u(
+        &[
+            "mm",
+            "millimeter",
+            "millimeters",
+            "millimetre",
+            "millimetres",
+        ],
+        "mm",
+        1e-3,
+        LENGTH,
+    ),
     u(&["mi", "mile", "miles"], "mi", MILE, LENGTH),
     u(&["ft", "foot", "feet"], "ft", 0.3048, LENGTH),
     u(&["inch", "inches"], "inch", 0.0254, LENGTH),
@@ -69,7 +101,12 @@ const UNITS: &[Unit] = &[
     u(&["mph"], "mph", MILE / HOUR, SPEED),
     u(&["knot", "knots", "kn"], "knots", 1852.0 / HOUR, SPEED),
     u(&["g", "gram", "grams"], "g", 1e-3, MASS),
-    u(&["kg", "kilogram", "kilograms", "kilo", "kilos"], "kg", 1.0, MASS),
+    u(
+        &["kg", "kilogram", "kilograms", "kilo", "kilos"],
+        "kg",
+        1.0,
+        MASS,
+    ),
     u(&["mg", "milligram", "milligrams"], "mg", 1e-6, MASS),
     u(&["lb", "lbs", "pound", "pounds"], "lb", 0.453_592_37, MASS),
     u(&["oz", "ounce", "ounces"], "oz", 0.028_349_523_125, MASS),
@@ -82,12 +119,37 @@ const UNITS: &[Unit] = &[
     u(&["pb", "petabyte", "petabytes"], "PB", 1e15, DATA),
     u(&["kib", "kibibyte", "kibibytes"], "KiB", KIB, DATA),
     u(&["mib", "mebibyte", "mebibytes"], "MiB", KIB * KIB, DATA),
-    u(&["gib", "gibibyte", "gibibytes"], "GiB", KIB * KIB * KIB, DATA),
-    u(&["tib", "tebibyte", "tebibytes"], "TiB", KIB * KIB * KIB * KIB, DATA),
+    u(
+        &["gib", "gibibyte", "gibibytes"],
+        "GiB",
+        KIB * KIB * KIB,
+        DATA,
+    ),
+    u(
+        &["tib", "tebibyte", "tebibytes"],
+        "TiB",
+        KIB * KIB * KIB * KIB,
+        DATA,
+    ),
     u(&["bit", "bits"], "bits", 0.125, DATA),
-    u(&["kbit", "kbits", "kilobit", "kilobits"], "kbit", 125.0, DATA),
-    u(&["mbit", "mbits", "megabit", "megabits"], "Mbit", 125e3, DATA),
-    u(&["gbit", "gbits", "gigabit", "gigabits"], "Gbit", 125e6, DATA),
+    u(
+        &["kbit", "kbits", "kilobit", "kilobits"],
+        "kbit",
+        125.0,
+        DATA,
+    ),
+    u(
+        &["mbit", "mbits", "megabit", "megabits"],
+        "Mbit",
+        125e3,
+        DATA,
+    ),
+    u(
+        &["gbit", "gbits", "gigabit", "gigabits"],
+        "Gbit",
+        125e6,
+        DATA,
+    ),
     u(&["kbps"], "kbit/s", 125.0, RATE),
     u(&["mbps"], "Mbit/s", 125e3, RATE),
     u(&["gbps"], "Gbit/s", 125e6, RATE),
@@ -100,9 +162,30 @@ const UNITS: &[Unit] = &[
     u(&["kcal"], "kcal", 4184.0, ENERGY),
     u(&["w", "watt", "watts"], "W", 1.0, POWER),
     u(&["kw", "kilowatt", "kilowatts"], "kW", 1e3, POWER),
-    u(&["l", "liter", "liters", "litre", "litres"], "L", 1e-3, VOLUME),
-    u(&["ml", "milliliter", "milliliters", "millilitre", "millilitres"], "mL", 1e-6, VOLUME),
-    u(&["gal", "gallon", "gallons"], "gal", 3.785_411_784e-3, VOLUME),
+    u(
+        &["l", "liter", "liters", "litre", "litres"],
+        "L",
+        1e-3,
+        VOLUME,
+    ),
+    u(
+        &[
+            "ml",
+            "milliliter",
+            "milliliters",
+            "millilitre",
+            "millilitres",
+        ],
+        "mL",
+        1e-6,
+        VOLUME,
+    ),
+    u(
+        &["gal", "gallon", "gallons"],
+        "gal",
+        3.785_411_784e-3,
+        VOLUME,
+    ),
 ];
 
 /// How a result of these dimensions is shown when the expression names no target and no unit
@@ -208,8 +291,18 @@ const MONTHS: [&str; 12] = [
 fn month(word: &str) -> Option<i64> {
     let i = MONTHS.iter().position(|m| word.starts_with(m))?;
     let full = [
-        "january", "february", "march", "april", "may", "june", "july", "august", "september",
-        "october", "november", "december",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
     ][i];
     (word.len() == 3 || word == "sept" || word == full).then_some(i as i64 + 1)
 }
@@ -225,9 +318,7 @@ fn written_dates(toks: Vec<Tok>) -> Vec<Tok> {
         Some(Tok::Num(x)) if x.fract() == 0.0 && (1000.0..=9999.0).contains(x) => Some(*x as i64),
         _ => None,
     };
-    let ordinal = |t: Option<&Tok>| {
-        matches!(t, Some(Tok::Word(w)) if matches!(w.as_str(), "st" | "nd" | "rd" | "th"))
-    };
+    let ordinal = |t: Option<&Tok>| matches!(t, Some(Tok::Word(w)) if matches!(w.as_str(), "st" | "nd" | "rd" | "th"));
     let month_of = |t: Option<&Tok>| match t {
         Some(Tok::Word(w)) => month(w),
         _ => None,
@@ -288,20 +379,25 @@ fn lex(s: &str) -> Result<Vec<Tok>, CalcError> {
                 continue;
             }
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_')
+            while i < chars.len()
+                && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_')
             {
                 i += 1;
             }
             // Thousands groups ("1,284"), outside a call's argument list.
             while depth_in_call == 0
                 && chars.get(i) == Some(&',')
-                && chars.get(i + 1..i + 4).is_some_and(|g| g.iter().all(char::is_ascii_digit))
+                && chars
+                    .get(i + 1..i + 4)
+                    .is_some_and(|g| g.iter().all(char::is_ascii_digit))
                 && !chars.get(i + 4).is_some_and(char::is_ascii_digit)
             {
                 i += 4;
             }
             if matches!(chars.get(i), Some('e' | 'E'))
-                && chars.get(i + 1).is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
+                && chars
+                    .get(i + 1)
+                    .is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
             {
                 let mut j = i + 2;
                 while j < chars.len() && chars[j].is_ascii_digit() {
@@ -395,7 +491,13 @@ fn dims_name(d: Dims) -> String {
         .iter()
         .zip(names)
         .filter(|(e, _)| **e != 0)
-        .map(|(e, n)| if *e == 1 { n.to_string() } else { format!("{n}^{e}") })
+        .map(|(e, n)| {
+            if *e == 1 {
+                n.to_string()
+            } else {
+                format!("{n}^{e}")
+            }
+        })
         .collect();
     parts.join("·")
 }
@@ -487,7 +589,9 @@ impl Parser {
                     self.date_span = true;
                     Val::Q((x - y) as f64 * 86_400.0, TIME)
                 }
-                (Val::Date(x), Val::Q(s, d), _) | (Val::Q(s, d), Val::Date(x), '+') if d == TIME => {
+                (Val::Date(x), Val::Q(s, d), _) | (Val::Q(s, d), Val::Date(x), '+')
+                    if d == TIME =>
+                {
                     let days = (s / 86_400.0).round() as i64;
                     Val::Date(if op == '+' { x + days } else { x - days })
                 }
@@ -583,7 +687,10 @@ impl Parser {
         };
         // "15%" (not a modulo: nothing that starts a value follows).
         if let Some(Tok::Op('%')) = self.peek() {
-            if !matches!(self.peek_at(1), Some(Tok::Num(_) | Tok::Open | Tok::Date(_))) {
+            if !matches!(
+                self.peek_at(1),
+                Some(Tok::Num(_) | Tok::Open | Tok::Date(_))
+            ) {
                 self.pos += 1;
                 let (x, d) = q(v)?;
                 v = Val::Q(x / 100.0, d);
@@ -846,7 +953,9 @@ fn show(v: Val, target: Option<Written>, seen: &[Written]) -> Result<String, Cal
         Val::Q(x, d) => (x, d),
     };
     if !x.is_finite() {
-        return Err(CalcError::Domain("the result is not a finite number".into()));
+        return Err(CalcError::Domain(
+            "the result is not a finite number".into(),
+        ));
     }
     let unit = match target {
         Some(t) if t.dims != dims => {
@@ -949,20 +1058,44 @@ mod tests {
 
     #[test]
     fn mismatched_units_and_bad_dates_are_errors_that_say_why() {
-        assert!(ev("5 kg in m").contains("measure different things"), "{}", ev("5 kg in m"));
-        assert!(ev("5 kg + 3 m").contains("cannot add"), "{}", ev("5 kg + 3 m"));
+        assert!(
+            ev("5 kg in m").contains("measure different things"),
+            "{}",
+            ev("5 kg in m")
+        );
+        assert!(
+            ev("5 kg + 3 m").contains("cannot add"),
+            "{}",
+            ev("5 kg + 3 m")
+        );
         assert!(ev("2024-03-01 * 2 in days").starts_with("ERR"));
         assert!(ev("weekday(5)").starts_with("ERR"));
         // Not a calendar day: not read as a date, and "-" then subtracts plain numbers.
-        assert_eq!(ev("2023-02-30 in s"), "ERR cannot convert a plain number to s: the units measure different things");
+        assert_eq!(
+            ev("2023-02-30 in s"),
+            "ERR cannot convert a plain number to s: the units measure different things"
+        );
     }
 
     #[test]
     fn results_are_recognised_and_other_text_is_not() {
-        for ok in ["26.388889 m/s", "640 s (10 min 40 s)", "2026-12-01 (Tuesday)", "10.8 kWh", "2 m^2·s^-2"] {
+        for ok in [
+            "26.388889 m/s",
+            "640 s (10 min 40 s)",
+            "2026-12-01 (Tuesday)",
+            "10.8 kWh",
+            "2 m^2·s^-2",
+        ] {
             assert!(is_result(ok), "{ok}");
         }
-        for bad in ["7 apples", "42", "2026-12-01", "2026-12-01 (Someday)", "inf m", "m/s"] {
+        for bad in [
+            "7 apples",
+            "42",
+            "2026-12-01",
+            "2026-12-01 (Someday)",
+            "inf m",
+            "m/s",
+        ] {
             assert!(!is_result(bad), "{bad}");
         }
     }
@@ -970,7 +1103,7 @@ mod tests {
     #[test]
     fn civil_dates_round_trip() {
         for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2028, 3, 5), (1969, 12, 31)] {
-            let n = day_number(&format!("{y:04}-{m:02}-{d:02}")).unwrap() as i64;
+            let n = day_number(&format!("{y:04}-{m:02}-{d:02}")).expect("a calendar day") as i64;
             assert_eq!(civil(n), (y, m, d));
         }
     }

@@ -408,7 +408,10 @@ fn numeric(
                 let hint = if numeric_fields.is_empty() {
                     String::new()
                 } else {
-                    format!(" The fields with numbers are: {}.", numeric_fields.join(", "))
+                    format!(
+                        " The fields with numbers are: {}.",
+                        numeric_fields.join(", ")
+                    )
                 };
                 return Err(ToolError::invalid(format!(
                     "no value of {field} is a number (values: {}); {name} needs a numeric field.{hint}",

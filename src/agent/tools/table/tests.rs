@@ -172,17 +172,32 @@ fn unknown_fields_ops_and_files_are_errors_the_model_can_fix() {
         "sales.csv has no field \"amout\"; its fields are: region, rep, amount, closed."
     );
     // A total of a text field names the fields that hold numbers.
-    let e = call(&ctx, json!({"path": "sales.csv", "op": "total", "field": "region"}))
-        .expect_err("text field");
+    let e = call(
+        &ctx,
+        json!({"path": "sales.csv", "op": "total", "field": "region"}),
+    )
+    .expect_err("text field");
     assert!(
         e.message.ends_with("The fields with numbers are: amount."),
         "{}",
         e.message
     );
     // The schema's op words and the query words are the same operations.
-    for (word, op) in [("total", "sum"), ("average", "mean"), ("row_with_max", "argmax")] {
-        let a = call(&ctx, json!({"path": "sales.csv", "op": word, "field": "amount"})).expect(word);
-        let b = call(&ctx, json!({"path": "sales.csv", "op": op, "field": "amount"})).expect(op);
+    for (word, op) in [
+        ("total", "sum"),
+        ("average", "mean"),
+        ("row_with_max", "argmax"),
+    ] {
+        let a = call(
+            &ctx,
+            json!({"path": "sales.csv", "op": word, "field": "amount"}),
+        )
+        .expect(word);
+        let b = call(
+            &ctx,
+            json!({"path": "sales.csv", "op": op, "field": "amount"}),
+        )
+        .expect(op);
         assert_eq!(a, b, "{word}");
     }
     let e = call(&ctx, json!({"path": "sales.csv", "op": "count", "where": [{"field": "zone", "cmp": "eq", "value": "x"}]}))
@@ -270,7 +285,10 @@ fn documents_are_records_and_nested_keys_are_dotted_paths() {
     let cache = call(&ctx, json!({"path": "config.json", "op": "get", "field": "host", "where": [{"field": "key", "cmp": "eq", "value": "cache"}]}))
         .expect("where key");
     assert!(cache.contains("\nhost: redis\n"), "{cache}");
-    assert!(cache.ends_with("the record: key=cache, pool.max_size=8, host=redis"), "{cache}");
+    assert!(
+        cache.ends_with("the record: key=cache, pool.max_size=8, host=redis"),
+        "{cache}"
+    );
     let old = call(
         &ctx,
         json!({"path": "users.yaml", "op": "argmax", "field": "age"}),
