@@ -38,34 +38,11 @@ MAX_FILE_LINES = 60
 
 
 # --------------------------------------------------------------------------------------------
-# checker builders (same shapes as make_suites.py)
+# checker builders: the ones make_suites.py defines
 # --------------------------------------------------------------------------------------------
 
-def num(v, tol=0.0):
-    c = {"type": "number_within", "value": v}
-    if tol:
-        c["tolerance"] = tol
-    return c
-
-
-def contains(v):
-    return {"type": "contains", "value": v}
-
-
-def regex(p):
-    return {"type": "regex", "pattern": p}
-
-
-def not_contains(v):
-    return {"type": "not_contains", "value": v}
-
-
-def all_of(*cs):
-    return {"type": "all", "checks": list(cs)}
-
-
-def any_of(*cs):
-    return {"type": "any", "checks": list(cs)}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_suites import all_of, any_of, contains, not_contains, num, regex  # noqa: E402
 
 
 def grouped(v, decimals=2):

@@ -4,7 +4,7 @@
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
 //! the one the task names, and sizes the model on `this` machine when the task names a GPU.
-//! Thirteen rules, each over enum-typed arguments or the set of tools offered:
+//! Fourteen rules, each over enum-typed arguments or the set of tools offered:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those. A context length the
@@ -66,7 +66,14 @@
 //!     last is read whole before anything else (only `read_file` of it is offered): the model
 //!     found the FIXME and then searched for it again until the step limit.
 //!
-//! And `read_blob`'s id is an enum of the blobs the run holds.
+//! 14. **Records are asked through the table tool.** Once a file of records the task names
+//!     (by its type: CSV, TSV, JSON lines) has been read, only `table` on such files is
+//!     offered until a table call has answered (a look-up across files, rule 13, aside): the
+//!     model read the rows and then searched for a column's name, or answered a total with one
+//!     row's figure.
+//!
+//! And `read_blob`'s id is an enum of the blobs the run holds; the `hardware` tool is offered
+//! only for hardware the task names, or for this machine when the task is about it.
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -149,33 +149,37 @@ fn strftime_now(format: String) -> String {
     strftime(secs, &format)
 }
 
-fn strftime(unix_secs: u64, format: &str) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    const DAYS: [&str; 7] = [
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-    ];
-    let days = (unix_secs / 86_400) as i64;
-    let rem = unix_secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+/// The months' names, January first.
+pub(crate) const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// The weekdays' names, from the weekday of 1970-01-01 (a Thursday): day number `n` is
+/// `WEEKDAYS_FROM_EPOCH[n.rem_euclid(7)]`.
+pub(crate) const WEEKDAYS_FROM_EPOCH: [&str; 7] = [
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+];
+
+/// The civil date (year, month 1-12, day) of a day number, days since 1970-01-01 (proleptic
+/// Gregorian; Howard Hinnant's algorithm).
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -184,9 +188,15 @@ fn strftime(unix_secs: u64, format: &str) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let month_name = MONTHS[(month - 1) as usize];
-    let day_name = DAYS[days.rem_euclid(7) as usize];
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+fn strftime(unix_secs: u64, format: &str) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    let month_name = MONTH_NAMES[(month - 1) as usize];
+    let day_name = WEEKDAYS_FROM_EPOCH[days.rem_euclid(7) as usize];
     let mut out = String::new();
     let mut chars = format.chars();
     while let Some(c) = chars.next() {

@@ -11,6 +11,7 @@
 
 use super::dates::day_number;
 use super::CalcError;
+use crate::runtime::chat_template::{civil_from_days, MONTH_NAMES, WEEKDAYS_FROM_EPOCH};
 
 /// Exponents of metre, second, kilogram and byte.
 type Dims = [i8; 4];
@@ -202,16 +203,6 @@ const DEFAULTS: &[(Dims, &str)] = &[
     (RATE, "MB/s"),
 ];
 
-const WEEKDAYS: [&str; 7] = [
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-];
-
 /// Words that are not units: functions, conversion words, "of" and "x".
 const FUNCTIONS: &[&str] = &[
     "sqrt", "abs", "round", "floor", "ceil", "min", "max", "days", "weekday", "date",
@@ -282,29 +273,16 @@ fn date_at(chars: &[char], i: usize) -> Option<(i64, usize)> {
     None
 }
 
-/// The months, as their names begin (`sep` for `sept` and `september`).
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
-
-/// The month a word names (`October`, `oct`, `Sept`), 1 to 12.
+/// The month a word names (`October`, `oct`, `Sept`), 1 to 12: a whole name, its first three
+/// letters, or `sept`.
 fn month(word: &str) -> Option<i64> {
-    let i = MONTHS.iter().position(|m| word.starts_with(m))?;
-    let full = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ][i];
-    (word.len() == 3 || word == "sept" || word == full).then_some(i as i64 + 1)
+    MONTH_NAMES
+        .iter()
+        .position(|full| {
+            let full = full.to_ascii_lowercase();
+            word == full || word == &full[..3] || (word == "sept" && full == "september")
+        })
+        .map(|i| i as i64 + 1)
 }
 
 /// Dates written out (`17 October 2026`, `October 17, 2026`, `feb 29 2028`, `29th Feb 2028`)
@@ -803,20 +781,6 @@ fn call(name: &str, args: &[Val]) -> Result<Val, CalcError> {
     }
 }
 
-/// Civil date of a day number (days since 1970-01-01).
-fn civil(day: i64) -> (i64, i64, i64) {
-    let z = day + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// A figure with up to 8 significant digits, trailing zeros trimmed.
 fn figure(x: f64) -> String {
     if x == x.trunc() && x.abs() < 1e15 {
@@ -927,7 +891,7 @@ pub fn is_result(output: &str) -> bool {
         return rest
             .strip_prefix('(')
             .and_then(|r| r.strip_suffix(')'))
-            .is_some_and(|d| WEEKDAYS.contains(&d));
+            .is_some_and(|d| WEEKDAYS_FROM_EPOCH.contains(&d));
     }
     if !head.parse::<f64>().is_ok_and(f64::is_finite) {
         return false;
@@ -946,8 +910,8 @@ fn show(v: Val, target: Option<Written>, seen: &[Written]) -> Result<String, Cal
             if target.is_some() {
                 return Err(syntax("a date cannot be converted to a unit"));
             }
-            let (y, m, day) = civil(d);
-            let weekday = WEEKDAYS[d.rem_euclid(7) as usize];
+            let (y, m, day) = civil_from_days(d);
+            let weekday = WEEKDAYS_FROM_EPOCH[d.rem_euclid(7) as usize];
             return Ok(format!("{y:04}-{m:02}-{day:02} ({weekday})"));
         }
         Val::Q(x, d) => (x, d),
@@ -1104,7 +1068,7 @@ mod tests {
     fn civil_dates_round_trip() {
         for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2028, 3, 5), (1969, 12, 31)] {
             let n = day_number(&format!("{y:04}-{m:02}-{d:02}")).expect("a calendar day") as i64;
-            assert_eq!(civil(n), (y, m, d));
+            assert_eq!(civil_from_days(n), (y, m, d));
         }
     }
 }
