@@ -1618,10 +1618,36 @@ fn dev_and_test_suites_are_balanced_and_disjoint() {
             assert!(per.len() >= 12, "test: {per:?}");
         }
     }
-    let seen_ids: HashSet<&str> = dev.iter().chain(&retired).map(|t| t.id.as_str()).collect();
+    // The dev split's second part: the held-out's categories dev.jsonl lacks, six each.
+    let dev_words = load("dev-words.jsonl");
+    assert!(
+        dev_words.len() >= 30,
+        "only {} dev-words tasks",
+        dev_words.len()
+    );
+    let mut per: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in dev_words.iter() {
+        *per.entry(t.category()).or_default() += 1;
+    }
+    assert!(
+        per.len() >= 6 && per.values().all(|n| *n >= 5),
+        "dev-words: {per:?}"
+    );
+    let seen_ids: HashSet<&str> = dev
+        .iter()
+        .chain(&dev_words)
+        .chain(&retired)
+        .map(|t| t.id.as_str())
+        .collect();
+    assert_eq!(
+        seen_ids.len(),
+        dev.len() + dev_words.len() + retired.len(),
+        "an id is reused"
+    );
     assert!(test.iter().all(|t| !seen_ids.contains(t.id.as_str())));
     let seen_tasks: HashSet<&str> = dev
         .iter()
+        .chain(&dev_words)
         .chain(&retired)
         .map(|t| t.task.as_str())
         .collect();
