@@ -74,6 +74,51 @@ impl fmt::Display for TokensPerSec {
     }
 }
 
+// Calendar: the one civil-date routine, shared by the chat template's `strftime_now`, the
+// calculator's date arithmetic and the run directory's timestamps.
+
+/// The months' names, January first.
+pub const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// The weekdays' names, from the weekday of 1970-01-01 (a Thursday): day number `n` is
+/// `WEEKDAYS_FROM_EPOCH[n.rem_euclid(7)]`.
+pub const WEEKDAYS_FROM_EPOCH: [&str; 7] = [
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+];
+
+/// The civil date (year, month 1-12, day) of a day number, days since 1970-01-01 (proleptic
+/// Gregorian; Howard Hinnant's algorithm).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +128,17 @@ mod tests {
         assert_eq!(Bytes(512).to_string(), "512 B");
         assert_eq!(Bytes(3 * Bytes::MIB / 2).to_string(), "1.5 MiB");
         assert_eq!(Bytes(5 * Bytes::GIB).to_string(), "5.00 GiB");
+    }
+
+    #[test]
+    fn civil_dates_round_the_leap_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(
+            WEEKDAYS_FROM_EPOCH[19_723_i64.rem_euclid(7) as usize],
+            "Monday"
+        );
     }
 }

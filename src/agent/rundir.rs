@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::types::{RunOutcome, Step};
+use crate::units::civil_from_days;
 
 /// Errors reading or writing run directories.
 #[derive(Debug, thiserror::Error)]
@@ -69,20 +70,6 @@ pub fn boyd_home() -> Result<PathBuf, RunDirError> {
 /// `<home>/runs`.
 pub fn runs_root(home: &Path) -> PathBuf {
     home.join("runs")
-}
-
-/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// UTC timestamp `YYYY-MM-DDTHH:MM:SSZ` for records.
@@ -341,17 +328,5 @@ pub fn find_run(home: &Path, id: &str) -> Result<RunSummary, RunDirError> {
     match (matching.next(), matching.next()) {
         (Some(r), None) => Ok(r),
         _ => Err(not_found()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
     }
 }

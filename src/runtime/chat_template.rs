@@ -24,6 +24,7 @@ use minijinja::{Environment, Error, ErrorKind};
 use serde::{Deserialize, Serialize};
 
 use crate::lm::ChatMessage;
+use crate::units::{civil_from_days, MONTH_NAMES, WEEKDAYS_FROM_EPOCH};
 
 /// Why a chat template could not be used.
 #[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize)]
@@ -147,48 +148,6 @@ fn strftime_now(format: String) -> String {
         .map(|d| d.as_secs())
         .unwrap_or(0);
     strftime(secs, &format)
-}
-
-/// The months' names, January first.
-pub(crate) const MONTH_NAMES: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-/// The weekdays' names, from the weekday of 1970-01-01 (a Thursday): day number `n` is
-/// `WEEKDAYS_FROM_EPOCH[n.rem_euclid(7)]`.
-pub(crate) const WEEKDAYS_FROM_EPOCH: [&str; 7] = [
-    "Thursday",
-    "Friday",
-    "Saturday",
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-];
-
-/// The civil date (year, month 1-12, day) of a day number, days since 1970-01-01 (proleptic
-/// Gregorian; Howard Hinnant's algorithm).
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 fn strftime(unix_secs: u64, format: &str) -> String {
