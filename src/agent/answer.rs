@@ -15,9 +15,12 @@ use crate::lm::{
     CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, Role, SamplingParams, Usage,
 };
 
-use super::planner::PlannerError;
+use super::types::PlannerError;
 
 use super::guard::canonical_json;
+use super::outputs::{
+    call_path, camel_case, csv_row, is_whole_read, usable, whole_read_of_named, whole_text,
+};
 use super::tools::choices::trim_rel;
 use super::tools::files::NO_MATCHES;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
@@ -74,16 +77,6 @@ fn describe_call(step: &Step) -> Option<String> {
             Some(format!("{name}{args}"))
         }
         _ => None,
-    }
-}
-
-/// The tool outputs worth answering from: normal outputs, and errors that are facts about the
-/// world (a missing file), not the model's mistakes.
-pub fn usable(step: &Step) -> bool {
-    match step.observation.kind {
-        ObservationKind::Output => true,
-        ObservationKind::ToolError { kind } => kind == ToolErrorKind::NotFound,
-        _ => false,
     }
 }
 
@@ -244,7 +237,7 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
     if !asks_count(task) {
         return None;
     }
-    let named = super::narrow::named_paths(task);
+    let named = super::tools::choices::named_paths(task);
     let ranked = ranked_lines(task, steps);
     let top = top(&ranked);
     if top.len() < 2 {
@@ -274,26 +267,6 @@ pub fn count_answer(task: &str, steps: &[Step]) -> Option<String> {
     Some(answer.chars().take(FINAL_ANSWER_MAX_CHARS).collect())
 }
 
-/// Whether a `read_file` output shows the whole file ("app.log (3000 lines):"), not a range of
-/// it ("lines 1-12 of 3000").
-pub(crate) fn is_whole_read(text: &str) -> bool {
-    text.lines().next().is_some_and(|h| h.ends_with(" lines):"))
-}
-
-/// The path and whole output of `step` when it read a whole file the task names (`named`):
-/// "app.log (3000 lines):", not a range of it ("lines 1-12 of 3000").
-pub(crate) fn whole_read_of_named<'a>(
-    step: &'a Step,
-    named: &[String],
-) -> Option<(&'a str, &'a str)> {
-    let is_read =
-        matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == "read_file");
-    let path = call_path(step)?;
-    let text = whole_text(step);
-    let whole = is_whole_read(text);
-    (is_read && whole && named.iter().any(|n| trim_rel(n) == path)).then_some((path, text))
-}
-
 /// The column names of a CSV header: `line` is a file's first read line ("1: id,state") and
 /// `content` its text. A header is names, not a sentence: a log's first line may hold commas
 /// too.
@@ -303,28 +276,6 @@ fn csv_header(line: &str, content: &str) -> Option<Vec<String>> {
         .all(|f| !f.trim().is_empty() && !f.trim().contains(char::is_whitespace));
     (line.starts_with("1: ") && content.contains(',') && names)
         .then(|| content.split(',').map(|f| f.trim().to_string()).collect())
-}
-
-/// A CSV row under `header` as `name=value` pairs ("item=widget, qty=845"); `None` when its
-/// field count differs from the header's.
-pub(crate) fn csv_row(header: &[String], content: &str) -> Option<String> {
-    let fields: Vec<&str> = content.split(',').map(str::trim).collect();
-    (fields.len() == header.len()).then(|| {
-        let pairs: Vec<String> = header
-            .iter()
-            .zip(&fields)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        pairs.join(", ")
-    })
-}
-
-/// A step's whole output: the full text of a condensed observation, else the text.
-pub(crate) fn whole_text(step: &Step) -> &str {
-    step.observation
-        .full
-        .as_deref()
-        .unwrap_or(&step.observation.text)
 }
 
 /// Every distinct line of the tool outputs (whole outputs, not the previews the planner saw)
@@ -698,7 +649,7 @@ pub fn log_line_answer(task: &str, steps: &[Step]) -> Option<String> {
     // One file or none named: with two, the line is a key to look up in the other.
     if !w.iter().any(|x| x == "which" || x == "who")
         || asks_count(task)
-        || super::narrow::named_paths(task).len() > 1
+        || super::tools::choices::named_paths(task).len() > 1
     {
         return None;
     }
@@ -1356,21 +1307,6 @@ pub fn absent_terms(task: &str, block: &str) -> Vec<String> {
     out
 }
 
-/// Whether `w` is a camelCase or PascalCase identifier (`MaxBatchSize`, `maxConnections`): three
-/// capitals that start a lower-case run, or a lower-case start and one such capital in seven or
-/// more letters. Product names with two humps ("TypeScript", "GitHub") are not.
-pub(crate) fn camel_case(w: &str) -> bool {
-    let c: Vec<char> = w.chars().collect();
-    if !c.iter().all(|x| x.is_ascii_alphanumeric()) {
-        return false;
-    }
-    let humps = c
-        .windows(2)
-        .filter(|p| p[0].is_ascii_uppercase() && p[1].is_ascii_lowercase())
-        .count();
-    humps >= 3 || (c.first().is_some_and(char::is_ascii_lowercase) && humps >= 1 && c.len() >= 7)
-}
-
 /// What the tools found: the usable outputs and the workspace overview, without the calls'
 /// arguments and without searches that matched nothing (both echo the words searched for).
 fn found_text(steps: &[Step], overview: Option<&str>) -> String {
@@ -1388,16 +1324,6 @@ fn found_text(steps: &[Step], overview: Option<&str>) -> String {
     out
 }
 
-/// The path a step's call named, as the file tools resolve it ("./a/" is "a").
-fn call_path(step: &Step) -> Option<&str> {
-    match &step.action {
-        Some(Action::ToolCall { args, .. }) => {
-            args.get("path").and_then(Value::as_str).map(trim_rel)
-        }
-        _ => None,
-    }
-}
-
 /// The answer when the task asks for a key the files it names do not hold: "What is LOG_LEVEL
 /// in settings.py?" after settings.py was read and shows no LOG_LEVEL anywhere. Shown the file
 /// and told the key is absent, a 0.5B model still answered with a neighbouring line
@@ -1406,7 +1332,7 @@ fn call_path(step: &Step) -> Option<&str> {
 /// quoted phrases count, and only once a named file has been read. A named file that does not
 /// exist is answered the same way.
 pub fn not_found_answer(task: &str, steps: &[Step], overview: Option<&str>) -> Option<String> {
-    let named = super::narrow::named_paths(task);
+    let named = super::tools::choices::named_paths(task);
     // A file the task names that does not exist (and no later call found): nothing can be
     // answered from it, whatever else was read.
     let missing = named.iter().map(|n| trim_rel(n)).find(|n| {
@@ -1474,7 +1400,7 @@ pub fn status_count_answer(task: &str, steps: &[Step]) -> Option<String> {
         return None;
     }
     let code = asked.captures(task)?.get(1)?.as_str();
-    let named = super::narrow::named_paths(task);
+    let named = super::tools::choices::named_paths(task);
     for step in steps.iter().filter(|s| usable(s)) {
         let Some((path, text)) = whole_read_of_named(step, &named) else {
             continue;

@@ -24,6 +24,7 @@ pub mod grounding;
 pub mod guard;
 pub mod narrow;
 pub mod ooda;
+pub mod outputs;
 pub mod parse;
 pub mod planner;
 pub mod program;

@@ -81,7 +81,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::tools::choices::{constrain_paths, paths_in_task, relative_in_task, trim_rel};
+use super::tools::choices::{constrain_paths, named_paths, paths_in_task, same_path, trim_rel};
 use super::tools::compute::COMPUTE;
 use super::tools::files::{FILE_READERS, NO_MATCHES};
 use super::tools::table::TABLE;
@@ -148,7 +148,7 @@ fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
         .collect();
     let mut listed: Vec<String> = Vec::new();
     for s in steps.iter().filter(ok).filter(|s| on_dir(s, "list_dir")) {
-        for line in super::answer::whole_text(s).lines() {
+        for line in super::outputs::whole_text(s).lines() {
             let entry = line.trim().split(" (").next().unwrap_or_default();
             let in_dir = dirs.iter().any(|d| {
                 let d = trim_rel(d).trim_end_matches('/');
@@ -279,10 +279,6 @@ fn path_of(args: &Value) -> Option<String> {
     Some(if p.is_empty() { ".".into() } else { p.into() })
 }
 
-fn same_path(a: &str, b: &str) -> bool {
-    trim_rel(a) == trim_rel(b)
-}
-
 /// The tool calls of `steps` (name, args, whether the tool returned output).
 fn calls(steps: &[Step]) -> impl Iterator<Item = (&str, &Value, bool)> {
     steps.iter().filter_map(|s| match &s.action {
@@ -395,44 +391,6 @@ fn listed_recursively(steps: &[Step]) -> bool {
             && matches!(&s.action, Some(Action::ToolCall { name, args })
                 if name == "list_dir" && args.get("recursive").and_then(Value::as_bool) == Some(true))
     })
-}
-
-/// The files and folders `task` names (rule 2's paths).
-pub fn named_paths(task: &str) -> Vec<String> {
-    let (files, dirs) = paths_in_task(task);
-    files.into_iter().chain(dirs).collect()
-}
-
-/// [`named_paths`], and the files without an extension the task names by a path with a folder
-/// ("network/hosts", "deploy/Dockerfile") that are files in the workspace at `root`: the
-/// text alone cannot tell them from folders, and the model answered from the first file
-/// without reading the second.
-pub fn named_paths_in(task: &str, root: Option<&Path>) -> Vec<String> {
-    use std::sync::OnceLock;
-    static BARE: OnceLock<Option<regex::Regex>> = OnceLock::new();
-    let mut named = named_paths(task);
-    let (Some(root), Some(re)) = (
-        root,
-        BARE.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_-]+").ok())
-            .as_ref(),
-    ) else {
-        return named;
-    };
-    for m in re.find_iter(task) {
-        let rest = &task[m.end()..];
-        let continues = rest.starts_with('/')
-            || (rest.starts_with('.') && rest[1..].starts_with(char::is_alphanumeric));
-        if task[..m.start()].ends_with(['/', '.', '@']) || continues {
-            continue;
-        }
-        let Some(p) = relative_in_task(m.as_str()) else {
-            continue;
-        };
-        if root.join(p).is_file() && !named.iter().any(|n| same_path(n, p)) {
-            named.push(p.to_string());
-        }
-    }
-    named
 }
 
 /// `allowed` with its enum arguments narrowed by the rules above for the next step. `task` is
@@ -851,7 +809,7 @@ fn read_whole(path: &str, steps: &[Step]) -> bool {
     let path = [trim_rel(path).to_string()];
     steps.iter().any(|s| {
         s.observation.kind == ObservationKind::Output
-            && super::answer::whole_read_of_named(s, &path).is_some()
+            && super::outputs::whole_read_of_named(s, &path).is_some()
     })
 }
 
@@ -911,7 +869,7 @@ fn looked_into(task: &str, sources: &[String], steps: &[Step]) -> bool {
     };
     steps.iter().any(|s| match &s.action {
         Some(Action::ToolCall { name, args }) => {
-            let text = super::answer::whole_text(s);
+            let text = super::outputs::whole_text(s);
             (name == "read_file" || name == SEARCH_TEXT)
                 && s.observation.kind == ObservationKind::Output
                 && !text.trim_start().starts_with(NO_MATCHES)
@@ -947,7 +905,7 @@ fn names_identifier(allowed: &Toolset, task: &str) -> bool {
         .collect();
     task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| {
-            (w.contains('_') && w.chars().any(char::is_alphabetic)) || super::answer::camel_case(w)
+            (w.contains('_') && w.chars().any(char::is_alphabetic)) || super::outputs::camel_case(w)
         })
         .any(|w| !values.contains(&squash(w)))
 }
@@ -1111,6 +1069,7 @@ fn only(tool: Arc<dyn super::tools::Tool>) -> Toolset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::tools::choices::named_paths_in;
     use crate::agent::types::{Observation, StepTimings};
     use crate::lm::Usage;
     use serde_json::json;

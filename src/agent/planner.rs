@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 use crate::lm::{
-    CancelToken, ChatMessage, Constraint, FinishReason, GenRequest, LanguageModel, LmError, Role,
+    CancelToken, ChatMessage, Constraint, FinishReason, GenRequest, LanguageModel, Role,
     SamplingParams, Usage,
 };
 
@@ -51,39 +51,8 @@ pub struct PlannerOutput {
     pub usage: Usage,
 }
 
-/// Failures of the planner machinery (not the model's mistakes).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlannerError {
-    /// The prompt no longer fits the model's context.
-    #[error("the transcript no longer fits the model's context ({detail})")]
-    ContextExhausted {
-        /// Details from the model.
-        detail: String,
-    },
-    /// Cancelled while generating.
-    #[error("cancelled")]
-    Cancelled,
-    /// A scripted planner ran out of turns.
-    #[error("the scripted planner has no more turns")]
-    ScriptExhausted,
-    /// The model failed.
-    #[error("language model error")]
-    Lm(#[source] LmError),
-}
-
-/// A full context is `ContextExhausted` (the loops stop or escalate on it); every other model
-/// error keeps its source.
-impl From<LmError> for PlannerError {
-    fn from(e: LmError) -> Self {
-        match e {
-            LmError::ContextExceeded { .. } => Self::ContextExhausted {
-                detail: e.to_string(),
-            },
-            other => Self::Lm(other),
-        }
-    }
-}
+/// Failures of the planner machinery (defined with the run's other types).
+pub use super::types::PlannerError;
 
 /// Decides the next action from the history.
 pub trait Planner {

@@ -20,11 +20,11 @@ use std::collections::HashMap;
 
 use crate::lm::{ChatMessage, Role};
 
-use super::answer::usable;
-use super::eval::numbers_in;
+use super::outputs::usable;
 use super::tools::calculator::lines::{self, is_name, Line};
 use super::tools::calculator::{evaluate_with, Number};
 use super::types::{Action, ObservationKind, Step};
+use super::words::numbers_in;
 use super::words::{keywords, quantities, words};
 
 /// The system prompt of the worked-answer request.
@@ -213,7 +213,8 @@ pub fn files_read(task: &str, steps: &[Step]) -> usize {
         .collect();
     read.sort_unstable();
     read.dedup();
-    read.len().max(super::narrow::named_paths(task).len())
+    read.len()
+        .max(super::tools::choices::named_paths(task).len())
 }
 
 /// Whether `task` writes out the arithmetic itself ("What is 6 * 7?", "4821 - 1397 * 12 / 8"):
@@ -313,7 +314,7 @@ pub fn self_contained(task: &str) -> bool {
         return true;
     }
     wants_program(task, &[])
-        && super::narrow::named_paths(task).is_empty()
+        && super::tools::choices::named_paths(task).is_empty()
         && !WORKSPACE_WORDS.iter().any(|x| w.iter().any(|v| v == x))
 }
 
@@ -333,7 +334,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
         if step.observation.kind != ObservationKind::Output {
             continue;
         }
-        let text = super::answer::whole_text(step);
+        let text = super::outputs::whole_text(step);
         // The calculator's outputs are the planner's own arithmetic, often wrong, and a listing
         // holds sizes and counts, not the quantities asked about: only what was read counts.
         if matches!(&step.action, Some(Action::ToolCall { name, .. })
@@ -354,7 +355,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
             // read_file's header ("a.txt (4 lines):") says nothing the prefix does not.
             .filter(|l| path.is_none() || !l.ends_with("lines):"))
             .collect();
-        let whole_read = super::answer::is_whole_read(text);
+        let whole_read = super::outputs::is_whole_read(text);
         // A structured file (YAML, JSON, TOML, INI, CSV, a Markdown table) read whole: each
         // value under its key path or column names, of parallel records the one named.
         let structured = path.as_deref().filter(|_| whole_read).and_then(|p| {
@@ -441,7 +442,7 @@ fn plain_lines(path: &Option<String>, lines: &[&str]) -> Vec<String> {
             let content = super::tally::content(line).unwrap_or(line).trim();
             header
                 .as_deref()
-                .and_then(|h| super::answer::csv_row(h, content))
+                .and_then(|h| super::outputs::csv_row(h, content))
                 .unwrap_or_else(|| content.to_string())
         })
         .collect()

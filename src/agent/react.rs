@@ -248,7 +248,8 @@ pub fn run(
     );
     let tools = &shaped;
     let original_task = task;
-    let named_paths = super::narrow::named_paths_in(task, ctx.workspace.as_ref().map(|w| w.root()));
+    let named_paths =
+        super::tools::choices::named_paths_in(task, ctx.workspace.as_ref().map(|w| w.root()));
     let task = planner_task.as_str();
     let mut steps: Vec<Step> = Vec::new();
     let mut cache = ActionCache::new(limits.stuck_after);
@@ -606,7 +607,7 @@ pub fn run(
     let mut stop = stop;
     // Outputs, and errors that are facts about the world (a missing file), are worth
     // answering from.
-    let observed = steps.iter().any(crate::agent::answer::usable);
+    let observed = steps.iter().any(crate::agent::outputs::usable);
     if matches!(stop, StopReason::MaxSteps | StopReason::Stuck) && answer.is_none() && observed {
         let step_start = Instant::now();
         if let Some(o) = answer_step(

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::answer::usable;
+use super::outputs::usable;
 use super::types::{Action, ObservationKind, Step};
 use super::words::{asks_count, keywords, quantities, quoted_phrases, stem, words};
 
@@ -638,7 +638,7 @@ fn records(steps: &[Step]) -> Vec<(String, Vec<(String, String)>)> {
         let Some(Action::ToolCall { name, .. }) = &s.action else {
             continue;
         };
-        let text = super::answer::whole_text(s);
+        let text = super::outputs::whole_text(s);
         if name == "read_file" {
             let body: Vec<&str> = text.lines().filter_map(content).collect();
             add(&source(s), fields_of(&body));
@@ -1071,7 +1071,7 @@ fn read_tables(steps: &[Step]) -> Vec<(&Step, Table)> {
         .filter(|s| usable(s))
         .filter(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "read_file"))
         .filter_map(|s| {
-            let body: Vec<&str> = super::answer::whole_text(s)
+            let body: Vec<&str> = super::outputs::whole_text(s)
                 .lines()
                 .filter_map(content)
                 .collect();

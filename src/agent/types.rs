@@ -7,9 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::lm::Usage;
-
-use super::tools::ToolErrorKind;
+use crate::lm::{LmError, Usage};
 
 /// What the planner decided to do next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,4 +285,81 @@ pub struct RunOutcome {
     /// Who produced the answer (none without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_by: Option<AnswerBy>,
+}
+
+/// What kind of failure a tool reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// The arguments do not match the tool's schema or make no sense.
+    InvalidArgs,
+    /// The tool, file or blob does not exist.
+    NotFound,
+    /// The action is outside what this run may do (sandbox, allow-list).
+    PermissionDenied,
+    /// The tool ran past its time limit and was stopped.
+    Timeout,
+    /// The tool ran and failed.
+    Failed,
+}
+
+impl ToolErrorKind {
+    /// Short name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::InvalidArgs => "invalid_args",
+            ToolErrorKind::NotFound => "not_found",
+            ToolErrorKind::PermissionDenied => "permission_denied",
+            ToolErrorKind::Timeout => "timeout",
+            ToolErrorKind::Failed => "failed",
+        }
+    }
+
+    /// Advice for the model that goes with this kind of error.
+    pub fn advice(self) -> &'static str {
+        match self {
+            ToolErrorKind::InvalidArgs => "Fix the arguments to match the tool's schema.",
+            ToolErrorKind::NotFound => "Check the name; list what exists before guessing.",
+            ToolErrorKind::PermissionDenied => {
+                "This is not allowed in this run; do not retry it, use another tool or approach."
+            }
+            ToolErrorKind::Timeout => "The tool was stopped; try a smaller or different request.",
+            ToolErrorKind::Failed => "Read the error and try a different approach.",
+        }
+    }
+}
+
+/// Failures of the planner machinery (not the model's mistakes).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlannerError {
+    /// The prompt no longer fits the model's context.
+    #[error("the transcript no longer fits the model's context ({detail})")]
+    ContextExhausted {
+        /// Details from the model.
+        detail: String,
+    },
+    /// Cancelled while generating.
+    #[error("cancelled")]
+    Cancelled,
+    /// A scripted planner ran out of turns.
+    #[error("the scripted planner has no more turns")]
+    ScriptExhausted,
+    /// The model failed.
+    #[error("language model error")]
+    Lm(#[source] LmError),
+}
+
+/// A full context is `ContextExhausted` (the loops stop or escalate on it); every other model
+/// error keeps its source.
+impl From<LmError> for PlannerError {
+    fn from(e: LmError) -> Self {
+        match e {
+            LmError::ContextExceeded { .. } => Self::ContextExhausted {
+                detail: e.to_string(),
+            },
+            other => Self::Lm(other),
+        }
+    }
 }

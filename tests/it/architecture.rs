@@ -500,3 +500,145 @@ mod tests {
         "{bad:#?}"
     );
 }
+
+/// The agent's module graph: for each file under `src/agent/` (tests left out), the top-level
+/// agent module it belongs to and the other top-level agent modules it names, through
+/// `crate::agent::X` or a `super::` chain that climbs to `agent`.
+fn agent_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (rel, src) in files {
+        let Some(inner) = rel.strip_prefix("src/agent/") else {
+            continue;
+        };
+        if inner == "mod.rs" || inner.ends_with("/tests.rs") || inner == "tests.rs" {
+            continue;
+        }
+        // The module path below `agent`: a/b.rs is [a, b]; a/mod.rs is [a].
+        let mut path: Vec<&str> = inner.trim_end_matches(".rs").split('/').collect();
+        if path.last() == Some(&"mod") {
+            path.pop();
+        }
+        let from = path[0].to_owned();
+        let code = without_test_modules(&lex(src).code);
+        let mut found = imports(&code, "crate::agent::");
+        // `super::` repeated path.len() times climbs from this module to `agent`.
+        let climb = "super::".repeat(path.len());
+        found.extend(imports(&code, &climb));
+        let edges = graph.entry(from.clone()).or_default();
+        for (at, to) in found {
+            if to != from && to != "super" && to != "self" {
+                edges
+                    .entry(to)
+                    .or_insert_with(|| format!("{rel}:{}", line_of(&code, at)));
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle of `graph`, each module followed by the place that imports the next, when there is
+/// one.
+fn a_cycle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeMap<String, String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(node.to_owned(), 1);
+        stack.push(node.to_owned());
+        for (next, place) in graph.get(node).into_iter().flatten() {
+            if !graph.contains_key(next) {
+                continue;
+            }
+            match state.get(next.as_str()) {
+                Some(1) => {
+                    let start = stack.iter().position(|n| n == next).unwrap_or(0);
+                    let mut cycle: Vec<String> = stack[start..].to_vec();
+                    cycle.push(format!("{next} (imported at {place})"));
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(next, graph, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(node.to_owned(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if !state.contains_key(node.as_str()) {
+            if let Some(c) = visit(node, graph, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// The agent's modules form layers: no module imports one that imports it back, directly or
+/// through others (answer, narrow, tally and program once did).
+#[test]
+fn the_agents_modules_import_each_other_without_a_cycle() {
+    let files: Vec<(String, String)> = rust_files(&root().join("src/agent"))
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(root())
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, std::fs::read_to_string(&p).expect("read source"))
+        })
+        .collect();
+    let graph = agent_graph(&files);
+    assert!(graph.len() > 15, "found only {} agent modules", graph.len());
+    assert!(
+        graph["react"].contains_key("planner"),
+        "the scan misses react's imports: {:?}",
+        graph["react"]
+    );
+    if let Some(cycle) = a_cycle(&graph) {
+        panic!(
+            "the agent's modules import in a cycle: {}",
+            cycle.join(" -> ")
+        );
+    }
+}
+
+/// The cycle finder itself finds a cycle through `super::` chains and `crate::agent::` paths,
+/// and ignores test modules.
+#[test]
+fn the_cycle_check_finds_a_cycle_and_ignores_tests() {
+    let files = vec![
+        (
+            "src/agent/a.rs".to_owned(),
+            "use super::b::f;\n#[cfg(test)]\nmod tests { use super::super::c::g; }\n".to_owned(),
+        ),
+        (
+            "src/agent/b/mod.rs".to_owned(),
+            "pub fn f() { crate::agent::c::g() }\n".to_owned(),
+        ),
+        (
+            "src/agent/c/deep.rs".to_owned(),
+            "// super::super::a::h is only a comment\nuse super::super::{a::h, b};\n".to_owned(),
+        ),
+        ("src/agent/d.rs".to_owned(), "use super::a::h;\n".to_owned()),
+    ];
+    let graph = agent_graph(&files);
+    assert_eq!(
+        graph["c"].keys().cloned().collect::<Vec<_>>(),
+        ["a", "b"],
+        "{graph:?}"
+    );
+    let cycle = a_cycle(&graph).expect("a -> b -> c -> a");
+    assert_eq!(cycle.len(), 4, "{cycle:?}");
+    let acyclic: BTreeMap<String, BTreeMap<String, String>> =
+        graph.into_iter().filter(|(k, _)| k != "c").collect();
+    assert!(a_cycle(&acyclic).is_none());
+}

@@ -37,6 +37,7 @@
 mod chain;
 mod check;
 mod trail;
+pub mod why;
 
 pub use chain::ChainLog;
 pub use check::{
@@ -53,7 +54,7 @@ use serde_json::Value;
 use super::approval::ApprovalKey;
 use super::condense::sha256_hex;
 use super::guard::canonical_json;
-use super::ooda::intent::IntentWhy;
+use why::IntentWhy;
 
 /// The log file in a run directory.
 pub const AUDIT_FILE: &str = "audit.jsonl";

@@ -101,6 +101,48 @@ pub fn relative_in_task(p: &str) -> Option<&str> {
     (!p.is_empty() && !p.starts_with('/') && !p.split('/').any(|c| c == "..")).then_some(p)
 }
 
+/// Whether two relative paths name the same file or folder ([`trim_rel`] of each).
+pub fn same_path(a: &str, b: &str) -> bool {
+    trim_rel(a) == trim_rel(b)
+}
+
+/// The files and folders `task` names (rule 2's paths).
+pub fn named_paths(task: &str) -> Vec<String> {
+    let (files, dirs) = paths_in_task(task);
+    files.into_iter().chain(dirs).collect()
+}
+
+/// [`named_paths`], and the files without an extension the task names by a path with a folder
+/// ("network/hosts", "deploy/Dockerfile") that are files in the workspace at `root`: the
+/// text alone cannot tell them from folders, and the model answered from the first file
+/// without reading the second.
+pub fn named_paths_in(task: &str, root: Option<&Path>) -> Vec<String> {
+    static BARE: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let mut named = named_paths(task);
+    let (Some(root), Some(re)) = (
+        root,
+        BARE.get_or_init(|| regex::Regex::new(r"(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_-]+").ok())
+            .as_ref(),
+    ) else {
+        return named;
+    };
+    for m in re.find_iter(task) {
+        let rest = &task[m.end()..];
+        let continues = rest.starts_with('/')
+            || (rest.starts_with('.') && rest[1..].starts_with(char::is_alphanumeric));
+        if task[..m.start()].ends_with(['/', '.', '@']) || continues {
+            continue;
+        }
+        let Some(p) = relative_in_task(m.as_str()) else {
+            continue;
+        };
+        if root.join(p).is_file() && !named.iter().any(|n| same_path(n, p)) {
+            named.push(p.to_string());
+        }
+    }
+    named
+}
+
 /// Relative file and folder names the task mentions (`deps.toml`, `logs/worker.log`,
 /// `reports/`), normalized; absolute paths and `..` are left out.
 pub fn paths_in_task(task: &str) -> (Vec<String>, Vec<String>) {

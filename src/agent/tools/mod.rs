@@ -37,48 +37,8 @@ pub use shell::{Shell, ShellPolicy};
 pub use sizing::{HardwareInfo, SizeModel};
 pub use table::Table;
 
-/// What kind of failure a tool reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ToolErrorKind {
-    /// The arguments do not match the tool's schema or make no sense.
-    InvalidArgs,
-    /// The tool, file or blob does not exist.
-    NotFound,
-    /// The action is outside what this run may do (sandbox, allow-list).
-    PermissionDenied,
-    /// The tool ran past its time limit and was stopped.
-    Timeout,
-    /// The tool ran and failed.
-    Failed,
-}
-
-impl ToolErrorKind {
-    /// Short name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolErrorKind::InvalidArgs => "invalid_args",
-            ToolErrorKind::NotFound => "not_found",
-            ToolErrorKind::PermissionDenied => "permission_denied",
-            ToolErrorKind::Timeout => "timeout",
-            ToolErrorKind::Failed => "failed",
-        }
-    }
-
-    /// Advice for the model that goes with this kind of error.
-    pub fn advice(self) -> &'static str {
-        match self {
-            ToolErrorKind::InvalidArgs => "Fix the arguments to match the tool's schema.",
-            ToolErrorKind::NotFound => "Check the name; list what exists before guessing.",
-            ToolErrorKind::PermissionDenied => {
-                "This is not allowed in this run; do not retry it, use another tool or approach."
-            }
-            ToolErrorKind::Timeout => "The tool was stopped; try a smaller or different request.",
-            ToolErrorKind::Failed => "Read the error and try a different approach.",
-        }
-    }
-}
+/// What kind of failure a tool reports (defined with the run's other types).
+pub use super::types::ToolErrorKind;
 
 /// A tool's failure, with text meant for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

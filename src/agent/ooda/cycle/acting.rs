@@ -96,7 +96,7 @@ impl Driver<'_, '_> {
     /// (as ReAct does at its step limit, and smolagents at `max_steps`) instead of ending
     /// without an answer; the answer goes through the audit like any final answer.
     pub(super) fn answer_at_limit(&mut self, terminal: Terminal) -> Result<Terminal, OodaError> {
-        let observed = self.steps.iter().any(crate::agent::answer::usable);
+        let observed = self.steps.iter().any(crate::agent::outputs::usable);
         if terminal.state != OodaState::MaxLoopsExceeded || self.answer.is_some() || !observed {
             return Ok(terminal);
         }

@@ -257,7 +257,10 @@ impl<'a, 'e> Driver<'a, 'e> {
                     &s.task,
                     true,
                 ),
-                narrow::named_paths_in(&s.task, ooda.workspace.as_ref().map(|w| w.root())),
+                crate::agent::tools::choices::named_paths_in(
+                    &s.task,
+                    ooda.workspace.as_ref().map(|w| w.root()),
+                ),
             )
         } else {
             (ooda.tools.clone(), Vec::new())
@@ -650,7 +653,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             .as_ref()
             .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
             && self.ooda.config.answer == AnswerMode::Observations
-            && self.steps.iter().any(crate::agent::answer::usable);
+            && self.steps.iter().any(crate::agent::outputs::usable);
         // A word problem that names nothing in the workspace is worked out by a program before
         // anything else (`agent::program`), as ReAct does: no tool can add to it.
         let word_problem = self.steps.is_empty()
@@ -752,7 +755,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             return Ok((assessed, chosen, None));
         };
         if self.ooda.config.answer != AnswerMode::Observations
-            || !self.steps.iter().any(crate::agent::answer::usable)
+            || !self.steps.iter().any(crate::agent::outputs::usable)
         {
             return Ok((assessed, chosen, None));
         }
