@@ -1,0 +1,340 @@
+//! Rules 8, 11–14 of the narrowing (see the parent module): the record files a `table` call has
+//! not answered (14), the look-up parts of a task and whether its key was found (13), the
+//! identifiers a task names (8), and sizing or hardware first when a task names a model or a
+//! preset (11, 12).
+
+use super::*;
+
+/// Rule 14: only `table`, on the record files the task names that no table call has answered
+/// yet, when there are any and `table` is offered.
+pub(super) fn record_files_unasked(
+    out: &Toolset,
+    named_paths: &[String],
+    steps: &[Step],
+) -> Option<Toolset> {
+    let table = out.get(TABLE)?.clone();
+    let is_records = |p: &str| {
+        matches!(
+            crate::agent::tools::table::read::kind_of(p),
+            Some("csv" | "tsv" | "jsonl")
+        )
+    };
+    let asked: Vec<String> = calls(steps)
+        .filter(|(name, _, ok)| *name == TABLE && *ok)
+        .filter_map(|(_, args, _)| path_of(args))
+        .collect();
+    if !asked.is_empty() {
+        return None;
+    }
+    let mut schema = table.args_schema();
+    let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
+    let files: Vec<String> = values
+        .into_iter()
+        .filter(|v| is_records(v) && named_paths.iter().any(|p| same_path(v, p)))
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    schema["properties"]["path"] = serde_json::json!({ "enum": files });
+    Some(only(Arc::new(WithSchema::new(table, schema))))
+}
+
+/// Words that point back at a value found before ("what is *that* ticket's status", "when was
+/// *it* applied").
+pub const BACK_REFERENCES: &[&str] = &["that", "it", "its", "this", "those", "these", "they"];
+
+/// Rule 13: the paths a look-up's key is in, and the path it is looked up in. A task that
+/// names a path, and then asks about "that X" in another path it names last ("One FIXME
+/// comment in the code under src/ cites a ticket. What is that ticket's status in
+/// tracker/tickets.csv?"), looks a value found in the first ones up in the last. `None` for
+/// any other task.
+pub(crate) fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
+    let mut at: Vec<(usize, String)> = named_paths(task)
+        .into_iter()
+        .filter_map(|p| Some((task.find(p.as_str())?, p)))
+        .collect();
+    at.sort();
+    let (last_at, last) = at.last()?.clone();
+    // The sentence that names the last path points back ("What percentage has that flag on,
+    // according to deploy/flags/rollout.yaml?"); the paths before it hold the key.
+    let sentence = sentence_start(task, last_at);
+    let points_back = crate::agent::words::words(&task[sentence..last_at])
+        .iter()
+        .any(|w| BACK_REFERENCES.contains(&w.as_str()));
+    let sources: Vec<String> = at
+        .into_iter()
+        .filter(|(i, p)| *i < last_at && !within(&last, p) && !within(p, &last))
+        .map(|(_, p)| p)
+        .collect();
+    (points_back && !sources.is_empty()).then_some((sources, last))
+}
+
+/// Whether `path` has been read whole ("tracker/tickets.csv (4 lines):"), not searched or read
+/// in part.
+pub(super) fn read_whole(path: &str, steps: &[Step]) -> bool {
+    let path = [trim_rel(path).to_string()];
+    steps.iter().any(|s| {
+        s.observation.kind == ObservationKind::Output
+            && crate::agent::outputs::whole_read_of_named(s, &path).is_some()
+    })
+}
+
+/// Where the sentence holding byte `at` of `text` starts: after the last ". ", "? ", "! " or
+/// "; " before it (a dot inside a file name does not end a sentence).
+pub(crate) fn sentence_start(text: &str, at: usize) -> usize {
+    [". ", "? ", "! ", "; "]
+        .iter()
+        .filter_map(|end| text[..at].rfind(end).map(|i| i + end.len()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Whether `path` is `root` or inside it.
+pub(crate) fn within(path: &str, root: &str) -> bool {
+    let (p, r) = (trim_rel(path), trim_rel(root).trim_end_matches('/'));
+    r.is_empty() || r == "." || p == r || p.starts_with(&format!("{r}/"))
+}
+
+/// Words in capitals that name a format or protocol, not a marker in the files.
+pub(super) const FORMAT_ACRONYMS: &[&str] =
+    &["HTTP", "HTTPS", "JSON", "YAML", "TOML", "HTML", "UUID"];
+
+/// The identifiers a task names that are not in its paths, as written: `FIXME`,
+/// `discount_code`, `ADV-2026-004` (four or more capitals, an underscore, or letters with
+/// digits; `URL` and `PDF` are words of the question, not markers to search for).
+pub(crate) fn task_identifiers(task: &str) -> Vec<String> {
+    let paths = named_paths(task);
+    task.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .filter(|t| t.chars().count() >= 3 && !paths.iter().any(|p| p.contains(*t)))
+        .filter(|t| {
+            t.contains('_')
+                || (t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(char::is_alphabetic))
+                || (t.len() >= 4
+                    && t.chars().all(|c| c.is_ascii_uppercase())
+                    && !FORMAT_ACRONYMS.contains(t))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether a read or a search in one of `sources` has shown what the task describes: a line
+/// holding one of the identifiers it names (`FIXME`, `discount_code`), or with none, one of
+/// its words. Reading another migration than the one that adds the column is not finding it.
+pub(super) fn looked_into(task: &str, sources: &[String], steps: &[Step]) -> bool {
+    let paths = named_paths(task);
+    let identifiers: Vec<String> = task_identifiers(task)
+        .iter()
+        .map(|t| t.to_lowercase())
+        .collect();
+    let marks: Vec<String> = if identifiers.is_empty() {
+        crate::agent::words::keywords(task)
+            .into_iter()
+            .filter(|k| !paths.iter().any(|p| p.to_lowercase().contains(k.as_str())))
+            .collect()
+    } else {
+        identifiers
+    };
+    steps.iter().any(|s| match &s.action {
+        Some(Action::ToolCall { name, args }) => {
+            let text = crate::agent::outputs::whole_text(s);
+            (name == "read_file" || name == SEARCH_TEXT)
+                && s.observation.kind == ObservationKind::Output
+                && !text.trim_start().starts_with(NO_MATCHES)
+                && path_of(args).is_some_and(|a| sources.iter().any(|p| within(&a, p)))
+                && {
+                    // A read's first line names the file, not what it holds.
+                    let body = match name.as_str() {
+                        "read_file" => text.split_once('\n').map_or("", |x| x.1),
+                        _ => text,
+                    }
+                    .to_lowercase();
+                    marks.iter().any(|m| body.contains(m.as_str()))
+                }
+        }
+        _ => false,
+    })
+}
+
+/// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a
+/// tool takes (`Q4_K_M` is a quant, not something to search files for).
+pub(super) fn names_identifier(allowed: &Toolset, task: &str) -> bool {
+    let values: Vec<String> = allowed
+        .iter()
+        .flat_map(|t| {
+            let schema = t.args_schema();
+            schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|props| props.values().filter_map(enum_values).flatten().collect())
+                .unwrap_or_else(Vec::new)
+        })
+        .map(|v| squash(&v))
+        .collect();
+    task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| {
+            (w.contains('_') && w.chars().any(char::is_alphabetic))
+                || crate::agent::outputs::camel_case(w)
+        })
+        .any(|w| !values.contains(&squash(w)))
+}
+
+/// Words of a question about a model's memory, fit or speed (rule 11).
+pub(super) const SIZING_WORDS: &[&str] = &[
+    "fit", "fits", "memory", "vram", "gb", "gib", "run", "runs", "speed", "fast", "faster",
+    "decode", "decodes", "tokens", "context", "much", "need", "needs",
+];
+
+/// Rules 11 and 12 over the narrowed set `out`:
+///
+/// 11. **A named model is sized first.** When the task names a model the sizing tool knows and
+///     asks about its memory, fit or speed, `size_model` is the only tool offered until it has
+///     answered for each named model on each named preset: a 0.5B decider copied the
+///     calculator example's thought and divided the context length by 1024 seventeen times
+///     instead. Then only the answer is offered (and the calculator, when the question
+///     compares or sizes more than one pair): the model sized the same model again and
+///     described the GPU until the guard stopped the run.
+/// 12. **Named hardware is described first.** When the task names hardware presets and no
+///     model, `hardware` is the only tool offered while a named preset is undescribed (rule 3
+///     drops each one described): a comparison of two presets was answered from one.
+pub(super) fn sizing_first(
+    allowed: &Toolset,
+    out: &Toolset,
+    task: &str,
+    steps: &[Step],
+) -> Option<Toolset> {
+    let named_in = |tool: &str, prop: &str| -> Vec<String> {
+        allowed
+            .get(tool)
+            .and_then(|t| enum_values(&t.args_schema()["properties"][prop]))
+            .map(|v| named_values(task, &v))
+            .unwrap_or_default()
+    };
+    let models = named_in("size_model", "model");
+    if !models.is_empty() {
+        let asks = crate::agent::words::words(task)
+            .iter()
+            .any(|x| SIZING_WORDS.contains(&x.as_str()));
+        if !asks {
+            return None;
+        }
+        // Each named model on each named preset (on any, when the task names none).
+        let presets = named_presets(task);
+        let sized: Vec<(String, Option<String>)> = calls(steps)
+            .filter(|(name, _, ok)| *name == "size_model" && *ok)
+            .filter_map(|(_, args, _)| {
+                let model = args.get("model")?.as_str()?.to_string();
+                let hw = args.get("hw").and_then(Value::as_str).map(str::to_string);
+                Some((model, hw))
+            })
+            .collect();
+        let not_sized: Vec<(&String, Option<&String>)> = models
+            .iter()
+            .flat_map(|m| {
+                let hws: Vec<Option<&String>> = if presets.is_empty() {
+                    vec![None]
+                } else {
+                    presets.iter().map(Some).collect()
+                };
+                hws.into_iter().map(move |h| (m, h))
+            })
+            .filter(|(m, h)| {
+                !sized
+                    .iter()
+                    .any(|(sm, sh)| sm == *m && h.is_none_or(|h| sh.as_ref() == Some(h)))
+            })
+            .collect();
+        if !not_sized.is_empty() {
+            let sizer = out.get("size_model")?;
+            // The models not sized everywhere yet; for one model, the presets left.
+            let mut left_models: Vec<&String> = not_sized.iter().map(|(m, _)| *m).collect();
+            left_models.dedup();
+            let left_presets: Vec<&String> = not_sized.iter().filter_map(|(_, h)| *h).collect();
+            let mut schema = sizer.args_schema();
+            let mut narrowed = false;
+            if left_models.len() < models.len() {
+                schema["properties"]["model"] = serde_json::json!({ "enum": left_models });
+                narrowed = true;
+            }
+            if models.len() == 1 && !left_presets.is_empty() && left_presets.len() < presets.len() {
+                schema["properties"]["hw"] = serde_json::json!({ "enum": left_presets });
+                narrowed = true;
+            }
+            return Some(only(if narrowed {
+                Arc::new(WithSchema::new(sizer.clone(), schema))
+            } else {
+                sizer.clone()
+            }));
+        }
+        // Everything asked is sized: the answer, or a calculation first when the question
+        // compares figures (the model sized the same model again, then described the GPU,
+        // until the guard stopped it).
+        let pairs = models.len() * presets.len().max(1);
+        let mut answer = Toolset::new();
+        for name in [FINAL_ANSWER, "calculator"] {
+            if name == "calculator" && !(pairs > 1 || crate::agent::tally::asks_to_compare(task)) {
+                continue;
+            }
+            if let Some(t) = out.get(name) {
+                answer.add(t.clone());
+            }
+        }
+        return (!answer.is_empty()).then_some(answer);
+    }
+    let presets = named_presets(task);
+    let hw = out.get("hardware")?;
+    let left = enum_values(&hw.args_schema()["properties"]["preset"]).unwrap_or_default();
+    if presets.is_empty() || !left.iter().any(|p| presets.contains(p)) {
+        return None;
+    }
+    Some(only(hw.clone()))
+}
+
+/// The hardware presets the task names (`this` is not a preset: it names nothing by itself).
+pub(super) fn named_presets(task: &str) -> Vec<String> {
+    crate::sizing::Hardware::presets()
+        .map(|all| named_in_presets(task, &all))
+        .unwrap_or_default()
+}
+
+pub(super) fn named_in_presets(task: &str, presets: &[crate::sizing::Hardware]) -> Vec<String> {
+    let names: Vec<String> = presets.iter().map(|h| h.name.clone()).collect();
+    named_values(task, &names)
+}
+
+/// The hardware the task names, as the values of `size_model`'s `hw` and `hardware`'s
+/// `preset`: the presets it names, or, naming none, the device its memory size describes ("24 GB GPU", "8 GB RAM"), unless the
+/// task is about this machine. Read by tokens ([`crate::sizing::described::read`]), so the
+/// model copies a value instead of choosing `this` for a question about other hardware.
+pub(super) fn hardware_in_task(task: &str) -> Vec<String> {
+    let Ok(all) = crate::sizing::Hardware::presets() else {
+        return Vec::new();
+    };
+    let named = named_in_presets(task, &all);
+    let r = crate::sizing::described::read(task, &all);
+    let Some(gib) = r.memory_gib.filter(|g| g.is_finite() && *g > 0.0) else {
+        return named;
+    };
+    let size = if gib.fract() == 0.0 {
+        format!("{gib:.0} GB")
+    } else {
+        format!("{gib:.1} GB")
+    };
+    match named.as_slice() {
+        [] if !crate::agent::tools::sizing::asks_about_this_machine(task) => {
+            let class = match r.class {
+                crate::sizing::described::DeviceClass::Gpu => "GPU",
+                crate::sizing::described::DeviceClass::Apple => "Mac",
+                crate::sizing::described::DeviceClass::Cpu => "RAM",
+            };
+            vec![format!("{size} {class}")]
+        }
+        _ => named,
+    }
+}
+
+/// A tool set of `tool` alone.
+pub(super) fn only(tool: Arc<dyn crate::agent::tools::Tool>) -> Toolset {
+    let mut set = Toolset::new();
+    set.add(tool);
+    set
+}
