@@ -522,4 +522,6 @@ pub struct AnswerOutput {
 }
 
 #[cfg(test)]
+mod reader_tests;
+#[cfg(test)]
 mod tests;

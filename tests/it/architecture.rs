@@ -642,3 +642,17 @@ fn the_cycle_check_finds_a_cycle_and_ignores_tests() {
         graph.into_iter().filter(|(k, _)| k != "c").collect();
     assert!(a_cycle(&acyclic).is_none());
 }
+
+/// No file of the agent is longer than 800 lines: a part that grows past it is split by what
+/// it does (issue 39).
+#[test]
+fn no_file_of_the_agent_is_over_800_lines() {
+    let long: Vec<String> = rust_files(&root().join("src/agent"))
+        .into_iter()
+        .filter_map(|p| {
+            let n = std::fs::read_to_string(&p).expect("read source").lines().count();
+            (n > 800).then(|| format!("{} ({n} lines)", p.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these by what they do: {long:#?}");
+}
