@@ -47,9 +47,27 @@ pub const ANSWER_MAX_TOKENS: usize = 64;
 pub enum AnswerMode {
     /// The planner's `final_answer` argument is the answer (the plain ReAct loop).
     Planner,
-    /// A focused request over the observations writes the answer (the default).
+    /// A focused request over the observations writes the answer (the default); code readers
+    /// answer first where a question's shape is one they know, and code may restate the
+    /// model's answer in the asked unit.
     #[default]
     Observations,
+    /// The focused request over the observations, answered by the model alone: no code reader
+    /// answers in its place and no code rewrites what it wrote (a program the model writes
+    /// still runs).
+    Model,
+}
+
+impl AnswerMode {
+    /// Whether the answer step over the observations runs (`Observations` and `Model`).
+    pub fn from_observations(self) -> bool {
+        matches!(self, Self::Observations | Self::Model)
+    }
+
+    /// Whether code may answer in the model's place or rewrite its answer.
+    pub fn code_answers(self) -> bool {
+        self != Self::Model
+    }
 }
 
 impl std::str::FromStr for AnswerMode {
@@ -58,8 +76,9 @@ impl std::str::FromStr for AnswerMode {
         match s {
             "planner" => Ok(Self::Planner),
             "observations" => Ok(Self::Observations),
+            "model" => Ok(Self::Model),
             other => Err(format!(
-                "unknown answer mode {other:?}; use \"observations\" or \"planner\""
+                "unknown answer mode {other:?}; use \"observations\", \"model\" or \"planner\""
             )),
         }
     }
@@ -311,6 +330,7 @@ pub fn write_answer(
     task: &str,
     steps: &[Step],
     overview: Option<&str>,
+    code_answers: bool,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
     // Answers code reads from the task or the outputs, in this order; the first that answers
@@ -369,7 +389,7 @@ pub fn write_answer(
             key_value_answer(t, s)
         }),
     ];
-    for (how, read) in readers {
+    for (how, read) in readers.into_iter().filter(|_| code_answers) {
         if let Some(answer) = read(task, steps, overview) {
             return Ok(Some(AnswerOutput {
                 answer,
@@ -411,9 +431,13 @@ pub fn write_answer(
     let out = generate(model, &req, cancel)?;
     usage.add(&out.usage);
     Ok(clean_answer(&out.text).map(|written| {
-        let answer = match in_asked_unit(task, &written, steps) {
-            Some(converted) => converted,
-            None => prefer_summary(task, &written, steps),
+        let answer = if !code_answers {
+            written.clone()
+        } else {
+            match in_asked_unit(task, &written, steps) {
+                Some(converted) => converted,
+                None => prefer_summary(task, &written, steps),
+            }
         };
         // Code that put its own text in place of the model's made the answer.
         let by = if answer == written {

@@ -290,6 +290,9 @@ pub struct LmPlannerConfig {
     pub constraint: ConstraintMode,
     /// Longest thought the constraint allows, in characters.
     pub thought_max_chars: usize,
+    /// Whether code may answer in the model's place or rewrite its answer in the answer step
+    /// (`AnswerMode::code_answers`).
+    pub code_answers: bool,
 }
 
 impl Default for LmPlannerConfig {
@@ -299,6 +302,7 @@ impl Default for LmPlannerConfig {
             max_tokens: 256,
             constraint: ConstraintMode::JsonSchema,
             thought_max_chars: 120,
+            code_answers: true,
         }
     }
 }
@@ -422,6 +426,7 @@ impl Planner for LmPlanner<'_> {
             task,
             steps,
             overview,
+            self.config.code_answers,
             cancel,
         )
     }

@@ -264,7 +264,7 @@ pub fn run(
     // A word problem that states all it needs is worked out by a program before any tool
     // runs (see `program`): the planner could only write one calculator expression, which a
     // small model gets wrong far more often. No program, no answer: the loop runs as usual.
-    if limits.answer == AnswerMode::Observations && super::program::self_contained(original_task) {
+    if limits.answer.from_observations() && super::program::self_contained(original_task) {
         let step_start = Instant::now();
         if let Some(o) = answer_step(planner, limits, original_task, &steps, None, cancel)? {
             totals.add(&o.usage);
@@ -746,7 +746,7 @@ fn answer_step(
     overview: Option<&str>,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, AgentError> {
-    if limits.answer != AnswerMode::Observations {
+    if !limits.answer.from_observations() {
         return Ok(None);
     }
     match planner.answer(task, steps, overview, cancel) {

@@ -150,8 +150,11 @@ fn run_ooda(
     let cancel = CancelToken::new();
     cancel_on_ctrl_c(&cancel);
     let constrained = args.agent.constraint != super::run::ConstraintArg::None;
-    let builder = OodaBuilder::new(config.clone())
-        .phase_options(args.ooda.phase_options(args.agent.step_tokens, constrained));
+    let builder = OodaBuilder::new(config.clone()).phase_options(args.ooda.phase_options(
+        args.agent.step_tokens,
+        constrained,
+        args.agent.answer.into(),
+    ));
     let mut phases = builder.model_phases(model.as_mut());
     let opts = OodaEvalOptions {
         config,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::ValueEnum;
 
+use crate::agent::answer::AnswerMode;
 use crate::agent::approval::ApprovalKey;
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
@@ -143,8 +144,14 @@ impl OodaOpts {
 
     /// How the model orients and decides: 1.5 × `step_tokens` per proposal (at least 64; a
     /// proposal holds up to three candidates, and one whose first candidate the limit cuts is
-    /// unusable), with or without the output constraint.
-    pub fn phase_options(&self, step_tokens: usize, constrained: bool) -> PhaseOptions {
+    /// unusable), with or without the output constraint; `answer` says whether code may answer
+    /// in the model's place.
+    pub fn phase_options(
+        &self,
+        step_tokens: usize,
+        constrained: bool,
+        answer: AnswerMode,
+    ) -> PhaseOptions {
         PhaseOptions {
             orient: match self.orient {
                 OrientArg::Model => OrientMode::Model,
@@ -152,6 +159,7 @@ impl OodaOpts {
             },
             decide_tokens: (step_tokens + step_tokens / 2).max(64),
             constrained,
+            code_answers: answer.code_answers(),
             ..PhaseOptions::default()
         }
     }

@@ -72,6 +72,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         .ooda
         .config(args.timeout, workspace.as_ref().map(|w| w.root()))?;
     config.extra_budget = args.add_budget;
+    let answer_mode = config.answer;
     let shell = super::run::shell_policy(
         args.enable_shell,
         &args.shell_allow,
@@ -100,7 +101,7 @@ pub fn run(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         .workspace(workspace)
         .approval_key(Some(key))
         .memory(memory)
-        .phase_options(args.ooda.phase_options(args.step_tokens, true))
+        .phase_options(args.ooda.phase_options(args.step_tokens, true, answer_mode))
         .build(model.as_mut(), &tools, cancel.clone());
     let json = g.json;
     let mut on_event = |ev: &OodaEvent<'_>| {

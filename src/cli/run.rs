@@ -49,6 +49,9 @@ pub enum AnswerArg {
     Observations,
     /// The planner's final_answer argument is the answer.
     Planner,
+    /// The focused request over the tool outputs, answered by the model alone: no code reader
+    /// answers in its place and no code rewrites its answer.
+    Model,
 }
 
 impl From<AnswerArg> for AnswerMode {
@@ -56,6 +59,7 @@ impl From<AnswerArg> for AnswerMode {
         match a {
             AnswerArg::Observations => AnswerMode::Observations,
             AnswerArg::Planner => AnswerMode::Planner,
+            AnswerArg::Model => AnswerMode::Model,
         }
     }
 }
@@ -93,8 +97,10 @@ pub struct AgentOpts {
     #[arg(long, value_enum, default_value = "json-schema")]
     pub constraint: ConstraintArg,
     /// Who writes the final answer: `observations` (a short request over the tool outputs, run
-    /// when the planner answers, repeats a call, or hits the step limit) or `planner` (the
-    /// planner's own final_answer argument, the plain ReAct loop).
+    /// when the planner answers, repeats a call, or hits the step limit; code readers answer
+    /// first for question shapes they know), `model` (the same request, the model's answer
+    /// as written: no code answers or rewrites) or `planner` (the planner's own final_answer
+    /// argument, the plain ReAct loop).
     #[arg(long, value_enum, default_value = "observations")]
     pub answer: AnswerArg,
     /// Do not show the workspace's top-level listing under the task.
@@ -141,6 +147,7 @@ impl AgentOpts {
         LmPlannerConfig {
             max_tokens: self.step_tokens,
             constraint: self.constraint.into(),
+            code_answers: AnswerMode::from(self.answer).code_answers(),
             ..LmPlannerConfig::default()
         }
     }
@@ -418,7 +425,11 @@ fn run_ooda(args: Args, g: &GlobalOpts) -> anyhow::Result<ExitCode> {
         .workspace(workspace)
         .approval_key(key)
         .memory(memory)
-        .phase_options(args.ooda.phase_options(args.agent.step_tokens, constrained))
+        .phase_options(args.ooda.phase_options(
+            args.agent.step_tokens,
+            constrained,
+            args.agent.answer.into(),
+        ))
         .build(model.as_mut(), &tools, cancel.clone());
     let json = g.json;
     let mut on_event = |ev: &OodaEvent<'_>| {

@@ -650,7 +650,10 @@ fn no_file_of_the_agent_is_over_800_lines() {
     let long: Vec<String> = rust_files(&root().join("src/agent"))
         .into_iter()
         .filter_map(|p| {
-            let n = std::fs::read_to_string(&p).expect("read source").lines().count();
+            let n = std::fs::read_to_string(&p)
+                .expect("read source")
+                .lines()
+                .count();
             (n > 800).then(|| format!("{} ({n} lines)", p.display()))
         })
         .collect();

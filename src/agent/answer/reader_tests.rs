@@ -374,6 +374,7 @@ fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
         "How many files are in docs/?",
         &steps,
         None,
+        true,
         &cancel,
     )
     .expect("answers")
@@ -388,12 +389,29 @@ fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
         "Which docs are there?",
         &steps,
         None,
+        true,
         &cancel,
     )
     .expect("answers")
     .expect("an answer");
     assert_eq!(out.answer, "7");
     assert_eq!(lm.calls, 1);
+    assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
+
+    // With code answers off (`--answer model`), the question code could read is the model's.
+    let out = write_answer(
+        &mut lm,
+        &sampling,
+        "How many files are in docs/?",
+        &steps,
+        None,
+        false,
+        &cancel,
+    )
+    .expect("answers")
+    .expect("an answer");
+    assert_eq!(out.answer, "7");
+    assert_eq!(lm.calls, 2);
     assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
 }
 
@@ -413,8 +431,9 @@ fn a_model_answer_code_rewrites_is_recorded_as_codes() {
         &mut lm,
         &SamplingParams::default(),
         "Can I use llama-3.1-70b with an rtx-4090?",
-        &[sized],
+        std::slice::from_ref(&sized),
         None,
+        true,
         &CancelToken::new(),
     )
     .expect("answers")
@@ -427,6 +446,20 @@ fn a_model_answer_code_rewrites_is_recorded_as_codes() {
         "{}",
         out.how
     );
+    // Without code answers, what the model wrote stands.
+    let out = write_answer(
+        &mut lm,
+        &SamplingParams::default(),
+        "Can I use llama-3.1-70b with an rtx-4090?",
+        &[sized],
+        None,
+        false,
+        &CancelToken::new(),
+    )
+    .expect("answers")
+    .expect("an answer");
+    assert_eq!(out.answer, "No, decode about 14.6 tokens/s");
+    assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
 }
 
 #[test]

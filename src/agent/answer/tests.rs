@@ -342,6 +342,9 @@ fn a_summary_replaces_an_answer_that_restates_part_of_it() {
 #[test]
 fn modes_parse_and_reject_unknown_names() {
     assert_eq!("planner".parse::<AnswerMode>(), Ok(AnswerMode::Planner));
+    assert_eq!("model".parse::<AnswerMode>(), Ok(AnswerMode::Model));
+    assert!(AnswerMode::Model.from_observations() && !AnswerMode::Model.code_answers());
+    assert!(AnswerMode::Observations.code_answers() && !AnswerMode::Planner.from_observations());
     assert_eq!(
         "observations".parse::<AnswerMode>(),
         Ok(AnswerMode::Observations)

@@ -16,7 +16,6 @@ use super::super::world;
 use super::super::world::{normalize, FactClaim};
 use super::super::{OodaError, OodaEvent, OodaOutcome, OodaState};
 use super::{Choice, Driver, Flow, Terminal};
-use crate::agent::answer::AnswerMode;
 use crate::agent::approval;
 use crate::agent::audit::{AuditEvent, OutcomeStatus};
 use crate::agent::condense::{sha256_hex, Condenser};
@@ -146,7 +145,7 @@ impl Driver<'_, '_> {
     /// mode asks for it and there is something to answer from; the decider's usage is counted.
     /// A failed answer step leaves the proposed answer in place.
     fn answer_step(&mut self, cycle: usize) -> Result<Option<(String, AnswerBy)>, OodaError> {
-        if self.ooda.config.answer != AnswerMode::Observations || self.steps.is_empty() {
+        if !self.ooda.config.answer.from_observations() || self.steps.is_empty() {
             return Ok(None);
         }
         let out = self.ooda.phases.decider().answer(

@@ -33,7 +33,6 @@ use super::risk;
 use super::sensing::SensorThreads;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
 use super::{Counters, Ooda, OodaError, OodaEvent, OodaOutcome, OodaState, PHASE_LOG};
-use crate::agent::answer::AnswerMode;
 use crate::agent::audit::{AuditEvent, AuditSink};
 use crate::agent::guard::canonical_json;
 use crate::agent::narrow;
@@ -471,12 +470,12 @@ impl<'a, 'e> Driver<'a, 'e> {
         let answer_only = allowed
             .as_ref()
             .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
-            && self.ooda.config.answer == AnswerMode::Observations
+            && self.ooda.config.answer.from_observations()
             && self.steps.iter().any(crate::agent::outputs::usable);
         // A word problem that names nothing in the workspace is worked out by a program before
         // anything else (`agent::program`), as ReAct does: no tool can add to it.
         let word_problem = self.steps.is_empty()
-            && self.ooda.config.answer == AnswerMode::Observations
+            && self.ooda.config.answer.from_observations()
             && crate::agent::program::self_contained(&self.s.task);
         let written = if answer_only || word_problem {
             match self.ooda.phases.decider().answer(
@@ -573,7 +572,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         let Some(i) = chosen.filter(|_| repeat.is_some()) else {
             return Ok((assessed, chosen, None));
         };
-        if self.ooda.config.answer != AnswerMode::Observations
+        if !self.ooda.config.answer.from_observations()
             || !self.steps.iter().any(crate::agent::outputs::usable)
         {
             return Ok((assessed, chosen, None));
