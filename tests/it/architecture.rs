@@ -306,6 +306,22 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every `.rs` file under `dir` (relative to the root) as its path from the root and its text.
+fn sources(dir: &str) -> Vec<(String, String)> {
+    rust_files(&root().join(dir))
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(root())
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let src = std::fs::read_to_string(&p).expect("read source");
+            (rel, src)
+        })
+        .collect()
+}
+
 /// `src/PART/…` or `src/PART.rs` → `PART`; `src/lib.rs` → `lib`.
 fn part_of(rel: &str) -> String {
     let rest = rel.strip_prefix("src/").unwrap_or(rel);
@@ -419,18 +435,7 @@ fn read_doc() -> String {
 #[test]
 fn the_code_keeps_to_the_arrows_and_rules_of_architecture_md() {
     let rules = rules(&read_doc());
-    let files: Vec<(String, String)> = rust_files(&root().join("src"))
-        .into_iter()
-        .map(|p| {
-            let rel = p
-                .strip_prefix(root())
-                .expect("under the root")
-                .to_string_lossy()
-                .replace('\\', "/");
-            let src = std::fs::read_to_string(&p).expect("read source");
-            (rel, src)
-        })
-        .collect();
+    let files = sources("src");
     assert!(files.len() > 50, "found only {} source files", files.len());
     let bad = violations(&rules, &files);
     assert!(
@@ -585,17 +590,7 @@ fn a_cycle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<Vec<Str
 /// through others (answer, narrow, tally and program once did).
 #[test]
 fn the_agents_modules_import_each_other_without_a_cycle() {
-    let files: Vec<(String, String)> = rust_files(&root().join("src/agent"))
-        .into_iter()
-        .map(|p| {
-            let rel = p
-                .strip_prefix(root())
-                .expect("under the root")
-                .to_string_lossy()
-                .replace('\\', "/");
-            (rel, std::fs::read_to_string(&p).expect("read source"))
-        })
-        .collect();
+    let files = sources("src/agent");
     let graph = agent_graph(&files);
     assert!(graph.len() > 15, "found only {} agent modules", graph.len());
     assert!(
