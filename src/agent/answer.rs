@@ -12,8 +12,7 @@
 use serde_json::Value;
 
 use crate::lm::{
-    CancelToken, ChatMessage, Constraint, FinishReason, GenRequest, LanguageModel, LmError, Role,
-    SamplingParams, Usage,
+    CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, Role, SamplingParams, Usage,
 };
 
 use super::types::PlannerError;
@@ -31,7 +30,6 @@ use super::words::{asks_count, keywords, quoted_phrases, stem, words};
 mod files;
 mod lines;
 mod lookup;
-pub mod spans;
 pub use files::*;
 pub use lines::*;
 pub use lookup::*;
@@ -58,21 +56,17 @@ pub enum AnswerMode {
     /// answers in its place and no code rewrites what it wrote (a program the model writes
     /// still runs).
     Model,
-    /// As `Model`, with the answer held by a grammar to the words, numbers and paths of the
-    /// text the answer step is shown ([`spans`]): the model cannot write a value no output
-    /// holds. A backend that refuses grammars answers unconstrained.
-    Spans,
 }
 
 impl AnswerMode {
     /// Whether the answer step over the observations runs (`Observations` and `Model`).
     pub fn from_observations(self) -> bool {
-        matches!(self, Self::Observations | Self::Model | Self::Spans)
+        matches!(self, Self::Observations | Self::Model)
     }
 
     /// Whether code may answer in the model's place or rewrite its answer.
     pub fn code_answers(self) -> bool {
-        self == Self::Observations
+        self != Self::Model
     }
 }
 
@@ -83,9 +77,8 @@ impl std::str::FromStr for AnswerMode {
             "planner" => Ok(Self::Planner),
             "observations" => Ok(Self::Observations),
             "model" => Ok(Self::Model),
-            "spans" => Ok(Self::Spans),
             other => Err(format!(
-                "unknown answer mode {other:?}; use \"observations\", \"model\", \"spans\" or \"planner\""
+                "unknown answer mode {other:?}; use \"observations\", \"model\" or \"planner\""
             )),
         }
     }
@@ -337,10 +330,9 @@ pub fn write_answer(
     task: &str,
     steps: &[Step],
     overview: Option<&str>,
-    mode: AnswerMode,
+    code_answers: bool,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
-    let code_answers = mode.code_answers();
     // Answers code reads from the task or the outputs, in this order; the first that answers
     // is the answer, and its name is how the run records it.
     type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
@@ -429,31 +421,14 @@ pub fn write_answer(
     let Some(messages) = answer_messages(task, steps, overview) else {
         return Ok(None);
     };
-    let constraint = (mode == AnswerMode::Spans).then(|| {
-        let shown: Vec<&str> = messages
-            .iter()
-            .filter(|m| m.role == Role::User)
-            .map(|m| m.content.as_str())
-            .collect();
-        Constraint::Lark(spans::grammar(&shown.join("\n")))
-    });
-    let mut req = GenRequest {
+    let req = GenRequest {
         messages,
         sampling: sampling.clone(),
         max_tokens: ANSWER_MAX_TOKENS,
         stop: vec!["\n".into()],
-        constraint,
+        constraint: None,
     };
-    let held = req.constraint.is_some();
-    let out = match generate(model, &req, cancel) {
-        // A backend that cannot apply the grammar answers without it.
-        Err(PlannerError::Lm(LmError::Constraint(_))) if held => {
-            req.constraint = None;
-            generate(model, &req, cancel)?
-        }
-        other => other?,
-    };
-    let held = held && req.constraint.is_some();
+    let out = generate(model, &req, cancel)?;
     usage.add(&out.usage);
     Ok(clean_answer(&out.text).map(|written| {
         let answer = if !code_answers {
@@ -477,9 +452,6 @@ pub fn write_answer(
             ),
             None => "written by the model from the observations".into(),
         };
-        if held {
-            how.push_str(", held to their words");
-        }
         if by == AnswerBy::Code {
             how.push_str(&format!(
                 "; rewritten by code (the model wrote {written:?})"

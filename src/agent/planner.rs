@@ -15,7 +15,7 @@ use crate::lm::{
     SamplingParams, Usage,
 };
 
-use super::answer::{answer_messages, write_answer, AnswerMode, AnswerOutput};
+use super::answer::{answer_messages, write_answer, AnswerOutput};
 use super::guard::canonical_json;
 use super::parse::{parse_action, ActionParseError};
 use super::tools::{Toolset, FINAL_ANSWER};
@@ -290,9 +290,9 @@ pub struct LmPlannerConfig {
     pub constraint: ConstraintMode,
     /// Longest thought the constraint allows, in characters.
     pub thought_max_chars: usize,
-    /// How the answer step answers (code readers first, the model alone, or the model held to
-    /// the outputs' words).
-    pub answer: AnswerMode,
+    /// Whether code may answer in the model's place or rewrite its answer in the answer step
+    /// (`AnswerMode::code_answers`).
+    pub code_answers: bool,
 }
 
 impl Default for LmPlannerConfig {
@@ -302,7 +302,7 @@ impl Default for LmPlannerConfig {
             max_tokens: 256,
             constraint: ConstraintMode::JsonSchema,
             thought_max_chars: 120,
-            answer: AnswerMode::default(),
+            code_answers: true,
         }
     }
 }
@@ -426,7 +426,7 @@ impl Planner for LmPlanner<'_> {
             task,
             steps,
             overview,
-            self.config.answer,
+            self.config.code_answers,
             cancel,
         )
     }

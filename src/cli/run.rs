@@ -52,9 +52,6 @@ pub enum AnswerArg {
     /// The focused request over the tool outputs, answered by the model alone: no code reader
     /// answers in its place and no code rewrites its answer.
     Model,
-    /// As `model`, with the answer held by a grammar to the words, numbers and paths of the
-    /// tool outputs and the task.
-    Spans,
 }
 
 impl From<AnswerArg> for AnswerMode {
@@ -63,7 +60,6 @@ impl From<AnswerArg> for AnswerMode {
             AnswerArg::Observations => AnswerMode::Observations,
             AnswerArg::Planner => AnswerMode::Planner,
             AnswerArg::Model => AnswerMode::Model,
-            AnswerArg::Spans => AnswerMode::Spans,
         }
     }
 }
@@ -103,8 +99,7 @@ pub struct AgentOpts {
     /// Who writes the final answer: `observations` (a short request over the tool outputs, run
     /// when the planner answers, repeats a call, or hits the step limit; code readers answer
     /// first for question shapes they know), `model` (the same request, the model's answer
-    /// as written: no code answers or rewrites), `spans` (as `model`, the answer held by a
-    /// grammar to the outputs' words and numbers) or `planner` (the planner's own final_answer
+    /// as written: no code answers or rewrites) or `planner` (the planner's own final_answer
     /// argument, the plain ReAct loop).
     #[arg(long, value_enum, default_value = "observations")]
     pub answer: AnswerArg,
@@ -152,7 +147,7 @@ impl AgentOpts {
         LmPlannerConfig {
             max_tokens: self.step_tokens,
             constraint: self.constraint.into(),
-            answer: self.answer.into(),
+            code_answers: AnswerMode::from(self.answer).code_answers(),
             ..LmPlannerConfig::default()
         }
     }

@@ -374,7 +374,7 @@ fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
         "How many files are in docs/?",
         &steps,
         None,
-        AnswerMode::Observations,
+        true,
         &cancel,
     )
     .expect("answers")
@@ -389,7 +389,7 @@ fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
         "Which docs are there?",
         &steps,
         None,
-        AnswerMode::Observations,
+        true,
         &cancel,
     )
     .expect("answers")
@@ -405,7 +405,7 @@ fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
         "How many files are in docs/?",
         &steps,
         None,
-        AnswerMode::Model,
+        false,
         &cancel,
     )
     .expect("answers")
@@ -433,7 +433,7 @@ fn a_model_answer_code_rewrites_is_recorded_as_codes() {
         "Can I use llama-3.1-70b with an rtx-4090?",
         std::slice::from_ref(&sized),
         None,
-        AnswerMode::Observations,
+        true,
         &CancelToken::new(),
     )
     .expect("answers")
@@ -453,7 +453,7 @@ fn a_model_answer_code_rewrites_is_recorded_as_codes() {
         "Can I use llama-3.1-70b with an rtx-4090?",
         &[sized],
         None,
-        AnswerMode::Model,
+        false,
         &CancelToken::new(),
     )
     .expect("answers")
@@ -547,67 +547,4 @@ fn requests_are_counted_by_their_status_field_not_by_the_digits() {
         status_count_answer("How many requests are in access.log?", &[read]),
         None
     );
-}
-
-/// A model that refuses grammars (as a server without them does) and records what it was sent.
-struct NoGrammars {
-    constraints: Vec<Option<Constraint>>,
-}
-impl LanguageModel for NoGrammars {
-    fn generate(
-        &mut self,
-        req: &GenRequest,
-        _on_text: &mut dyn FnMut(&str),
-        _cancel: &CancelToken,
-    ) -> Result<crate::lm::GenOutput, crate::lm::LmError> {
-        self.constraints.push(req.constraint.clone());
-        if req.constraint.is_some() {
-            return Err(crate::lm::LmError::Constraint("no grammars here".into()));
-        }
-        Ok(crate::lm::GenOutput {
-            text: "24".to_string(),
-            finish: FinishReason::Stop,
-            usage: Usage::default(),
-        })
-    }
-    fn context_length(&self) -> usize {
-        4096
-    }
-    fn name(&self) -> String {
-        "no-grammars".into()
-    }
-}
-
-#[test]
-fn spans_mode_sends_the_outputs_words_as_a_grammar_and_answers_without_it_when_refused() {
-    let steps = [call(
-        1,
-        "read_file",
-        json!({"path": "config.json"}),
-        "config.json (3 lines):\n1: {\n2:   \"pool_size\": 24\n3: }",
-    )];
-    let mut lm = NoGrammars {
-        constraints: Vec::new(),
-    };
-    let out = write_answer(
-        &mut lm,
-        &SamplingParams::default(),
-        "How large is the connection pool in config.json?",
-        &steps,
-        None,
-        AnswerMode::Spans,
-        &CancelToken::new(),
-    )
-    .expect("answers")
-    .expect("an answer");
-    assert_eq!(lm.constraints.len(), 2, "one refused try, one without");
-    let Some(Constraint::Lark(g)) = &lm.constraints[0] else {
-        panic!("first try carries a Lark grammar: {:?}", lm.constraints[0]);
-    };
-    assert!(g.contains("\"24\"") && g.contains("\"pool_size\""), "{g}");
-    assert!(!g.contains("\"18\""), "{g}");
-    assert_eq!(lm.constraints[1], None);
-    assert_eq!(out.answer, "24");
-    assert_eq!(out.by, AnswerBy::Model);
-    assert!(!out.how.contains("held to"), "{}", out.how);
 }

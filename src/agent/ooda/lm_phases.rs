@@ -7,7 +7,7 @@
 //! KV prefix when the phases alternate. A backend that refuses the output constraint is asked
 //! again without it; an unparseable proposal is retried with the parse error fed back.
 
-use crate::agent::answer::{write_answer, AnswerMode, AnswerOutput};
+use crate::agent::answer::{write_answer, AnswerOutput};
 use crate::agent::audit::OutcomeStatus;
 use crate::agent::guard::canonical_json;
 use crate::agent::planner::{tool_listing, PlannerError};
@@ -51,9 +51,9 @@ pub struct PhaseOptions {
     /// Orient sends the Decide system prompt as its system message (instructions in the user
     /// message), so the runtime reuses the KV prefix across the phases.
     pub share_system: bool,
-    /// How the answer step answers (code readers first, the model alone, or the model held to
-    /// the outputs' words).
-    pub answer: AnswerMode,
+    /// Whether code may answer in the model's place or rewrite its answer in the answer step
+    /// (`AnswerMode::code_answers`).
+    pub code_answers: bool,
 }
 
 impl Default for PhaseOptions {
@@ -65,7 +65,7 @@ impl Default for PhaseOptions {
             retries: 1,
             constrained: true,
             share_system: true,
-            answer: AnswerMode::default(),
+            code_answers: true,
         }
     }
 }
@@ -303,7 +303,7 @@ impl Decider for ModelPhases<'_> {
             task,
             steps,
             overview,
-            self.options.answer,
+            self.options.code_answers,
             cancel,
         )
     }
