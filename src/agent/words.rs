@@ -67,10 +67,31 @@ pub fn keywords(task: &str) -> Vec<String> {
 }
 
 /// The phrases `text` puts between a pair of quotes (`'hex bolt M8'`, `"x"`, `` `y` ``), trimmed,
-/// of 1 to 60 characters.
-pub fn quoted_phrases(text: &str) -> Vec<&str> {
+/// of 1 to 60 characters. A single quote opens only after a non-letter and closes only before
+/// one: the apostrophes of "What's" and "It's" are not a pair of quotes.
+pub fn quoted_phrases<'a>(text: &'a str) -> Vec<&'a str> {
     let mut out = Vec::new();
-    for q in ['\'', '"', '`'] {
+    let mut keep = |inner: &'a str| {
+        let inner = inner.trim();
+        if !inner.is_empty() && inner.chars().count() <= 60 {
+            out.push(inner);
+        }
+    };
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut open: Option<usize> = None;
+    for (at, _) in text.match_indices('\'') {
+        let before = text[..at].chars().next_back();
+        let after = text[at + 1..].chars().next();
+        match open {
+            Some(start) if !word(after) => {
+                keep(&text[start + 1..at]);
+                open = None;
+            }
+            None if !word(before) => open = Some(at),
+            _ => {}
+        }
+    }
+    for q in ['"', '`'] {
         let parts: Vec<&str> = text.split(q).collect();
         // Odd-numbered parts sit between a pair of quotes.
         for inner in parts
@@ -79,10 +100,7 @@ pub fn quoted_phrases(text: &str) -> Vec<&str> {
             .step_by(2)
             .take(parts.len().saturating_sub(1) / 2)
         {
-            let inner = inner.trim();
-            if !inner.is_empty() && inner.chars().count() <= 60 {
-                out.push(inner);
-            }
+            keep(inner);
         }
     }
     out
@@ -556,6 +574,25 @@ pub fn figures_in(text: &str) -> Vec<(&str, f64)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn apostrophes_in_words_are_not_quotes() {
+        use super::quoted_phrases;
+        let task = "What's the health check timeout for the worker service? It's in deploy.json.";
+        assert!(
+            quoted_phrases(task).is_empty(),
+            "{:?}",
+            quoted_phrases(task)
+        );
+        assert_eq!(
+            quoted_phrases("Which rows of parts.csv say 'hex bolt M8'? Don't guess."),
+            ["hex bolt M8"]
+        );
+        assert_eq!(
+            quoted_phrases("the users' 'admin' role and \"x\" and `y`"),
+            ["admin", "x", "y"]
+        );
+    }
+
     #[test]
     fn mean_after_do_is_the_verb_not_the_average() {
         let verb = |t: &str| super::mean_is_verb(&super::words(t));
