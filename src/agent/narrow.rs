@@ -4,7 +4,7 @@
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
 //! the one the task names, and sizes the model on `this` machine when the task names a GPU.
-//! Fourteen rules, each over enum-typed arguments or the set of tools offered:
+//! Fifteen rules, each over enum-typed arguments or the set of tools offered:
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those. A context length the
@@ -71,6 +71,12 @@
 //!     offered until a table call has answered (a look-up across files, rule 13, aside): the
 //!     model read the rows and then searched for a column's name, or answered a total with one
 //!     row's figure.
+//!
+//! 15. **A refused value is not offered again.** When a call failed as invalid arguments and
+//!     the error names the value one of its enum arguments had (other than a path: "no value
+//!     of status is a number; total needs a numeric field"), that value is left out of the
+//!     argument while another is left: the model wrote the same refused `table` call until
+//!     the guard stopped the run.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds; the `hardware` tool is offered
 //! only for hardware the task names, or for this machine when the task is about it.
@@ -627,6 +633,14 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                         newly_required.push(key.clone());
                         changed = true;
                     }
+                }
+            }
+            // Rule 15: a value the tool refused, naming it, is not offered again while another
+            // is left.
+            if key != "path" {
+                let refused = refused_values(tool.name(), key, steps);
+                if keep.iter().any(|v| !refused.contains(v)) {
+                    keep.retain(|v| !refused.contains(v));
                 }
             }
             if only_required.as_deref() == Some(key.as_str()) {

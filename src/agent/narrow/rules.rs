@@ -4,6 +4,7 @@
 //! preset (11, 12).
 
 use super::*;
+use crate::agent::types::ToolErrorKind;
 
 /// Rule 14: only `table`, on the record files the task names that no table call has answered
 /// yet, when there are any and `table` is offered.
@@ -337,4 +338,32 @@ pub(super) fn only(tool: Arc<dyn crate::agent::tools::Tool>) -> Toolset {
     let mut set = Toolset::new();
     set.add(tool);
     set
+}
+
+/// Rule 15: the values of `tool`'s argument `prop` that a call refused as invalid arguments
+/// with an error naming the value (as a whole word: `status`, not `status_code`).
+pub(super) fn refused_values(tool: &str, prop: &str, steps: &[Step]) -> HashSet<String> {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    steps
+        .iter()
+        .filter(|s| {
+            s.observation.kind
+                == ObservationKind::ToolError {
+                    kind: ToolErrorKind::InvalidArgs,
+                }
+        })
+        .filter_map(|s| match &s.action {
+            Some(Action::ToolCall { name, args }) if name == tool => {
+                let v = args.get(prop)?.as_str()?;
+                let text = crate::agent::outputs::whole_text(s);
+                let named = !v.is_empty()
+                    && text.match_indices(v).any(|(at, _)| {
+                        !word(text[..at].chars().next_back())
+                            && !word(text[at + v.len()..].chars().next())
+                    });
+                named.then(|| v.to_string())
+            }
+            _ => None,
+        })
+        .collect()
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::agent::tools::choices::named_paths_in;
-use crate::agent::types::{Observation, StepTimings};
+use crate::agent::types::{Observation, StepTimings, ToolErrorKind};
 use crate::lm::Usage;
 use serde_json::json;
 
@@ -711,4 +711,49 @@ fn a_figure_from_a_folders_files_reads_each_listed_file() {
     assert!(narrow(&tools, count, &named_paths(count), &steps[..1])
         .get("list_dir")
         .is_some());
+}
+
+#[test]
+fn a_field_the_table_tool_refused_by_name_is_not_offered_again() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("orders.csv"),
+        "order_id,amount,status\n1,10.5,paid\n2,3,refunded\n",
+    )
+    .expect("write");
+    let task = "Add up the amounts in orders.csv for the orders whose status is paid.";
+    let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
+    let named = named_paths(task);
+    let read = done(
+        1,
+        "read_file",
+        json!({"path": "orders.csv"}),
+        ObservationKind::Output,
+    );
+    let n = narrow(&tools, task, &named, std::slice::from_ref(&read));
+    let mut fields = enum_of(&n, TABLE, "field");
+    fields.sort();
+    assert_eq!(fields, ["amount", "status"]);
+    let mut refused = done(
+        2,
+        TABLE,
+        json!({"path": "orders.csv", "field": "status", "op": "total"}),
+        ObservationKind::ToolError {
+            kind: ToolErrorKind::InvalidArgs,
+        },
+    );
+    refused.observation.text =
+        "no value of status is a number (values: paid); sum needs a numeric field.".into();
+    let steps = [read.clone(), refused.clone()];
+    assert_eq!(
+        enum_of(&narrow(&tools, task, &named, &steps), TABLE, "field"),
+        ["amount"]
+    );
+    // An error that does not name the value (or names a longer word) leaves it offered.
+    refused.observation.text = "no value of status_code is a number".into();
+    let steps = [read, refused];
+    assert_eq!(
+        enum_of(&narrow(&tools, task, &named, &steps), TABLE, "field").len(),
+        2
+    );
 }
