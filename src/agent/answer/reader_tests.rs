@@ -358,6 +358,21 @@ impl LanguageModel for Counting {
     }
 }
 
+/// The answer step's answer to `task` over `steps`, with code answers on or off.
+fn answered(lm: &mut Counting, task: &str, steps: &[Step], code_answers: bool) -> AnswerOutput {
+    write_answer(
+        lm,
+        &SamplingParams::default(),
+        task,
+        steps,
+        None,
+        code_answers,
+        &CancelToken::new(),
+    )
+    .expect("answers")
+    .expect("an answer")
+}
+
 #[test]
 fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
     let listing = "total: 1 file and 1 folder directly in docs; 3 files in docs and its subfolders\nby type, docs and its subfolders: 3 .md";
@@ -366,50 +381,18 @@ fn an_answer_code_can_read_is_written_without_the_model_and_others_with_it() {
         reply: "7",
         calls: 0,
     };
-    let sampling = SamplingParams::default();
-    let cancel = CancelToken::new();
-    let out = write_answer(
-        &mut lm,
-        &sampling,
-        "How many files are in docs/?",
-        &steps,
-        None,
-        true,
-        &cancel,
-    )
-    .expect("answers")
-    .expect("an answer");
+    let out = answered(&mut lm, "How many files are in docs/?", &steps, true);
     assert_eq!(out.answer, "3 files in docs/ and its subfolders");
     assert_eq!(lm.calls, 0);
     assert_eq!(out.by, AnswerBy::Code, "{}", out.how);
     // A question code cannot read goes to the model.
-    let out = write_answer(
-        &mut lm,
-        &sampling,
-        "Which docs are there?",
-        &steps,
-        None,
-        true,
-        &cancel,
-    )
-    .expect("answers")
-    .expect("an answer");
+    let out = answered(&mut lm, "Which docs are there?", &steps, true);
     assert_eq!(out.answer, "7");
     assert_eq!(lm.calls, 1);
     assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
 
     // With code answers off (`--answer model`), the question code could read is the model's.
-    let out = write_answer(
-        &mut lm,
-        &sampling,
-        "How many files are in docs/?",
-        &steps,
-        None,
-        false,
-        &cancel,
-    )
-    .expect("answers")
-    .expect("an answer");
+    let out = answered(&mut lm, "How many files are in docs/?", &steps, false);
     assert_eq!(out.answer, "7");
     assert_eq!(lm.calls, 2);
     assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
@@ -427,17 +410,12 @@ fn a_model_answer_code_rewrites_is_recorded_as_codes() {
         reply: "No, decode about 14.6 tokens/s",
         calls: 0,
     };
-    let out = write_answer(
+    let out = answered(
         &mut lm,
-        &SamplingParams::default(),
         "Can I use llama-3.1-70b with an rtx-4090?",
         std::slice::from_ref(&sized),
-        None,
         true,
-        &CancelToken::new(),
-    )
-    .expect("answers")
-    .expect("an answer");
+    );
     assert_eq!(lm.calls, 1, "{}", out.how);
     assert!(out.answer.contains("short by 24.6 GB"), "{}", out.answer);
     assert_eq!(out.by, AnswerBy::Code);
@@ -447,17 +425,12 @@ fn a_model_answer_code_rewrites_is_recorded_as_codes() {
         out.how
     );
     // Without code answers, what the model wrote stands.
-    let out = write_answer(
+    let out = answered(
         &mut lm,
-        &SamplingParams::default(),
         "Can I use llama-3.1-70b with an rtx-4090?",
         &[sized],
-        None,
         false,
-        &CancelToken::new(),
-    )
-    .expect("answers")
-    .expect("an answer");
+    );
     assert_eq!(out.answer, "No, decode about 14.6 tokens/s");
     assert_eq!(out.by, AnswerBy::Model, "{}", out.how);
 }
