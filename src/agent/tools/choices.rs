@@ -436,7 +436,7 @@ fn table_schema(root: &Path, data: &[String], named: &[String]) -> Option<Value>
     };
     let fields = known.and_then(|p| {
         let ws = super::Sandbox::new(root).ok()?;
-        super::table::fields_of(&ws, p)
+        super::table::fields_with_values(&ws, p)
     });
     Some(super::table::schema(Some(data), fields.as_deref()))
 }

@@ -94,17 +94,135 @@ fn field_names(rows: &[serde_json::Map<String, Value>]) -> Vec<String> {
 /// The fields of the table file `path` in the workspace `ws`, for a typed `field` argument;
 /// `None` when it is not a table file, cannot be read or has no fields.
 pub fn fields_of(ws: &Sandbox, path: &str) -> Option<Vec<String>> {
+    fields_with_values(ws, path).map(|fs| fs.into_iter().map(|f| f.name).collect())
+}
+
+/// Most distinct values of a field whose values a condition is offered as an enum.
+const MAX_ENUM_VALUES: usize = 30;
+
+/// Longest value offered in such an enum, in characters.
+const MAX_ENUM_VALUE_CHARS: usize = 60;
+
+/// A field of a table file and what its values are.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldValues {
+    /// The field's name.
+    pub name: String,
+    /// Every non-empty value is a number.
+    pub numeric: bool,
+    /// Its distinct text values when they are few and short ([`MAX_ENUM_VALUES`]); `None`
+    /// otherwise, and for a numeric field.
+    pub values: Option<Vec<String>>,
+}
+
+/// The fields of the table file `path` with what their values are, in order of first
+/// appearance; `None` as for [`fields_of`].
+pub fn fields_with_values(ws: &Sandbox, path: &str) -> Option<Vec<FieldValues>> {
     let kind = read::kind_of(path)?;
     let (_, bytes) = ws.read_bytes(path, MAX_TABLE_BYTES).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let records = read::read(kind, &text).ok()?;
     let names = field_names(&records.rows);
-    (!names.is_empty()).then_some(names)
+    let fields: Vec<FieldValues> = names
+        .into_iter()
+        .map(|name| {
+            let present: Vec<&Value> = records
+                .rows
+                .iter()
+                .filter_map(|r| r.get(name.as_str()))
+                .filter(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
+                .collect();
+            let numeric = !present.is_empty() && present.iter().all(|v| ops::num(v).is_some());
+            let mut distinct: Vec<String> = Vec::new();
+            let mut plain = true;
+            for v in &present {
+                let s = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Bool(_) => v.to_string(),
+                    _ => {
+                        plain = false;
+                        continue;
+                    }
+                };
+                if !distinct.contains(&s) {
+                    distinct.push(s);
+                }
+            }
+            let few = plain
+                && !distinct.is_empty()
+                && distinct.len() <= MAX_ENUM_VALUES
+                && distinct
+                    .iter()
+                    .all(|s| s.chars().count() <= MAX_ENUM_VALUE_CHARS);
+            FieldValues {
+                name,
+                numeric,
+                values: (!numeric && few).then_some(distinct),
+            }
+        })
+        .collect();
+    (!fields.is_empty()).then_some(fields)
 }
 
-/// The schema of the table tool; `fields`, when known, makes `field` and the conditions'
-/// fields an enum of them.
-pub fn schema(paths: Option<&[String]>, fields: Option<&[String]>) -> Value {
+/// What a number in a condition looks like ("12", "-3.5", "1,250.00").
+const NUMBER_PATTERN: &str = "^-?[0-9][0-9,]*(\\.[0-9]+)?$";
+
+/// The schema of one `where` condition over `fields`: the value first, then the field. A text
+/// field of few values takes one of them, so the value the question names ("paid") picks its
+/// own field (`status`); a numeric field takes a number. A 0.5B planner otherwise copied the
+/// field it computes over into the condition ("amount eq paid").
+fn condition_schema(fields: &[FieldValues]) -> Value {
+    let cmp_all = serde_json::json!({"enum": ["eq", "ne", "lt", "le", "gt", "ge", "contains"]});
+    let branch = |value: Value, field: Value, cmp: Value| {
+        serde_json::json!({
+            "type": "object",
+            "properties": {"value": value, "field": field, "cmp": cmp},
+            "required": ["value", "field", "cmp"],
+            "additionalProperties": false
+        })
+    };
+    let mut branches: Vec<Value> = Vec::new();
+    for f in fields {
+        if let Some(values) = &f.values {
+            branches.push(branch(
+                serde_json::json!({ "enum": values }),
+                serde_json::json!({ "const": f.name }),
+                serde_json::json!({"enum": ["eq", "ne", "contains"]}),
+            ));
+        }
+    }
+    let numeric: Vec<&str> = fields
+        .iter()
+        .filter(|f| f.numeric)
+        .map(|f| f.name.as_str())
+        .collect();
+    if !numeric.is_empty() {
+        branches.push(branch(
+            serde_json::json!({"type": "string", "maxLength": 40, "pattern": NUMBER_PATTERN}),
+            serde_json::json!({ "enum": numeric }),
+            cmp_all.clone(),
+        ));
+    }
+    let open: Vec<&str> = fields
+        .iter()
+        .filter(|f| !f.numeric && f.values.is_none())
+        .map(|f| f.name.as_str())
+        .collect();
+    if !open.is_empty() {
+        branches.push(branch(
+            serde_json::json!({"type": "string", "maxLength": 120}),
+            serde_json::json!({ "enum": open }),
+            cmp_all,
+        ));
+    }
+    serde_json::json!({ "anyOf": branches })
+}
+
+/// The schema of the table tool; `fields`, when known, makes `field` an enum of them and each
+/// condition a value of its field ([`condition_schema`]).
+pub fn schema(paths: Option<&[String]>, known: Option<&[FieldValues]>) -> Value {
+    let names: Option<Vec<String>> = known.map(|fs| fs.iter().map(|f| f.name.clone()).collect());
+    let fields = names.as_deref();
     let path = match paths {
         Some(p) => serde_json::json!({ "enum": p }),
         None => serde_json::json!({"type": "string", "maxLength": PATH_MAX_CHARS}),
@@ -115,26 +233,26 @@ pub fn schema(paths: Option<&[String]>, fields: Option<&[String]>) -> Value {
             serde_json::json!({"type": "string", "maxLength": 120, "description": "a column or key name; a nested key as a.b.c"})
         }
     };
+    let item = match known {
+        Some(fs) => condition_schema(fs),
+        None => serde_json::json!({
+            "type": "object",
+            "properties": {
+                "field": field,
+                "cmp": {"enum": ["eq", "ne", "lt", "le", "gt", "ge", "contains"]},
+                "value": {"type": "string", "maxLength": 120, "description": "a number or text; numbers compare by value"}
+            },
+            "required": ["field", "cmp", "value"],
+            "additionalProperties": false
+        }),
+    };
     serde_json::json!({
         "type": "object",
         "properties": {
             "path": path,
             "field": field,
             "op": {"enum": OP_WORDS},
-            "where": {
-                "type": "array",
-                "maxItems": 4,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "field": field,
-                        "cmp": {"enum": ["eq", "ne", "lt", "le", "gt", "ge", "contains"]},
-                        "value": {"type": "string", "maxLength": 120, "description": "a number or text; numbers compare by value"}
-                    },
-                    "required": ["field", "cmp", "value"],
-                    "additionalProperties": false
-                }
-            }
+            "where": {"type": "array", "maxItems": 4, "items": item}
         },
         "required": ["path", "op"],
         "additionalProperties": false

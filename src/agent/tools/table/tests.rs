@@ -321,3 +321,51 @@ fn documents_are_records_and_nested_keys_are_dotted_paths() {
     );
     assert_eq!(fields_of(ws, "notes.md"), None);
 }
+
+#[test]
+fn a_condition_names_a_value_first_and_its_field_follows() {
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::write(
+        dir.path().join("orders.csv"),
+        "order_id,customer,amount,status\n1,\"Haldane, Rosa\",\"1,250.00\",paid\n2,Okafor Ltd,310.50,refunded\n",
+    )
+    .expect("write");
+    let ws = Sandbox::new(dir.path()).expect("ws");
+    let fields = fields_with_values(&ws, "orders.csv").expect("fields");
+    let status = fields.iter().find(|f| f.name == "status").expect("status");
+    assert_eq!(
+        status.values.as_deref(),
+        Some(&["paid".to_string(), "refunded".to_string()][..])
+    );
+    let amount = fields.iter().find(|f| f.name == "amount").expect("amount");
+    assert!(amount.numeric && amount.values.is_none());
+    let s = schema(Some(&["orders.csv".to_string()]), Some(&fields));
+    let branches = s["properties"]["where"]["items"]["anyOf"]
+        .as_array()
+        .expect("one branch per kind of field");
+    // `value` is the first property of every branch.
+    for b in branches {
+        let first = b["properties"]
+            .as_object()
+            .and_then(|p| p.keys().next().cloned());
+        assert_eq!(first.as_deref(), Some("value"), "{b}");
+    }
+    let paid = branches
+        .iter()
+        .find(|b| b["properties"]["field"]["const"] == "status")
+        .expect("status has its own branch");
+    assert_eq!(
+        paid["properties"]["value"]["enum"],
+        json!(["paid", "refunded"])
+    );
+    let numbers = branches
+        .iter()
+        .find(|b| b["properties"]["field"]["enum"] == json!(["order_id", "amount"]))
+        .expect("the numeric fields share a branch");
+    assert!(numbers["properties"]["value"]["pattern"].is_string());
+    // The top level keeps its properties for narrowing.
+    assert_eq!(
+        s["properties"]["field"]["enum"],
+        json!(["order_id", "customer", "amount", "status"])
+    );
+}
