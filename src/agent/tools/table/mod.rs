@@ -7,7 +7,7 @@
 //!
 //! A field that the file does not have is an error listing the fields it has, so the model can
 //! correct its call; when the decoding is constrained and the file is known, the field is an
-//! enum of those names ([`fields_of`], used by `choices::constrain_paths`).
+//! enum of those names ([`fields_with_values`], used by `choices::constrain_paths`).
 
 pub mod csv;
 mod ops;
@@ -91,12 +91,6 @@ fn field_names(rows: &[serde_json::Map<String, Value>]) -> Vec<String> {
     out
 }
 
-/// The fields of the table file `path` in the workspace `ws`, for a typed `field` argument;
-/// `None` when it is not a table file, cannot be read or has no fields.
-pub fn fields_of(ws: &Sandbox, path: &str) -> Option<Vec<String>> {
-    fields_with_values(ws, path).map(|fs| fs.into_iter().map(|f| f.name).collect())
-}
-
 /// Most distinct values of a field whose values a condition is offered as an enum.
 const MAX_ENUM_VALUES: usize = 30;
 
@@ -115,8 +109,9 @@ pub struct FieldValues {
     pub values: Option<Vec<String>>,
 }
 
-/// The fields of the table file `path` with what their values are, in order of first
-/// appearance; `None` as for [`fields_of`].
+/// The fields of the table file `path` in the workspace `ws` with what their values are, in
+/// order of first appearance, for a typed `field` argument and typed conditions; `None` when
+/// it is not a table file, cannot be read or has no fields.
 pub fn fields_with_values(ws: &Sandbox, path: &str) -> Option<Vec<FieldValues>> {
     let kind = read::kind_of(path)?;
     let (_, bytes) = ws.read_bytes(path, MAX_TABLE_BYTES).ok()?;
