@@ -15,8 +15,6 @@ use crate::lm::{
     CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, Role, SamplingParams, Usage,
 };
 
-use super::types::PlannerError;
-
 use super::guard::canonical_json;
 use super::outputs::{
     call_path, camel_case, csv_row, is_whole_read, usable, whole_read_of_named, whole_text,
@@ -24,7 +22,7 @@ use super::outputs::{
 use super::tools::choices::trim_rel;
 use super::tools::files::NO_MATCHES;
 use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
-use super::types::{Action, AnswerBy, ObservationKind, Step};
+use super::types::{Action, AnswerBy, ObservationKind, PlannerError, Step};
 use super::words::{asks_count, keywords, quoted_phrases, stem, words};
 
 mod files;
