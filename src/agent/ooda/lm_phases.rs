@@ -113,7 +113,13 @@ impl<'m> ModelPhases<'m> {
             input.world.render_record(),
             input.world.render_state()
         );
-        let allowed = narrowed(input.allowed.unwrap_or(input.tools), input.exclude);
+        let mut allowed = narrowed(input.allowed.unwrap_or(input.tools), input.exclude);
+        if allowed.is_empty() {
+            // The narrowed set held only excluded tools (narrow rule 14 offers `table` alone,
+            // and a refused repeat excludes it): an empty set is a proposal schema no output
+            // satisfies, so the decider chooses from the whole set less the excluded tools.
+            allowed = narrowed(input.tools, input.exclude);
+        }
         let out: Vec<&str> = input
             .tools
             .iter()
