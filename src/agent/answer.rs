@@ -8,29 +8,33 @@
 //! loop asks for this answer when the planner calls `final_answer`, when it repeats a call that
 //! already succeeded, and when the step limit ends a run that gathered observations (as
 //! smolagents asks for a final answer at `max_steps`).
+//!
+//! The answer is the model's. No code reads the answer off the outputs in its place and none
+//! rewrites what it wrote. Code may only send it back, once per check and with the reason:
+//! an answer holding a number no output holds is worked out again by a program the model
+//! writes ([`super::program`]); an answer that restates part of a tool's `summary:` line, or
+//! gives a byte figure in another unit than the one asked, is asked again. Where exact terms
+//! of the question (an identifier, a quoted phrase) are in no output, the model states first
+//! whether the thing asked for was found: its answer is held by a grammar to begin with
+//! `FOUND:` or `NOT FOUND:`.
 
 use serde_json::Value;
 
 use crate::lm::{
-    CancelToken, ChatMessage, FinishReason, GenRequest, LanguageModel, Role, SamplingParams, Usage,
+    CancelToken, ChatMessage, Constraint, FinishReason, GenRequest, LanguageModel, LmError, Role,
+    SamplingParams, Usage,
 };
 
 use super::guard::canonical_json;
-use super::outputs::{
-    call_path, camel_case, csv_row, is_whole_read, usable, whole_read_of_named, whole_text,
-};
-use super::tools::choices::trim_rel;
+use super::outputs::{call_path, camel_case, csv_row, usable, whole_text};
 use super::tools::files::NO_MATCHES;
-use super::tools::{ToolErrorKind, FINAL_ANSWER_MAX_CHARS};
+use super::tools::FINAL_ANSWER_MAX_CHARS;
 use super::types::{Action, AnswerBy, ObservationKind, PlannerError, Step};
-use super::words::{asks_count, keywords, quoted_phrases, stem, words};
+pub use super::types::AnswerOutput;
+use super::words::{keywords, quoted_phrases, words};
 
-mod files;
-mod lines;
-mod lookup;
-pub use files::*;
-pub use lines::*;
-pub use lookup::*;
+mod hints;
+pub use hints::*;
 
 /// Most characters of observations put in front of the answer step; the newest observations
 /// are kept when there are more.
@@ -45,14 +49,14 @@ pub const ANSWER_MAX_TOKENS: usize = 64;
 pub enum AnswerMode {
     /// The planner's `final_answer` argument is the answer (the plain ReAct loop).
     Planner,
-    /// A focused request over the observations writes the answer (the default); code readers
-    /// answer first where a question's shape is one they know, and code may restate the
-    /// model's answer in the asked unit.
+    /// A focused request over the observations writes the answer (the default), and checks
+    /// may send it back: a number no output holds is worked out by a program the model
+    /// writes; a partial copy of a tool's summary or a figure in an unasked unit is asked
+    /// again.
     #[default]
     Observations,
-    /// The focused request over the observations, answered by the model alone: no code reader
-    /// answers in its place and no code rewrites what it wrote (a program the model writes
-    /// still runs).
+    /// The focused request over the observations, its first answer kept: no check sends it
+    /// back.
     Model,
 }
 
@@ -62,8 +66,8 @@ impl AnswerMode {
         matches!(self, Self::Observations | Self::Model)
     }
 
-    /// Whether code may answer in the model's place or rewrite its answer.
-    pub fn code_answers(self) -> bool {
+    /// Whether checks may send the answer step's answer back.
+    pub fn checks(self) -> bool {
         self != Self::Model
     }
 }
@@ -139,16 +143,10 @@ pub fn observations_block(steps: &[Step], overview: Option<&str>, budget: usize)
     Some(parts.join("\n"))
 }
 
-/// The messages of the answer step, or `None` when no step produced a usable observation.
-pub fn answer_messages(
-    task: &str,
-    steps: &[Step],
-    overview: Option<&str>,
-) -> Option<Vec<ChatMessage>> {
-    let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
-    // Ranked once: a long log's every line is scored.
+/// The hint under the tool outputs: the lines that share most words with the question, and
+/// the exact terms of the question no output holds.
+fn hint(task: &str, steps: &[Step], absent: &[String]) -> String {
     let ranked = ranked_lines(task, steps);
-    let matching = top(&ranked).len();
     let best: Vec<String> = top(&ranked)
         .iter()
         .take(BEST_LINES)
@@ -156,40 +154,40 @@ pub fn answer_messages(
         .collect();
     let mut hint = if best.is_empty() {
         String::new()
-    } else if matching > best.len() && asks_count(task) {
-        // "How many timeouts…": the lines that match are the things to count.
-        format!(
-            "\n{matching} lines share most words with the question; the first {}:\n{}\n",
-            best.len(),
-            best.join("\n")
-        )
     } else {
         format!(
             "\nThe lines that share most words with the question:\n{}\n",
             best.join("\n")
         )
     };
-    if let Some(after) = best.first().and_then(|b| line_after(task, steps, b)) {
-        hint.push_str(&format!("\n{after}\n"));
-    }
-    for total in super::tally::totals(task, steps) {
-        hint.push_str(&format!("\n{}\n", total.describe()));
-    }
-    for product in super::tally::products(task, steps) {
-        hint.push_str(&format!("\n{product}\n"));
-    }
-    for compared in super::tally::comparisons(task, steps) {
-        hint.push_str(&format!("\n{compared}\n"));
-    }
-    let absent = absent_terms(task, &found_text(steps, overview));
     if !absent.is_empty() {
         let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();
         hint.push_str(&format!(
-            "\nNo tool output contains {}: unless an output shows it under another name, answer that {} was not found.\n",
-            quoted.join(" or "),
+            "\nNo tool output contains {}. Begin your answer with NOT FOUND: when the outputs do not show what the question asks for (not even under another name), else with FOUND: and the answer.\n",
             quoted.join(" or ")
         ));
     }
+    hint
+}
+
+/// The messages of the answer step, or `None` when no step produced a usable observation.
+pub fn answer_messages(
+    task: &str,
+    steps: &[Step],
+    overview: Option<&str>,
+) -> Option<Vec<ChatMessage>> {
+    let absent = absent_terms(task, &found_text(steps, overview));
+    answer_messages_with(task, steps, overview, &absent)
+}
+
+fn answer_messages_with(
+    task: &str,
+    steps: &[Step],
+    overview: Option<&str>,
+    absent: &[String],
+) -> Option<Vec<ChatMessage>> {
+    let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
+    let hint = hint(task, steps, absent);
     Some(vec![
         ChatMessage::new(Role::System, ANSWER_SYSTEM),
         ChatMessage::new(
@@ -234,43 +232,36 @@ fn numbers(text: &str) -> Vec<String> {
     out
 }
 
-/// The answer, or the tool's `summary:` sentence when the answer only restates part of it.
-///
-/// The answer step is asked to copy a `summary:` line whole, and a 0.5B model still rephrases
-/// it and drops figures ("does not fit … 14.6 tokens/s" without "short by 24.6 GB"). When every
-/// number of the answer that the task did not already name comes from one summary, and the
-/// summary holds figures the answer left out, the summary (the tool's own words) is the answer.
-/// An answer that brings numbers from anywhere else is kept as written.
-pub fn prefer_summary(task: &str, answer: &str, steps: &[Step]) -> String {
+/// The tool's `summary:` line that `answer` restates only in part, if any: every number of the
+/// answer the task did not already name comes from that one summary, and the summary holds
+/// figures the answer left out (or the answer is the summary cut short). A 0.5B model asked to
+/// copy such a line rephrases it and drops figures ("does not fit … 14.6 tokens/s" without
+/// "short by 24.6 GB").
+pub fn partial_summary<'a>(task: &str, answer: &str, steps: &'a [Step]) -> Option<&'a str> {
     let task_numbers = numbers(task);
     let answer_numbers: Vec<String> = numbers(answer)
         .into_iter()
         .filter(|n| !task_numbers.contains(n))
         .collect();
-    let summaries = steps
+    let cut = answer.trim().trim_end_matches(['.', ',', ';', ' ']);
+    steps
         .iter()
         .rev()
         .filter(|s| s.observation.kind == ObservationKind::Output)
         .flat_map(|s| s.observation.text.lines())
         .filter_map(|l| l.trim().strip_prefix("summary:").map(str::trim))
-        .filter(|l| !l.is_empty());
-    // A copy the token limit or the model cut short ("… decode about 14." of "14.6 tokens/s"):
-    // its last number is a prefix of the summary's, so compare the text, not the numbers.
-    let cut = answer.trim().trim_end_matches(['.', ',', ';', ' ']);
-    for summary in summaries {
-        if cut.chars().count() >= 20 && summary.starts_with(cut) && summary.len() > cut.len() {
-            return summary.chars().take(FINAL_ANSWER_MAX_CHARS).collect();
-        }
-        let summary_numbers = numbers(summary);
-        let covered = answer_numbers.iter().all(|n| summary_numbers.contains(n));
-        let adds = summary_numbers
-            .iter()
-            .any(|n| !answer_numbers.contains(n) && !task_numbers.contains(n));
-        if covered && adds {
-            return summary.chars().take(FINAL_ANSWER_MAX_CHARS).collect();
-        }
-    }
-    answer.to_string()
+        .filter(|l| !l.is_empty())
+        .find(|summary| {
+            if cut.chars().count() >= 20 && summary.starts_with(cut) && summary.len() > cut.len() {
+                return true;
+            }
+            let summary_numbers = numbers(summary);
+            let covered = answer_numbers.iter().all(|n| summary_numbers.contains(n));
+            let adds = summary_numbers
+                .iter()
+                .any(|n| !answer_numbers.contains(n) && !task_numbers.contains(n));
+            covered && adds
+        })
 }
 
 /// Byte units a tool may show a size in twice ("34.2 GB (31.84 GiB)").
@@ -289,14 +280,17 @@ fn amounts_in(text: &str, unit: &str) -> Vec<String> {
         .collect()
 }
 
-/// The answer in the byte unit the task asks for, when the answer gives its number in another
-/// unit (or none) and the tool output that holds the number shows it in the asked unit too.
-/// "How much memory … in GiB?" was answered "34.2" from "memory: 34.2 GB (31.84 GiB)".
-pub fn in_asked_unit(task: &str, answer: &str, steps: &[Step]) -> Option<String> {
+/// The byte unit the task asks in and the output line that shows the answer's number in it,
+/// when the answer gives its number in another unit (or none). "How much memory … in GiB?"
+/// was answered "34.2" from "memory: 34.2 GB (31.84 GiB)".
+pub fn unit_mismatch(task: &str, answer: &str, steps: &[Step]) -> Option<(&'static str, String)> {
     let asked: Vec<&str> = BYTE_UNITS
         .iter()
         .copied()
-        .filter(|u| task_names_unit(task, u))
+        .filter(|u| {
+            task.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == *u)
+        })
         .collect();
     let [unit] = asked.as_slice() else {
         return None;
@@ -309,159 +303,156 @@ pub fn in_asked_unit(task: &str, answer: &str, steps: &[Step]) -> Option<String>
         .iter()
         .filter(|s| usable(s))
         .flat_map(|s| whole_text(s).lines())
-        .filter(|l| numbers(l).contains(&first))
-        .find_map(|l| amounts_in(l, unit).into_iter().next())
+        .find(|l| numbers(l).contains(&first) && !amounts_in(l, unit).is_empty())
+        .map(|l| (*unit, l.trim().to_string()))
 }
 
-/// Whether `task` names the byte unit `unit` as a word ("in GiB", "how many GB").
-fn task_names_unit(task: &str, unit: &str) -> bool {
-    task.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|w| w == unit)
+/// How the answer step's reply begins when the question names exact terms no output holds.
+const FOUND: &str = "FOUND:";
+/// The other beginning: the model says the thing asked for is not in the outputs.
+const NOT_FOUND: &str = "NOT FOUND:";
+
+/// The grammar of a reply that states first whether the thing asked for was found.
+fn found_grammar() -> String {
+    format!("start: PREFIX REST\nPREFIX: \"{FOUND} \" | \"{NOT_FOUND} \"\nREST: /[^\\n]{{1,300}}/\n")
 }
 
-/// Run the answer step on `model`: the answer to `task` from the steps' observations, with
-/// `prefer_summary` applied. `None` when there is nothing to answer from or the model wrote
-/// nothing usable.
+/// The reply without its found/not-found prefix, the prefix kept as words when the thing was
+/// not found ("not found: LOG_LEVEL is not in settings.py").
+fn strip_found(reply: &str) -> String {
+    let t = reply.trim();
+    if let Some(rest) = t.strip_prefix(NOT_FOUND) {
+        return format!("not found: {}", rest.trim());
+    }
+    t.strip_prefix(FOUND).unwrap_or(t).trim().to_string()
+}
+
+/// Run the answer step on `model`: the model's answer to `task` from the steps' observations.
+/// With `checks`, an answer a check rejects is sent back once per check (see the module
+/// documentation); the model's second answer stands. `None` when there is nothing to answer
+/// from (no observation, and no figure a program could work out from the task) or the model
+/// wrote nothing usable.
 pub fn write_answer(
     model: &mut dyn LanguageModel,
     sampling: &SamplingParams,
     task: &str,
     steps: &[Step],
     overview: Option<&str>,
-    code_answers: bool,
+    checks: bool,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
-    // Answers code reads from the task or the outputs, in this order; the first that answers
-    // is the answer, and its name is how the run records it.
-    type Reader = fn(&str, &[Step], Option<&str>) -> Option<String>;
-    let readers: [(&str, Reader); 20] = [
-        ("the task's written-out expression", |t, _, _| {
-            super::program::stated_answer(t)
-        }),
-        ("a term the outputs lack", not_found_answer),
-        ("a ratio of two figures", |t, s, _| {
-            super::tally::ratio_answer(t, s)
-        }),
-        ("a difference of two figures", |t, s, _| {
-            super::tally::difference_answer(t, s)
-        }),
-        ("a mean of figures", |t, s, _| {
-            super::tally::mean_answer(t, s)
-        }),
-        ("a stated count times a figure", |t, s, _| {
-            super::tally::multiple_answer(t, s)
-        }),
-        ("a count of matching records", |t, s, _| {
-            super::tally::matching_records_answer(t, s)
-        }),
-        ("a count of requests by status", |t, s, _| {
-            status_count_answer(t, s)
-        }),
-        ("a count of matching lines", |t, s, _| count_answer(t, s)),
-        ("the program a log line is about", |t, s, _| {
-            log_program_answer(t, s)
-        }),
-        ("the one name the best line quotes", |t, s, _| {
-            quoted_name_answer(t, s)
-        }),
-        ("the highest version heading", |t, s, _| {
-            latest_version_answer(t, s)
-        }),
-        ("the one log line the question is about", |t, s, _| {
-            log_line_answer(t, s)
-        }),
-        (
-            "a value looked up in the file the question names last",
-            |t, s, _| lookup_answer(t, s),
-        ),
-        ("a listing's counts", |t, s, _| dir_count_answer(t, s)),
-        ("the one file of its type", |t, s, _| odd_file_answer(t, s)),
-        ("a CSV cell", |t, s, _| super::tally::csv_cell_answer(t, s)),
-        ("the largest or smallest of the records named", |t, s, _| {
-            super::tally::record_extreme_answer(t, s)
-        }),
-        ("the largest or smallest record", |t, s, _| {
-            super::tally::extreme_answer(t, s)
-        }),
-        ("the one best-matching setting", |t, s, _| {
-            key_value_answer(t, s)
-        }),
-    ];
-    for (how, read) in readers.into_iter().filter(|_| code_answers) {
-        if let Some(answer) = read(task, steps, overview) {
-            return Ok(Some(AnswerOutput {
+    let absent = absent_terms(task, &found_text(steps, overview));
+    let Some(messages) = answer_messages_with(task, steps, overview, &absent) else {
+        // Nothing observed: the planner answered from the task alone. A task that states
+        // numbers is worked out by a program, checked for where its numbers come from.
+        if checks && !super::words::figures_in(task).is_empty() {
+            let (answer, usage, how) = worked_answer(model, sampling, task, steps, cancel)?;
+            return Ok(answer.map(|answer| AnswerOutput {
                 answer,
-                usage: Usage::default(),
-                how: format!("read by code: {how}"),
-                by: AnswerBy::Code,
+                usage,
+                how,
+                by: AnswerBy::Program,
             }));
         }
-    }
-    let mut usage = Usage::default();
-    // A program that gave no answer is named in the record of the answer written instead.
-    let mut failed_program = None;
-    if super::program::wants_program(task, steps) {
-        match worked_answer(model, sampling, task, steps, cancel)? {
-            (Some(answer), u, how) => {
-                return Ok(Some(AnswerOutput {
-                    answer,
-                    usage: u,
-                    how,
-                    by: AnswerBy::Program,
-                }))
-            }
-            (None, u, how) => {
-                usage.add(&u);
-                failed_program = Some(how);
-            }
-        }
-    }
-    let Some(messages) = answer_messages(task, steps, overview) else {
         return Ok(None);
     };
-    let req = GenRequest {
+    let mut usage = Usage::default();
+    let constraint = (!absent.is_empty()).then(|| Constraint::Lark(found_grammar()));
+    let Some(written) = ask(model, sampling, messages.clone(), constraint, &mut usage, cancel)?
+    else {
+        return Ok(None);
+    };
+    let written = strip_found(&written);
+    let mut how = "written by the model from the observations".to_string();
+    if !checks {
+        return Ok(Some(AnswerOutput {
+            answer: written,
+            usage,
+            how,
+            by: AnswerBy::Model,
+        }));
+    }
+    // A number no output and not the task holds: the model's own arithmetic, redone as a
+    // program whose every number must come from the question or the outputs.
+    let made_up = super::grounding::ungrounded(&written, task, steps);
+    if !made_up.is_empty() {
+        let (worked, u, program) = worked_answer(model, sampling, task, steps, cancel)?;
+        usage.add(&u);
+        if let Some(answer) = worked {
+            return Ok(Some(AnswerOutput {
+                answer,
+                usage,
+                how: format!(
+                    "{program} (the model wrote {written:?}, with {} in no output)",
+                    made_up.join(", ")
+                ),
+                by: AnswerBy::Program,
+            }));
+        }
+        how.push_str(&format!("; no value from the program: {program}"));
+    }
+    let back = if let Some(summary) = partial_summary(task, &written, steps) {
+        Some(format!(
+            "Your answer leaves out figures of the tool's summary line \"summary: {summary}\". Answer again in one line with all of its figures."
+        ))
+    } else {
+        unit_mismatch(task, &written, steps).map(|(unit, line)| {
+            format!(
+                "The question asks for the figure in {unit}, and this output line gives it in {unit}: {line}\nAnswer again in one line, in {unit}."
+            )
+        })
+    };
+    let Some(back) = back else {
+        return Ok(Some(AnswerOutput {
+            answer: written,
+            usage,
+            how,
+            by: AnswerBy::Model,
+        }));
+    };
+    let mut again = messages;
+    again.push(ChatMessage::new(Role::Assistant, written.clone()));
+    again.push(ChatMessage::new(Role::User, back.clone()));
+    let answer = ask(model, sampling, again, None, &mut usage, cancel)?
+        .map(|a| strip_found(&a))
+        .unwrap_or_else(|| written.clone());
+    how.push_str(&format!(
+        "; sent back once ({back:?}); the model first wrote {written:?}"
+    ));
+    Ok(Some(AnswerOutput {
+        answer,
+        usage,
+        how,
+        by: AnswerBy::Model,
+    }))
+}
+
+/// One answer request: its cleaned line (with `usage` added), `None` when the model wrote
+/// nothing usable. A backend that cannot apply `constraint` answers without it.
+fn ask(
+    model: &mut dyn LanguageModel,
+    sampling: &SamplingParams,
+    messages: Vec<ChatMessage>,
+    constraint: Option<Constraint>,
+    usage: &mut Usage,
+    cancel: &CancelToken,
+) -> Result<Option<String>, PlannerError> {
+    let mut req = GenRequest {
         messages,
         sampling: sampling.clone(),
         max_tokens: ANSWER_MAX_TOKENS,
         stop: vec!["\n".into()],
-        constraint: None,
+        constraint,
     };
-    let out = generate(model, &req, cancel)?;
+    let out = match generate(model, &req, cancel) {
+        Err(PlannerError::Lm(LmError::Constraint(_))) if req.constraint.is_some() => {
+            req.constraint = None;
+            generate(model, &req, cancel)?
+        }
+        other => other?,
+    };
     usage.add(&out.usage);
-    Ok(clean_answer(&out.text).map(|written| {
-        let answer = if !code_answers {
-            written.clone()
-        } else {
-            match in_asked_unit(task, &written, steps) {
-                Some(converted) => converted,
-                None => prefer_summary(task, &written, steps),
-            }
-        };
-        // Code that put its own text in place of the model's made the answer.
-        let by = if answer == written {
-            AnswerBy::Model
-        } else {
-            AnswerBy::Code
-        };
-        let mut how = match failed_program {
-            Some(p) => format!(
-                "written by the model from the observations (no value from the program: {})",
-                p.trim_start_matches("worked out by a program: ")
-            ),
-            None => "written by the model from the observations".into(),
-        };
-        if by == AnswerBy::Code {
-            how.push_str(&format!(
-                "; rewritten by code (the model wrote {written:?})"
-            ));
-        }
-        AnswerOutput {
-            answer,
-            by,
-            how,
-            usage,
-        }
-    }))
+    Ok(clean_answer(&out.text))
 }
 
 /// One request of the answer step; a cancelled one is [`PlannerError::Cancelled`].
@@ -480,7 +471,8 @@ fn generate(
 }
 
 /// The answer worked out by a program the model writes (see [`super::program`]), with the
-/// request's usage; no answer when the program computes nothing or uses a number from nowhere.
+/// request's usage and a line for the run's record; no answer when the program computes
+/// nothing or uses a number from nowhere.
 fn worked_answer(
     model: &mut dyn LanguageModel,
     sampling: &SamplingParams,
@@ -504,10 +496,7 @@ fn worked_answer(
         match program::run_with(&out.text, &program::allowed_numbers(task, &facts), &defined) {
             Ok(worked) => {
                 tracing::debug!(program = %out.text, steps = ?worked.steps, "worked answer");
-                Some(program::format_value(
-                    program::as_asked(&worked, task),
-                    task,
-                ))
+                Some(program::format_value(worked.value))
             }
             Err(e) => {
                 tracing::debug!(program = %out.text, error = %e, "no worked answer");
@@ -529,21 +518,5 @@ fn worked_answer(
     Ok((answer, out.usage, how))
 }
 
-/// The answer step's result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnswerOutput {
-    /// The answer.
-    pub answer: String,
-    /// Token usage of the request.
-    pub usage: Usage,
-    /// How the answer was made (read by code, worked out by a program, written by the model),
-    /// for the run's record.
-    pub how: String,
-    /// Who made it, as counted in eval reports.
-    pub by: AnswerBy,
-}
-
-#[cfg(test)]
-mod reader_tests;
 #[cfg(test)]
 mod tests;

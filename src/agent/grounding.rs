@@ -4,7 +4,7 @@
 //! does not depend on how the question is worded: it compares figures, not words. It rejects an
 //! answer; it never writes one.
 
-use super::answer::AnswerOutput;
+use super::types::AnswerOutput;
 use super::tools::FINAL_ANSWER;
 use super::types::{Action, AnswerBy, Observation, ObservationKind, Step};
 use super::words::{figures_in, number_words};
@@ -32,6 +32,14 @@ pub fn ungrounded(answer: &str, task: &str, steps: &[Step]) -> Vec<String> {
         .filter(|(written, value)| !held(written, value.abs(), &sources))
         .map(|(written, _)| written.trim_start_matches('-').to_string())
         .collect()
+}
+
+/// Whether the answer step has work when the planner proposes `proposed`: something was
+/// observed to answer from, or nothing was and the proposal states a number neither the task
+/// nor any output holds (the planner's own arithmetic, which the answer step works out by a
+/// program). A proposal like "no" to "Is 12 prime?" stands as given.
+pub fn answer_step_has_work(proposed: &str, task: &str, steps: &[Step]) -> bool {
+    steps.iter().any(super::outputs::usable) || !ungrounded(proposed, task, steps).is_empty()
 }
 
 /// Whether `sources` hold `value`, written as `written`: equal, or equal once rounded to the

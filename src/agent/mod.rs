@@ -31,7 +31,6 @@ pub mod program;
 pub mod react;
 pub mod records;
 pub mod rundir;
-pub mod tally;
 pub mod tools;
 pub mod types;
 pub mod words;

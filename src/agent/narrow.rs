@@ -4,7 +4,9 @@
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
 //! the one the task names, and sizes the model on `this` machine when the task names a GPU.
-//! Fifteen rules, each over enum-typed arguments or the set of tools offered:
+//! Eleven rules, each over enum-typed arguments or the set of tools offered, none keyed to the
+//! question's wording (rules 7, 9, 10 and 13 were, and are gone: ARCHITECTURE.md, "What replaced
+//! the keyword machinery"):
 //!
 //! 1. **Task-named values.** When the task names some values of an enum argument (the GPU
 //!    preset, the model, the quant), the argument is narrowed to those. A context length the
@@ -28,48 +30,22 @@
 //! 6. **A model tool needs a named model.** A tool whose required `model` argument is an enum
 //!    (`size_model`) is offered only when the task names one of the models (as people write
 //!    them: "Llama-3-70B" names llama-3.1-70b) or the tool can read a config file instead.
-//! 7. **A total over a folder searches all of it.** When the task asks for a total (or a mean) and names
-//!    a folder ("each file in regions/ … in total"), `search_text`'s path is that folder: the
-//!    model searched the one file it had read, and a sum needs every file's line.
 //! 8. **A named identifier is searched for everywhere.** When the task names no path but an
 //!    identifier (`DEFAULT_REGION`, `MaxBatchSize`; not a value a tool takes, like `Q4_K_M`),
 //!    the search is the only tool offered until one has run, and `search_text`'s path is the
 //!    whole workspace until a search has found something: the model searched file after file
 //!    for a constant one search of `.` finds, or read one unrelated file and gave up.
 //!
-//! 9. **A question about files of a type lists the workspace first.** When the task names no
-//!    path and asks which or how many files have an extension (".sql", "the .yaml files"),
-//!    only a recursive listing of the workspace is offered until one has succeeded: the
-//!    model read file after file looking for the one `.sql` file a listing shows.
-//!
-//! 10. **A figure from a folder's files reads each of them.** When the task names a folder and
-//!     asks a figure worked out from what its files hold ("the three files in vendors/ … what
-//!     do they cost together?"), once the folder is listed, `read_file` is narrowed to its
-//!     listed files not yet read (at most [`MAX_LISTED_READS`]) and only it and a search of
-//!     the folder are offered, until a search of the folder has found lines: the model read
-//!     one of the three and answered from it.
-//!
-//! 11. **A named model is sized first.** A question about the memory, fit or speed of a model
-//!     the task names offers only `size_model` until it has answered for each named preset,
-//!     then only the answer (and the calculator, for a comparison).
+//! 11. **A named model is sized first.** A question that names a model the sizing tool knows
+//!     offers only `size_model` until it has answered for each named preset, then only the
+//!     answer (and the calculator, for more than one model and preset).
 //!
 //! 12. **Named hardware is described first.** A question that names hardware presets and no
 //!     model offers only `hardware` until each named preset is described (rule 3 drops each).
 //!
-//! 13. **A look-up needs its key.** When the task names paths and then asks about "that X" in
-//!     the path it names last ("One FIXME comment under src/ cites a ticket. What is that
-//!     ticket's status in tracker/tickets.csv?"), the final answer is not offered, and
-//!     `search_text` searches only the first paths (for the identifiers the task names, when
-//!     it names any), until a read or search there has shown a line with an identifier the
-//!     task names (`FIXME`), or with none, one of its words: the model searched the ticket
-//!     table for "src" and answered with its header. Once the key is found, the path named
-//!     last is read whole before anything else (only `read_file` of it is offered): the model
-//!     found the FIXME and then searched for it again until the step limit.
-//!
 //! 14. **Records are asked through the table tool.** Once a file of records the task names
 //!     (by its type: CSV, TSV, JSON lines) has been read, only `table` on such files is
-//!     offered until a table call has answered (a look-up across files, rule 13, aside): the
-//!     model read the rows and then searched for a column's name, or answered a total with one
+//!     offered until a table call has answered: the model read the rows and then searched for a column's name, or answered a total with one
 //!     row's figure.
 //!
 //! 15. **A refused value is not offered again.** When a call failed as invalid arguments and
@@ -87,7 +63,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::tools::choices::{constrain_paths, named_paths, paths_in_task, same_path, trim_rel};
+use super::tools::choices::{constrain_paths, same_path, trim_rel};
 use super::tools::compute::COMPUTE;
 use super::tools::files::{FILE_READERS, NO_MATCHES};
 use super::tools::table::TABLE;
@@ -96,89 +72,10 @@ use super::types::{Action, ObservationKind, Step};
 use super::words::quantities;
 
 mod rules;
-pub use rules::*;
+use rules::*;
 
 /// The file tools whose `path` is narrowed by rule 2.
 const FILE_TOOLS: &[&str] = &["read_file", "list_dir", SEARCH_TEXT, TABLE];
-
-/// Most listed files rule 10 has read.
-pub const MAX_LISTED_READS: usize = 6;
-
-/// Words of a question about the files themselves (their sizes), which a listing answers.
-const LISTING_WORDS: &[&str] = &[
-    "size", "sizes", "bytes", "largest", "smallest", "biggest", "newest", "oldest",
-];
-
-/// Words that, right after a listing word, make it about a figure the files hold ("the
-/// largest total", "the newest price").
-const CONTENT_FIGURES: &[&str] = &[
-    "total", "sum", "amount", "value", "count", "number", "score", "price", "cost", "balance",
-];
-
-/// Rule 10: the files a listing of a folder the task names shows and no step has read yet, when
-/// the task asks a figure worked out from what they hold.
-fn listed_unread(task: &str, steps: &[Step]) -> Vec<String> {
-    let w = super::words::words(task);
-    let asks_figure = super::program::wants_program(task, steps)
-        || super::tally::asks_for_total(task)
-        || super::tally::asks_mean(task);
-    // "the largest total" asks about what the files hold; "the largest file" about the files.
-    let about_listing = w.iter().enumerate().any(|(i, x)| {
-        LISTING_WORDS.contains(&x.as_str())
-            && !w
-                .get(i + 1)
-                .is_some_and(|next| CONTENT_FIGURES.contains(&next.as_str()))
-    });
-    if !asks_figure || super::program::counts_workspace(task) || about_listing {
-        return Vec::new();
-    }
-    let dirs = paths_in_task(task).1;
-    let ok = |s: &&Step| s.observation.kind == ObservationKind::Output;
-    let on_dir = |s: &Step, tool: &str| match &s.action {
-        Some(Action::ToolCall { name, args }) if name == tool => {
-            path_of(args).is_some_and(|a| dirs.iter().any(|d| same_path(&a, d)))
-        }
-        _ => false,
-    };
-    if steps
-        .iter()
-        .filter(ok)
-        .any(|s| on_dir(s, SEARCH_TEXT) && !s.observation.text.trim_start().starts_with(NO_MATCHES))
-    {
-        return Vec::new();
-    }
-    let read: Vec<String> = steps
-        .iter()
-        .filter(ok)
-        .filter_map(|s| match &s.action {
-            Some(Action::ToolCall { name, args }) if name == "read_file" => path_of(args),
-            _ => None,
-        })
-        .collect();
-    let mut listed: Vec<String> = Vec::new();
-    for s in steps.iter().filter(ok).filter(|s| on_dir(s, "list_dir")) {
-        for line in super::outputs::whole_text(s).lines() {
-            let entry = line.trim().split(" (").next().unwrap_or_default();
-            let in_dir = dirs.iter().any(|d| {
-                let d = trim_rel(d).trim_end_matches('/');
-                entry
-                    .strip_prefix(d)
-                    .and_then(|r| r.strip_prefix('/'))
-                    .is_some_and(|r| !r.is_empty() && !r.contains('/'))
-            });
-            if in_dir && !entry.ends_with('/') && !listed.iter().any(|l| l == entry) {
-                listed.push(entry.to_string());
-            }
-        }
-    }
-    if listed.len() > MAX_LISTED_READS || read.len() >= MAX_LISTED_READS {
-        return Vec::new();
-    }
-    listed
-        .into_iter()
-        .filter(|f| !read.iter().any(|r| same_path(r, f)))
-        .collect()
-}
 
 /// The context-length argument rule 1 narrows to the contexts a task states.
 const CTX: &str = "ctx";
@@ -378,30 +275,6 @@ pub fn narrow_step(
     useful.then_some(n)
 }
 
-/// Whether `task` asks which or how many files have an extension: it mentions files and an
-/// extension (".sql" as a word of its own, or the word "extension").
-fn asks_about_file_type(task: &str) -> bool {
-    let lower = task.to_lowercase();
-    let files = lower.contains("file");
-    let ext = lower.contains("extension")
-        || lower.split_whitespace().any(|w| {
-            let w = w.trim_end_matches([',', '?', ')', ';']);
-            w.strip_prefix('.').is_some_and(|e| {
-                (1..=5).contains(&e.len()) && e.chars().all(|c| c.is_ascii_alphanumeric())
-            })
-        });
-    files && ext
-}
-
-/// Whether a recursive listing (of any folder) has succeeded.
-fn listed_recursively(steps: &[Step]) -> bool {
-    steps.iter().any(|s| {
-        s.observation.kind == ObservationKind::Output
-            && matches!(&s.action, Some(Action::ToolCall { name, args })
-                if name == "list_dir" && args.get("recursive").and_then(Value::as_bool) == Some(true))
-    })
-}
-
 /// `allowed` with its enum arguments narrowed by the rules above for the next step. `task` is
 /// the user's task (not the overview under it); `named_paths` the files and folders it names.
 pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[Step]) -> Toolset {
@@ -411,16 +284,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             only.add(t.clone());
         }
         return only;
-    }
-    // Rule 9: files of a type, no path named: one recursive listing of the workspace first.
-    if named_paths.is_empty() && asks_about_file_type(task) && !listed_recursively(steps) {
-        if let Some(t) = allowed.get("list_dir") {
-            let mut schema = t.args_schema();
-            schema["properties"]["path"] = serde_json::json!({"enum": ["."]});
-            schema["properties"]["recursive"] = serde_json::json!({"enum": [true]});
-            schema["required"] = serde_json::json!(["path", "recursive"]);
-            return only(Arc::new(WithSchema::new(t.clone(), schema)));
-        }
     }
     // Rule 2: task-named paths not yet touched by any file tool. A search that matched
     // nothing in a file has not shown it: the words asked for may be worded otherwise there.
@@ -438,31 +301,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
-    // Rule 10: a folder's listed files, each read before anything else.
-    if untouched.is_empty() {
-        let unread = listed_unread(task, steps);
-        if let (false, Some(t)) = (unread.is_empty(), allowed.get("read_file")) {
-            let mut schema = t.args_schema();
-            schema["properties"]["path"] = serde_json::json!({ "enum": unread });
-            let mut only = Toolset::new();
-            only.add(Arc::new(WithSchema::new(t.clone(), schema)));
-            // A search of the whole folder gathers the same lines in one step.
-            if let Some(t) = allowed.get(SEARCH_TEXT) {
-                let mut schema = t.args_schema();
-                let dirs: Vec<String> = paths_in_task(task).1;
-                let folder: Vec<String> = enum_values(&schema["properties"]["path"])
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|v| dirs.iter().any(|d| same_path(v, d)))
-                    .collect();
-                if !folder.is_empty() {
-                    schema["properties"]["path"] = serde_json::json!({ "enum": folder });
-                    only.add(Arc::new(WithSchema::new(t.clone(), schema)));
-                }
-            }
-            return only;
-        }
-    }
     // Rule 8: an identifier the task names, searched for over the whole workspace first.
     let find_everywhere = named_paths.is_empty()
         && names_identifier(allowed, task)
@@ -471,13 +309,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 && s.observation.kind == ObservationKind::Output
                 && !s.observation.text.trim_start().starts_with(NO_MATCHES)
         });
-    // Rule 7: the folders of a task that asks for a total over them.
-    let total_folders: Vec<String> =
-        if super::tally::asks_for_total(task) || super::tally::asks_mean(task) {
-            paths_in_task(task).1
-        } else {
-            Vec::new()
-        };
     // Blob ids are typed by the blobs this run holds (a 64-digit id is where a small model
     // drops a digit); a focused preview's blob is not for paging (the model paged a log's
     // blob instead of searching it).
@@ -598,17 +429,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
                 if tool.name() == SEARCH_TEXT && find_everywhere && keep.iter().any(|v| v == ".") {
                     keep.retain(|v| v == ".");
                 }
-                // Rule 7: a total over a folder searches the whole folder.
-                if tool.name() == SEARCH_TEXT && !total_folders.is_empty() {
-                    let folder: Vec<String> = keep
-                        .iter()
-                        .filter(|v| total_folders.iter().any(|p| same_path(v, p)))
-                        .cloned()
-                        .collect();
-                    if !folder.is_empty() {
-                        keep = folder;
-                    }
-                }
             } else {
                 let mut named = named_values(task, &keep);
                 // "Q8_0" names the weights' quantization; it names the KV cache's type only
@@ -698,8 +518,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     // Rule 14: a file of records the task names (by its type: CSV, TSV, JSON lines) is asked
     // through the table tool once it has been read: a small model read the rows and then
     // searched for a column's name, or answered with one row's figure for a total.
-    // A look-up across files (rule 13) reads its table whole instead.
-    if untouched.is_empty() && lookup_parts(task).is_none() {
+    if untouched.is_empty() {
         if let Some(t) = record_files_unasked(&out, named_paths, steps) {
             return t;
         }
@@ -715,46 +534,6 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
     if find_everywhere && !calls(steps).any(|(name, _, _)| name == SEARCH_TEXT) {
         if let Some(search) = out.get(SEARCH_TEXT) {
             return only(search.clone());
-        }
-    }
-    // Rule 13: a look-up needs its key, then the file to look it up in.
-    if let Some((sources, target)) = lookup_parts(task) {
-        let key_found = looked_into(task, &sources, steps);
-        if key_found && !read_whole(&target, steps) {
-            if let Some(read) = out.get("read_file").cloned() {
-                let mut schema = read.args_schema();
-                let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
-                let target_values: Vec<String> = values
-                    .into_iter()
-                    .filter(|v| same_path(v, &target))
-                    .collect();
-                if !target_values.is_empty() {
-                    schema["properties"]["path"] = serde_json::json!({ "enum": target_values });
-                    return only(Arc::new(WithSchema::new(read, schema)));
-                }
-            }
-        }
-        if !key_found {
-            out = out.without(FINAL_ANSWER);
-            if let Some(t) = out.get(SEARCH_TEXT).cloned() {
-                let mut schema = t.args_schema();
-                let values = enum_values(&schema["properties"]["path"]).unwrap_or_default();
-                let inside: Vec<String> = values
-                    .into_iter()
-                    .filter(|v| sources.iter().any(|p| within(v, p)))
-                    .collect();
-                if !inside.is_empty() {
-                    schema["properties"]["path"] = serde_json::json!({ "enum": inside });
-                    // The key is searched by the identifier the task names: the model
-                    // searched src/ for "src" until the guard stopped it.
-                    let identifiers = task_identifiers(task);
-                    if !identifiers.is_empty() && schema["properties"].get("query").is_some() {
-                        schema["properties"]["query"] = serde_json::json!({ "enum": identifiers });
-                    }
-                    out = out.without(SEARCH_TEXT);
-                    out.add(Arc::new(WithSchema::new(t.clone(), schema)));
-                }
-            }
         }
     }
     out

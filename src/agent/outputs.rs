@@ -1,5 +1,5 @@
 //! What the steps' tool outputs hold, read the same way by every part that answers from them
-//! (`answer`, `tally`, `program`, `narrow`): whether an output counts, its whole text, whether a
+//! (`answer`, `program`, `narrow`): whether an output counts, its whole text, whether a
 //! `read_file` showed a whole file, the path a call named, a CSV row as `name=value` pairs.
 
 use serde_json::Value;
@@ -79,4 +79,23 @@ pub fn call_path(step: &Step) -> Option<&str> {
         }
         _ => None,
     }
+}
+
+/// The content of a `read_file` output line ("12: text" → "text"); `None` for other lines.
+pub fn content(line: &str) -> Option<&str> {
+    let (n, rest) = line.split_once(": ")?;
+    let n = n.trim();
+    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit())).then_some(rest)
+}
+
+/// A `search_text` match line's file and content ("regions/east.ini:3: servers = 19" →
+/// ("regions/east.ini", "servers = 19")); `None` for other lines.
+pub fn search_hit(line: &str) -> Option<(&str, &str)> {
+    let (head, rest) = line.split_once(": ")?;
+    let (path, n) = head.rsplit_once(':')?;
+    (!path.is_empty()
+        && !path.contains(char::is_whitespace)
+        && !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_digit()))
+    .then_some((path, rest))
 }

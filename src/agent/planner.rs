@@ -290,9 +290,9 @@ pub struct LmPlannerConfig {
     pub constraint: ConstraintMode,
     /// Longest thought the constraint allows, in characters.
     pub thought_max_chars: usize,
-    /// Whether code may answer in the model's place or rewrite its answer in the answer step
-    /// (`AnswerMode::code_answers`).
-    pub code_answers: bool,
+    /// Whether checks may send the answer step's answer back once
+    /// (`AnswerMode::checks`).
+    pub answer_checks: bool,
 }
 
 impl Default for LmPlannerConfig {
@@ -302,7 +302,7 @@ impl Default for LmPlannerConfig {
             max_tokens: 256,
             constraint: ConstraintMode::JsonSchema,
             thought_max_chars: 120,
-            code_answers: true,
+            answer_checks: true,
         }
     }
 }
@@ -426,7 +426,7 @@ impl Planner for LmPlanner<'_> {
             task,
             steps,
             overview,
-            self.config.code_answers,
+            self.config.answer_checks,
             cancel,
         )
     }

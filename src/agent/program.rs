@@ -25,7 +25,7 @@ use super::tools::calculator::lines::{self, is_name, Line};
 use super::tools::calculator::{evaluate_with, Number};
 use super::types::{Action, ObservationKind, Step};
 use super::words::numbers_in;
-use super::words::{keywords, quantities, words};
+use super::words::{keywords, words};
 
 mod worked;
 pub use worked::*;
@@ -86,241 +86,6 @@ const CONSTANTS: &[f64] = &[
     1073741824.0,
 ];
 
-/// Words that make a question ask for a figure worked out from values, not one value as read.
-const WORKED_OUT: &[&str] = &[
-    "left",
-    "remaining",
-    "remain",
-    "per",
-    "each",
-    "average",
-    "mean",
-    "difference",
-    "sum",
-    "total",
-    "combined",
-    "together",
-    "altogether",
-    "percent",
-    "percentage",
-    "cost",
-    "change",
-    "free",
-    "unused",
-    "spare",
-    "headroom",
-    "below",
-    "above",
-    "exceed",
-    "exceeds",
-    "shortfall",
-];
-
-/// Nouns that make "what is the …" ask for a figure.
-const FIGURE_NOUNS: &[&str] = &[
-    "percentage",
-    "percent",
-    "share",
-    "fraction",
-    "ratio",
-    "total",
-    "sum",
-    "cost",
-    "costs",
-    "price",
-    "amount",
-    "difference",
-];
-
-/// Nouns of questions that count things in the workspace ("how many files"): answered by
-/// the listing or the lines, not by arithmetic.
-const WORKSPACE_COUNTS: &[&str] = &[
-    "file",
-    "files",
-    "folder",
-    "folders",
-    "directory",
-    "directories",
-    "line",
-    "lines",
-    "entries",
-    "occurrences",
-    "times",
-];
-
-/// Whether `task` asks for a figure worked out from numbers (given in the task, or read by
-/// the steps) rather than read, counted in the workspace or stated by the sizing tool.
-pub fn wants_program(task: &str, steps: &[Step]) -> bool {
-    let w = words(task);
-    let has = |x: &str| w.iter().any(|v| v == x);
-    let after = |a: &str, bs: &[&str]| {
-        w.windows(2)
-            .any(|p| p[0] == a && bs.contains(&p[1].as_str()))
-    };
-    // "Which team has the largest total, and what is it?" asks for a name first.
-    let asks_name = w
-        .first()
-        .is_some_and(|x| ["which", "who", "where", "when"].contains(&x.as_str()));
-    let asks_figure = !asks_name
-        && (after("how", &["many", "much", "long", "far", "large", "big"])
-            || has("what")
-            || has("calculate")
-            || has("compute"));
-    let given = quantities(task, false).len() >= 2;
-    let worked = WORKED_OUT
-        .iter()
-        .any(|x| has(x) && !(*x == "mean" && super::words::mean_is_verb(&w)));
-    let counts_workspace = counts_workspace(task);
-    let sized = steps
-        .iter()
-        .any(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == "size_model"));
-    // A figure asked of values in two or more files ("the quota in quotas.yaml minus the use in
-    // usage.csv") is worked out from both, whatever words the question uses for the step.
-    let asks_quantity = !asks_name
-        && (after("how", &["many", "much"])
-            || w.windows(4).any(|p| {
-                p[0] == "what" && p[1..].iter().any(|x| FIGURE_NOUNS.contains(&x.as_str()))
-            })
-            || (has("what") && (has("cost") || has("costs"))));
-    let several = asks_quantity && files_read(task, steps) >= 2;
-    (asks_figure && (given || worked) || several)
-        && !counts_workspace
-        && !sized
-        && !states_expression(task)
-}
-
-/// Whether `task` counts things in the workspace ("How many (.md) files", "the number of
-/// lines"): the counted noun, not any mention ("a 2.4 GB file is copied").
-pub fn counts_workspace(task: &str) -> bool {
-    let w = words(task);
-    w.windows(2).enumerate().any(|(i, p)| {
-        ((p[0] == "how" && p[1] == "many") || (p[0] == "number" && p[1] == "of"))
-            && w[i + 2..]
-                .iter()
-                .take(3)
-                .any(|x| WORKSPACE_COUNTS.contains(&x.as_str()))
-    })
-}
-
-/// How many distinct files the steps read with output, or the task names, whichever is more.
-pub fn files_read(task: &str, steps: &[Step]) -> usize {
-    let mut read: Vec<&str> = steps
-        .iter()
-        .filter(|s| usable(s) && s.observation.kind == ObservationKind::Output)
-        .filter_map(|s| match &s.action {
-            Some(Action::ToolCall { name, args }) if name == "read_file" => {
-                args.get("path").and_then(|p| p.as_str())
-            }
-            _ => None,
-        })
-        .collect();
-    read.sort_unstable();
-    read.dedup();
-    read.len()
-        .max(super::tools::choices::named_paths(task).len())
-}
-
-/// Whether `task` writes out the arithmetic itself ("What is 6 * 7?", "4821 - 1397 * 12 / 8"):
-/// that is the calculator's work, exactly, with nothing for a program to work out.
-pub fn states_expression(task: &str) -> bool {
-    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"\d\s*[+*/×÷^]\s*\(?\d|\d\s+-\s+\(?\d").ok())
-        .as_ref()
-        .is_some_and(|re| re.is_match(task))
-}
-
-/// The arithmetic a task writes out whole and asks only to evaluate ("What is (48 + 17) * 3 -
-/// 12?", "Compute 2^10 minus 3 times 41, rounded to one decimal"), as the calculator reads it:
-/// operator words become operators and "15% of" becomes "15/100 *". None when the task says
-/// anything besides the expression, a question word and a rounding instruction, or when the
-/// calculator cannot read it.
-///
-/// The agent model copies such an expression into the calculator unreliably (it dropped the
-/// parentheses of `(48 + 17) * 3 - 12`) and answers with the expression instead of its value;
-/// read from the task, the value is exact.
-pub fn stated_expression(task: &str) -> Option<String> {
-    use std::sync::OnceLock;
-    static RES: OnceLock<Option<[regex::Regex; 4]>> = OnceLock::new();
-    let [rounding, lead, percent, rest] = RES
-        .get_or_init(|| {
-            Some([
-                // ", rounded to two decimals", "and round to the nearest whole number"
-                regex::Regex::new(r"\s*[,;]?\s*(and\s+)?(then\s+)?(round|rounded|rounding)\b.*$")
-                    .ok()?,
-                regex::Regex::new(
-                    r"^(what\s+is|what's|whats|compute|calculate|evaluate|work\s+out|find)\s+(the\s+value\s+of\s+|the\s+result\s+of\s+)?",
-                )
-                .ok()?,
-                regex::Regex::new(r"(\d)\s*%\s*of\s+").ok()?,
-                regex::Regex::new(r"^[0-9.,\s+\-*/×÷^()]+$").ok()?,
-            ])
-        })
-        .as_ref()?;
-    let t = task.trim().to_lowercase();
-    let t = t.trim_end_matches(['?', '.', '!', ' ']);
-    let t = rounding.replace(t, "");
-    let t = lead.replace(&t, "");
-    let mut e = format!(" {t} ");
-    for (word, op) in [
-        (" multiplied by ", " * "),
-        (" divided by ", " / "),
-        (" to the power of ", " ^ "),
-        (" plus ", " + "),
-        (" minus ", " - "),
-        (" times ", " * "),
-    ] {
-        e = e.replace(word, op);
-    }
-    let e = percent.replace_all(e.trim(), "${1} / 100 * ").into_owned();
-    if !rest.is_match(&e) || !states_expression(&e) {
-        return None;
-    }
-    super::tools::calculator::evaluate(&e).ok().map(|_| e)
-}
-
-/// The value of the expression the task writes out ([`stated_expression`]), as asked rounded.
-pub fn stated_answer(task: &str) -> Option<String> {
-    let e = stated_expression(task)?;
-    let v = super::tools::calculator::evaluate(&e).ok()?;
-    Some(format_value(v, task))
-}
-
-/// The thought recorded for a task answered before any tool runs ([`self_contained`]).
-pub fn self_contained_thought(task: &str) -> &'static str {
-    if stated_expression(task).is_some() {
-        "a written-out expression: evaluated by the calculator's parser"
-    } else {
-        "a word problem: worked out by a program from the task's numbers"
-    }
-}
-
-/// Words of a question that points into the workspace.
-const WORKSPACE_WORDS: &[&str] = &[
-    "workspace",
-    "log",
-    "logs",
-    "folder",
-    "directory",
-    "according",
-    "listed",
-    "recorded",
-    "preset",
-    "presets",
-];
-
-/// Whether `task` is a word problem that states all it needs: it wants a worked figure and
-/// names no file, folder or anything else in the workspace. Such a task is answered by a
-/// program before any tool runs.
-pub fn self_contained(task: &str) -> bool {
-    let w = words(task);
-    if stated_expression(task).is_some() {
-        return true;
-    }
-    wants_program(task, &[])
-        && super::tools::choices::named_paths(task).is_empty()
-        && !WORKSPACE_WORDS.iter().any(|x| w.iter().any(|v| v == x))
-}
-
 /// The lines of the steps' outputs shown to the program request: a short output whole, a long
 /// one by its lines that share most words with the task, each prefixed with the file it came
 /// from.
@@ -364,7 +129,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
         let structured = path.as_deref().filter(|_| whole_read).and_then(|p| {
             let body: Vec<&str> = lines
                 .iter()
-                .map(|l| super::tally::content(l).unwrap_or(l))
+                .map(|l| super::outputs::content(l).unwrap_or(l))
                 .collect();
             super::records::facts_of(p, &body.join("\n"))
         });
@@ -426,7 +191,7 @@ pub fn facts(task: &str, steps: &[Step]) -> Vec<String> {
 /// prices instead of each row's quantity by its price).
 fn plain_lines(path: &Option<String>, lines: &[&str]) -> Vec<String> {
     let cells = |line: &str| -> Vec<String> {
-        super::tally::content(line)
+        super::outputs::content(line)
             .unwrap_or(line)
             .split(',')
             .map(|f| f.trim().to_string())
@@ -442,7 +207,7 @@ fn plain_lines(path: &Option<String>, lines: &[&str]) -> Vec<String> {
     rows.iter()
         .map(|line| {
             // Line numbers are not quantities: "3: headcount: 14" is shown "headcount: 14".
-            let content = super::tally::content(line).unwrap_or(line).trim();
+            let content = super::outputs::content(line).unwrap_or(line).trim();
             header
                 .as_deref()
                 .and_then(|h| super::outputs::csv_row(h, content))

@@ -261,26 +261,6 @@ pub fn run(
     // Set when the model repeated an action that had succeeded: the next step may only answer.
     let mut banned: Option<String> = None;
 
-    // A word problem that states all it needs is worked out by a program before any tool
-    // runs (see `program`): the planner could only write one calculator expression, which a
-    // small model gets wrong far more often. No program, no answer: the loop runs as usual.
-    if limits.answer.from_observations() && super::program::self_contained(original_task) {
-        let step_start = Instant::now();
-        if let Some(o) = answer_step(planner, limits, original_task, &steps, None, cancel)? {
-            totals.add(&o.usage);
-            let step = answered_step(
-                1,
-                super::program::self_contained_thought(original_task).into(),
-                o.clone(),
-                step_start,
-            );
-            lp.run_dir.append(&Record::Step(step.clone()))?;
-            (lp.on_event)(&AgentEvent::Observed { step: &step });
-            steps.push(step);
-            answer_by = Some(o.by);
-            answer = Some(o.answer);
-        }
-    }
     // Set once the model was sent back for an answer with a number from nowhere.
     let mut sent_back = false;
 
@@ -417,13 +397,16 @@ pub fn run(
         let mut how: Option<String> = None;
         let mut finished: Option<StopReason> = None;
         // A final answer (with valid arguments) is rewritten by the answer step, if any.
-        let answers = match &out.action {
-            Ok(Action::Final { .. }) => true,
-            Ok(Action::ToolCall { name, args }) => {
-                name == FINAL_ANSWER && FinalAnswer::answer_from_args(args).is_ok()
+        let proposed = match &out.action {
+            Ok(Action::Final { answer }) => Some(answer.clone()),
+            Ok(Action::ToolCall { name, args }) if name == FINAL_ANSWER => {
+                FinalAnswer::answer_from_args(args).ok()
             }
-            Err(_) => false,
+            _ => None,
         };
+        let answers = proposed.as_deref().is_some_and(|p| {
+            super::grounding::answer_step_has_work(p, original_task, &steps)
+        });
         let mut rewritten = if answers {
             answer_step(
                 planner,

@@ -257,6 +257,20 @@ impl AnswerBy {
     }
 }
 
+/// The answer step's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerOutput {
+    /// The answer.
+    pub answer: String,
+    /// Token usage of the request.
+    pub usage: Usage,
+    /// How the answer was made (written by the model, worked out by a program, sent back),
+    /// for the run's record.
+    pub how: String,
+    /// Who made it, as counted in eval reports.
+    pub by: AnswerBy,
+}
+
 /// The result of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {

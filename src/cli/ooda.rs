@@ -159,7 +159,7 @@ impl OodaOpts {
             },
             decide_tokens: (step_tokens + step_tokens / 2).max(64),
             constrained,
-            code_answers: answer.code_answers(),
+            answer_checks: answer.checks(),
             ..PhaseOptions::default()
         }
     }

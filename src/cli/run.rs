@@ -45,12 +45,12 @@ pub enum ConstraintArg {
 /// `--answer` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AnswerArg {
-    /// A focused request over the tool outputs writes the answer.
+    /// A focused request over the tool outputs writes the answer; checks may send it back once.
     Observations,
     /// The planner's final_answer argument is the answer.
     Planner,
-    /// The focused request over the tool outputs, answered by the model alone: no code reader
-    /// answers in its place and no code rewrites its answer.
+    /// The focused request over the tool outputs, its first answer kept: no check sends it
+    /// back.
     Model,
 }
 
@@ -97,9 +97,10 @@ pub struct AgentOpts {
     #[arg(long, value_enum, default_value = "json-schema")]
     pub constraint: ConstraintArg,
     /// Who writes the final answer: `observations` (a short request over the tool outputs, run
-    /// when the planner answers, repeats a call, or hits the step limit; code readers answer
-    /// first for question shapes they know), `model` (the same request, the model's answer
-    /// as written: no code answers or rewrites) or `planner` (the planner's own final_answer
+    /// when the planner answers, repeats a call, or hits the step limit; an answer with a
+    /// number no output holds is worked out by a program the model writes, and a partial copy
+    /// of a tool's summary or a figure in an unasked unit is sent back once), `model` (the
+    /// same request, its first answer kept) or `planner` (the planner's own final_answer
     /// argument, the plain ReAct loop).
     #[arg(long, value_enum, default_value = "observations")]
     pub answer: AnswerArg,
@@ -147,7 +148,7 @@ impl AgentOpts {
         LmPlannerConfig {
             max_tokens: self.step_tokens,
             constraint: self.constraint.into(),
-            code_answers: AnswerMode::from(self.answer).code_answers(),
+            answer_checks: AnswerMode::from(self.answer).checks(),
             ..LmPlannerConfig::default()
         }
     }

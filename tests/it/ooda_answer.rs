@@ -91,18 +91,12 @@ async fn the_answer_step_writes_the_final_answer_from_the_tool_outputs() {
 }
 
 #[tokio::test]
-async fn an_answer_with_nothing_observed_is_the_proposed_one() {
+async fn an_answer_with_nothing_observed_and_no_made_up_number_is_the_proposed_one() {
     let c = case(&[("a.txt", "x")]);
-    let mut d = ScriptedDecider::new([answer("4")]).with_answers(["never".to_string()]);
-    let out = run(
-        &c,
-        "Use the calculator for 2 + 2.",
-        &mut d,
-        OodaConfig::default(),
-    )
-    .await;
-    assert_eq!(out.answer.as_deref(), Some("4"));
-    assert!(d.answer_inputs.is_empty());
+    let mut d = ScriptedDecider::new([answer("yes, 4 is even")]).with_answers(["never".to_string()]);
+    let out = run(&c, "Is 2 + 2 an even number? It is 4.", &mut d, OodaConfig::default()).await;
+    assert_eq!(out.answer.as_deref(), Some("yes, 4 is even"));
+    assert!(d.answer_inputs.is_empty(), "the answer step had nothing to do");
 }
 
 #[tokio::test]
@@ -177,8 +171,6 @@ async fn at_the_loop_limit_a_session_that_observed_something_answers_from_it() {
 #[tokio::test]
 async fn once_only_the_final_answer_is_left_the_answer_step_writes_it_without_a_decide_call() {
     let c = case(&[]);
-    // Written-out arithmetic is the calculator's (a word problem would be worked out before any
-    // Decide call: see the next test).
     let task = "Use the calculator for 12 * 4 + 3.";
     // One scripted turn: a second Decide call would find the script empty.
     let mut d = ScriptedDecider::new([ScriptedDecision::Propose(vec![Candidate::tool(
@@ -226,19 +218,16 @@ async fn a_missing_file_stays_a_not_found_fact_for_the_answer_step() {
 }
 
 #[tokio::test]
-async fn a_word_problem_is_worked_out_before_any_decide_call() {
+async fn a_word_problems_answer_is_the_answer_steps_even_with_nothing_observed() {
     let c = case(&[]);
     let task = "A crate holds 12 boxes of 4 bottles, plus 3 loose bottles. How many bottles?";
-    // No Decide turn is scripted: a Decide call would find the script empty.
-    let mut d = ScriptedDecider::new([]).with_answers(["51".to_string()]);
+    // The decider answers at once with its own arithmetic; the answer step (a program, with
+    // a model) writes the answer from no steps at all.
+    let mut d = ScriptedDecider::new([answer("48")]).with_answers(["51".to_string()]);
     let out = run(&c, task, &mut d, OodaConfig::default()).await;
     assert_eq!(out.state, OodaState::Completed, "{out:?}");
     assert_eq!(out.answer.as_deref(), Some("51"));
-    assert!(d.seen.is_empty(), "no Decide call");
-    assert_eq!(
-        d.answer_inputs.len(),
-        1,
-        "the answer step ran once, on no steps"
-    );
-    assert!(d.answer_inputs[0].is_empty());
+    assert_eq!(d.seen.len(), 1, "one Decide call");
+    assert_eq!(d.answer_inputs.len(), 1, "the answer step ran once");
+    assert!(d.answer_inputs[0].is_empty(), "on no steps");
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::agent::types::{Observation, StepTimings};
+use crate::agent::types::ToolErrorKind;
 use serde_json::json;
 
 pub(super) fn step(index: usize, tool: &str, kind: ObservationKind, text: &str) -> Step {
@@ -48,44 +49,6 @@ fn the_block_keeps_outputs_and_missing_files_but_not_mistakes_or_guards() {
     assert!(!block.contains("path is required"));
     assert!(!block.contains("System guard"));
     assert!(block.find("[1]").expect("test value") < block.find("[2]").expect("test value"));
-}
-
-#[test]
-fn of_two_equal_lines_a_question_about_what_came_after_ranks_the_later_first() {
-    let log = "service.log (4 lines):\n1: INFO main: service starting pid=1187\n\
-               2: ERROR main: thread panicked\n\
-               3: INFO supervisor: exited, restarting\n\
-               4: INFO main: service starting pid=48213";
-    let steps = vec![step(1, "read_file", ObservationKind::Output, log)];
-    let pid_lines = |task: &str| -> Vec<String> {
-        ranked_lines(task, &steps)
-            .into_iter()
-            .map(|(_, line, _)| line)
-            .filter(|l| l.contains("pid="))
-            .collect()
-    };
-    let after = pid_lines("What pid did the service get after the restart?");
-    assert!(after[0].contains("48213"), "{after:?}");
-    let before = pid_lines("What pid did the service start with?");
-    assert!(before[0].contains("1187"), "{before:?}");
-}
-
-#[test]
-fn a_question_about_what_came_after_an_event_is_shown_the_next_line_naming_it() {
-    let log = "service.log (5 lines):\n1: INFO main: service starting pid=1187\n\
-               2: INFO http: GET / status=200\n\
-               3: INFO supervisor: process exited, restarting in 2 s\n\
-               4: INFO http: GET /a status=200\n\
-               5: INFO main: service starting pid=48213";
-    let steps = vec![step(1, "read_file", ObservationKind::Output, log)];
-    let task = "The service was restarted once. What pid did it get after the restart?";
-    let event = "INFO supervisor: process exited, restarting in 2 s";
-    let after = line_after(task, &steps, event).expect("a line after");
-    assert!(
-        after.contains("pid=48213") && !after.contains("1187"),
-        "{after}"
-    );
-    assert!(line_after("What pid did the service start with?", &steps, event).is_none());
 }
 
 #[test]
@@ -184,7 +147,7 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
     .expect("messages");
     assert!(m[1]
         .content
-        .contains("No tool output contains \"LOG_LEVEL\": unless"));
+        .contains("No tool output contains \"LOG_LEVEL\". Begin your answer with NOT FOUND:"));
     // A search that matched nothing echoes the words it looked for; they were not found.
     let searched = step(
         2,
@@ -203,148 +166,11 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
 }
 
 #[test]
-fn a_section_the_read_file_lacks_is_answered_as_not_found() {
-    let yaml = "config/envs.yaml (6 lines):\n1: development:\n2:   db_host: localhost\n3: production:\n4:   db_host: db-prod.internal\n5: test:\n6:   db_host: localhost";
-    let read = Step {
-        action: Some(Action::tool(
-            "read_file",
-            json!({"path": "config/envs.yaml"}),
-        )),
-        ..step(1, "read_file", ObservationKind::Output, yaml)
-    };
-    let ask = |t: &str| not_found_answer(t, std::slice::from_ref(&read), None);
-    assert_eq!(
-        ask("Which database host does the staging environment use, according to config/envs.yaml?")
-            .as_deref(),
-        Some("staging was not found in config/envs.yaml (its sections: development, production, test).")
-    );
-    // A section the file has, and words that qualify rather than name a section.
-    assert_eq!(ask("Which database host does the production environment use, according to config/envs.yaml?"), None);
-    assert_eq!(
-        ask("Which database host does the default profile use in config/envs.yaml?"),
-        None
-    );
-    // A file without sections says nothing about sections.
-    let flat = Step {
-        action: Some(Action::tool("read_file", json!({"path": "app.toml"}))),
-        ..step(
-            1,
-            "read_file",
-            ObservationKind::Output,
-            "app.toml (1 lines):\n1: port = 80",
-        )
-    };
-    assert_eq!(
-        not_found_answer(
-            "Which port does the staging environment use in app.toml?",
-            &[flat],
-            None
-        ),
-        None
-    );
-}
-
-#[test]
-fn a_key_the_read_file_does_not_hold_is_answered_as_not_found() {
-    let text = "settings.py (2 lines):\n1: MAX_RETRIES = 5\n2: WORKER_THREADS = 16";
-    let read = |path: &str| Step {
-        action: Some(Action::tool("read_file", json!({"path": path}))),
-        ..step(1, "read_file", ObservationKind::Output, text)
-    };
-    let task = "What is the value of LOG_LEVEL in settings.py?";
-    assert_eq!(
-        not_found_answer(task, &[read("settings.py")], None).as_deref(),
-        Some("LOG_LEVEL was not found in settings.py.")
-    );
-    // Not before the named file was read, and not for a key the file holds.
-    assert_eq!(not_found_answer(task, &[read("other.py")], None), None);
-    assert_eq!(
-        not_found_answer(
-            "What is MAX_RETRIES in settings.py?",
-            &[read("settings.py")],
-            None
-        ),
-        None
-    );
-    // A named file that does not exist, and was not found later either.
-    let missing = Step {
-        action: Some(Action::tool(
-            "read_file",
-            json!({"path": "logs/worker.log"}),
-        )),
-        ..step(
-            1,
-            "read_file",
-            ObservationKind::ToolError {
-                kind: ToolErrorKind::NotFound,
-            },
-            "logs/worker.log does not exist",
-        )
-    };
-    let task = "How many ERROR lines are in logs/worker.log?";
-    assert_eq!(
-        not_found_answer(task, std::slice::from_ref(&missing), None).as_deref(),
-        Some("logs/worker.log was not found: it does not exist in the workspace.")
-    );
-    let found = Step {
-        action: Some(Action::tool(
-            "read_file",
-            json!({"path": "logs/worker.log"}),
-        )),
-        ..step(2, "read_file", ObservationKind::Output, "1: ERROR x")
-    };
-    assert_eq!(not_found_answer(task, &[missing, found], None), None);
-    // A capitalised word is not an exact key: the model answers as usual.
-    assert_eq!(
-        not_found_answer(
-            "How many ERROR lines are in settings.py?",
-            &[read("settings.py")],
-            None
-        ),
-        None
-    );
-}
-
-#[test]
-fn a_summary_replaces_an_answer_that_restates_part_of_it() {
-    let out = "summary: llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.6 tokens/s.\nfits: no";
-    let steps = vec![step(1, "size_model", ObservationKind::Output, out)];
-    let task = "Does Llama-3-70B at Q4_K_M with 8k context fit on an RTX 4090, and how fast would it decode?";
-    let full = prefer_summary(
-        task,
-        "Llama-3.1-70B at 8k context does not fit on an RTX 4090; about 14.6 tokens/s.",
-        &steps,
-    );
-    assert!(full.contains("short by 24.6 GB"), "{full}");
-    assert!(full.starts_with("llama-3.1-70b"), "{full}");
-    // A bare verdict is completed too.
-    assert!(prefer_summary(task, "No.", &steps).contains("50.4 GB"));
-    // A copy cut inside a number is completed from the summary.
-    let cut = "llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.";
-    assert!(prefer_summary(task, cut, &steps).ends_with("14.6 tokens/s."));
-    // A number from elsewhere keeps the answer as written.
-    let own = "It needs 61.0 GB.";
-    assert_eq!(prefer_summary(task, own, &steps), own);
-    // No summary: unchanged.
-    let plain = vec![step(
-        1,
-        "read_file",
-        ObservationKind::Output,
-        "1: port = 8080",
-    )];
-    assert_eq!(prefer_summary("port?", "8080", &plain), "8080");
-    assert_eq!(
-        numbers("v3.1 at 4,090 and 24.6."),
-        vec!["3.1", "4", "090", "24.6"]
-    );
-}
-
-#[test]
 fn modes_parse_and_reject_unknown_names() {
     assert_eq!("planner".parse::<AnswerMode>(), Ok(AnswerMode::Planner));
     assert_eq!("model".parse::<AnswerMode>(), Ok(AnswerMode::Model));
-    assert!(AnswerMode::Model.from_observations() && !AnswerMode::Model.code_answers());
-    assert!(AnswerMode::Observations.code_answers() && !AnswerMode::Planner.from_observations());
+    assert!(AnswerMode::Model.from_observations() && !AnswerMode::Model.checks());
+    assert!(AnswerMode::Observations.checks() && !AnswerMode::Planner.from_observations());
     assert_eq!(
         "observations".parse::<AnswerMode>(),
         Ok(AnswerMode::Observations)
@@ -362,127 +188,30 @@ pub(super) fn call(index: usize, tool: &str, args: serde_json::Value, text: &str
     }
 }
 
+
 #[test]
-fn a_look_ups_key_is_a_line_in_the_files_named_first_even_a_comment() {
-    let task = "One FIXME comment in the code under src/ cites a ticket. What is that ticket's status in tracker/tickets.csv?";
-    let listing = call(
-        1,
-        "list_dir",
-        json!({"path": "src/"}),
-        "total: 0 files and 2 folders directly in src; 5 files in src\nsrc/api/ (2 files)\nsrc/sync/ (3 files)",
+fn a_partial_copy_of_a_summary_is_found_and_an_answer_with_other_numbers_is_not() {
+    let out = "summary: llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.6 tokens/s.\nfits: no";
+    let steps = vec![step(1, "size_model", ObservationKind::Output, out)];
+    let task = "Does Llama-3-70B at Q4_K_M with 8k context fit on an RTX 4090, and how fast would it decode?";
+    let partial = "Llama-3.1-70B at 8k context does not fit on an RTX 4090; about 14.6 tokens/s.";
+    assert!(partial_summary(task, partial, &steps).is_some_and(|s| s.contains("short by 24.6 GB")));
+    // A bare verdict, and a copy cut inside a number, restate part of it too.
+    assert!(partial_summary(task, "No.", &steps).is_some());
+    let cut = "llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.";
+    assert!(partial_summary(task, cut, &steps).is_some());
+    // A number from elsewhere, or no summary at all: nothing to send back for.
+    assert_eq!(partial_summary(task, "It needs 61.0 GB.", &steps), None);
+    let plain = vec![step(1, "read_file", ObservationKind::Output, "1: port = 8080")];
+    assert_eq!(partial_summary("port?", "8080", &plain), None);
+    assert_eq!(
+        numbers("v3.1 at 4,090 and 24.6."),
+        vec!["3.1", "4", "090", "24.6"]
     );
-    let table = call(
-        2,
-        "read_file",
-        json!({"path": "tracker/tickets.csv"}),
-        "tracker/tickets.csv (4 lines):\n1: id,title,status,assignee\n2: OPS-2240,Bound the sync queue,wontfix,akimura\n3: OPS-2291,Merge drops conflicting edits,blocked,dokafor\n4: OPS-2302,Retry token refresh,in-progress,lrossi",
-    );
-    // A search of the whole workspace shows the table's header among its best lines.
-    let everywhere = call(
-        3,
-        "search_text",
-        json!({"query": "src"}),
-        "no matches: searched 7 text files under . for lines with all of the words [\"src\"] (any order, any case).\nLines with the most of the task's words instead:\nsrc/sync/merge.py:2:     # FIXME(OPS-2291): conflicting edits to the same field are dropped silently\ntracker/tickets.csv:1: id,title,status,assignee",
-    );
-    let source = call(
-        4,
-        "read_file",
-        json!({"path": "src/sync/merge.py"}),
-        "src/sync/merge.py (3 lines):\n1: def merge(local, remote):\n2:     # FIXME(OPS-2291): conflicting edits to the same field are dropped silently\n3:     return dict(remote)",
-    );
-    for steps in [
-        vec![listing.clone(), table.clone(), everywhere.clone()],
-        vec![
-            listing.clone(),
-            table.clone(),
-            everywhere.clone(),
-            source.clone(),
-        ],
-        vec![listing.clone(), table.clone(), source.clone()],
-    ] {
-        let answer = lookup_answer(task, &steps).expect("a look-up");
-        assert!(answer.contains("status=blocked"), "{answer}");
-        assert!(!answer.contains("wontfix"), "{answer}");
-    }
-    // The folder listing alone holds no key ("sync" is not the ticket).
-    assert_eq!(lookup_answer(task, &[listing, table]), None);
 }
 
 #[test]
-fn a_value_found_in_one_file_is_looked_up_in_the_file_the_question_names_last() {
-    let task = "The deploy log in logs/ records one rejected release with a reason code. What does that code mean according to docs/reasons.md?";
-    let table = call(
-        1,
-        "read_file",
-        json!({"path": "docs/reasons.md"}),
-        "docs/reasons.md (5 lines):\n1: | code | meaning |\n2: |---|---|\n3: | R210 | image signature missing |\n4: | R214 | quota for the region exhausted |\n5: | R290 | health check timed out |",
-    );
-    let hit = call(
-        2,
-        "search_text",
-        json!({"path": "logs/", "query": "rejected release"}),
-        "logs/deploy.log:812: 2026-04-01T10:00:00Z WARN deploy: release rejected reason=R214 env=prod\n(1 match of lines with all of the words [\"rejected\", \"release\"] in 1 text file under logs/)",
-    );
-    let steps = [table.clone(), hit.clone()];
-    let answer = lookup_answer(task, &steps).expect("a look-up");
-    assert!(
-        answer.contains("quota for the region exhausted"),
-        "{answer}"
-    );
-    assert!(
-        !answer.contains("R210") && !answer.contains("R290"),
-        "{answer}"
-    );
-    // Without the value's line there is nothing to look up.
-    assert_eq!(lookup_answer(task, std::slice::from_ref(&table)), None);
-    // A question that does not point back ("that code") is not a look-up.
-    let plain =
-        "The deploy log in logs/ records rejected releases. List the codes in docs/reasons.md.";
-    assert_eq!(lookup_answer(plain, &steps), None);
-
-    // A CSV row is shown with its header's names; the id in a file's name counts.
-    let task = "Which script in jobs/ rotates the api keys, and who approved it according to audit/approvals.csv?";
-    let rows = call(
-        1,
-        "read_file",
-        json!({"path": "audit/approvals.csv"}),
-        "audit/approvals.csv (4 lines):\n1: job,approved_by,date\n2: 0031,lmarsh,2026-01-12\n3: 0032,okoye,2026-02-02\n4: 0033,lmarsh,2026-02-20",
-    );
-    let hit = call(
-        2,
-        "search_text",
-        json!({"path": "jobs/", "query": "rotate api keys"}),
-        "jobs/0032_rotate_keys.sh:4: rotate_api_keys --all\n(1 match of lines with all of the words [\"rotate\", \"api\", \"keys\"] in 3 text files under jobs/)",
-    );
-    let answer = lookup_answer(task, &[rows, hit]).expect("a look-up");
-    assert!(answer.contains("approved_by=okoye"), "{answer}");
-    assert!(!answer.contains("lmarsh"), "{answer}");
-
-    // Code that shares no word with the question: each line of the short source is a
-    // candidate key, and an identifier is not held by a longer one.
-    let task = "web/src/api.js builds every request URL from an environment variable. What is that variable set to in web/.env.production?";
-    let env = call(
-        1,
-        "read_file",
-        json!({"path": "web/.env.production"}),
-        "web/.env.production (3 lines):\n1: VITE_API_ORIGIN_V1=https://legacy.example.org\n2: VITE_API_ORIGIN=https://api.example.org\n3: VITE_CDN=https://cdn.example.org",
-    );
-    let code = call(
-        2,
-        "read_file",
-        json!({"path": "web/src/api.js"}),
-        "web/src/api.js (2 lines):\n1: const origin = import.meta.env.VITE_API_ORIGIN;\n2: export const get = (p) => fetch(`${origin}${p}`);",
-    );
-    let answer = lookup_answer(task, &[env, code]).expect("a look-up");
-    assert!(
-        answer.contains("VITE_API_ORIGIN=https://api.example.org"),
-        "{answer}"
-    );
-    assert!(!answer.contains("legacy"), "{answer}");
-}
-
-#[test]
-fn an_asked_byte_unit_is_taken_from_the_line_that_holds_the_answer() {
+fn a_figure_in_an_unasked_byte_unit_names_the_line_in_the_asked_one() {
     let hw = call(
         1,
         "hardware",
@@ -492,13 +221,184 @@ fn an_asked_byte_unit_is_taken_from_the_line_that_holds_the_answer() {
     let steps = [hw];
     let task = "How much memory does the rtx-5090 preset have, in GiB?";
     assert_eq!(
-        in_asked_unit(task, "34.2", &steps).as_deref(),
-        Some("31.84 GiB")
+        unit_mismatch(task, "34.2", &steps),
+        Some(("GiB", "memory: 34.2 GB (31.84 GiB)".to_string()))
     );
-    assert_eq!(in_asked_unit(task, "31.84 GiB", &steps), None);
+    assert_eq!(unit_mismatch(task, "31.84 GiB", &steps), None);
     // GB asked: "GB/s" is not GB, and an answer already in GB stays.
-    assert_eq!(in_asked_unit("memory in GB?", "34.2 GB", &steps), None);
-    assert_eq!(in_asked_unit("bandwidth in GB?", "1792", &steps), None);
-    // No unit asked: unchanged.
-    assert_eq!(in_asked_unit("How much memory?", "34.2", &steps), None);
+    assert_eq!(unit_mismatch("memory in GB?", "34.2 GB", &steps), None);
+    assert_eq!(unit_mismatch("bandwidth in GB?", "1792", &steps), None);
+    // No unit asked: nothing to send back for.
+    assert_eq!(unit_mismatch("How much memory?", "34.2", &steps), None);
+}
+
+/// A model that answers its replies in turn (the last one again when they run out) and
+/// keeps the requests it was sent.
+struct Scripted {
+    replies: Vec<&'static str>,
+    requests: Vec<GenRequest>,
+}
+
+impl Scripted {
+    fn new(replies: &[&'static str]) -> Self {
+        Self {
+            replies: replies.to_vec(),
+            requests: Vec::new(),
+        }
+    }
+}
+
+impl LanguageModel for Scripted {
+    fn generate(
+        &mut self,
+        req: &GenRequest,
+        _on_text: &mut dyn FnMut(&str),
+        _cancel: &CancelToken,
+    ) -> Result<crate::lm::GenOutput, crate::lm::LmError> {
+        let i = self.requests.len().min(self.replies.len() - 1);
+        self.requests.push(req.clone());
+        Ok(crate::lm::GenOutput {
+            text: self.replies[i].to_string(),
+            finish: FinishReason::Stop,
+            usage: Usage::default(),
+        })
+    }
+    fn context_length(&self) -> usize {
+        4096
+    }
+    fn name(&self) -> String {
+        "scripted".into()
+    }
+}
+
+fn answered(lm: &mut Scripted, task: &str, steps: &[Step], checks: bool) -> AnswerOutput {
+    write_answer(
+        lm,
+        &SamplingParams::default(),
+        task,
+        steps,
+        None,
+        checks,
+        &CancelToken::new(),
+    )
+    .expect("answers")
+    .expect("an answer")
+}
+
+#[test]
+fn the_model_states_first_whether_a_term_no_output_holds_was_found() {
+    let read = call(
+        1,
+        "read_file",
+        json!({"path": "settings.py"}),
+        "settings.py (2 lines):\n1: MAX_RETRIES = 5\n2: WORKER_THREADS = 16",
+    );
+    let steps = [read];
+    let task = "What is the value of LOG_LEVEL in settings.py?";
+    let mut lm = Scripted::new(&["NOT FOUND: settings.py sets no LOG_LEVEL"]);
+    let out = answered(&mut lm, task, &steps, true);
+    assert_eq!(out.answer, "not found: settings.py sets no LOG_LEVEL");
+    assert_eq!(out.by, AnswerBy::Model);
+    let grammar = match &lm.requests[0].constraint {
+        Some(Constraint::Lark(g)) => g.clone(),
+        other => panic!("no grammar: {other:?}"),
+    };
+    assert!(grammar.contains("\"FOUND: \" | \"NOT FOUND: \""), "{grammar}");
+    // Found after all (under another name): the prefix goes.
+    let mut lm = Scripted::new(&["FOUND: 5"]);
+    assert_eq!(answered(&mut lm, task, &steps, true).answer, "5");
+    // Every exact term held: no grammar.
+    let mut lm = Scripted::new(&["5"]);
+    answered(&mut lm, "What is MAX_RETRIES in settings.py?", &steps, true);
+    assert!(lm.requests[0].constraint.is_none());
+}
+
+#[test]
+fn a_number_from_nowhere_is_worked_out_by_a_program_and_checks_off_keep_it() {
+    let read = call(
+        1,
+        "read_file",
+        json!({"path": "order.txt"}),
+        "order.txt (2 lines):\n1: boxes = 12\n2: price_per_box = 7.5",
+    );
+    let steps = [read];
+    let task = "What do the boxes in order.txt cost in total?";
+    let mut lm = Scripted::new(&["95", "boxes = 12\nprice = 7.5\nanswer = boxes * price"]);
+    let out = answered(&mut lm, task, &steps, true);
+    assert_eq!(out.answer, "90");
+    assert_eq!(out.by, AnswerBy::Program, "{}", out.how);
+    assert!(out.how.contains("the model wrote \"95\""), "{}", out.how);
+    // A grounded answer is not sent to a program.
+    let mut lm = Scripted::new(&["12 boxes"]);
+    let out = answered(&mut lm, task, &steps, true);
+    assert_eq!((out.answer.as_str(), lm.requests.len()), ("12 boxes", 1));
+    // Checks off (`--answer model`): the first answer stands.
+    let mut lm = Scripted::new(&["95", "answer = 12 * 7.5"]);
+    let out = answered(&mut lm, task, &steps, false);
+    assert_eq!((out.answer.as_str(), lm.requests.len()), ("95", 1));
+    assert_eq!(out.by, AnswerBy::Model);
+}
+
+#[test]
+fn a_task_with_numbers_and_nothing_observed_is_worked_out_by_a_program() {
+    let task = "A recipe uses 375 g of flour for 6 people. How much flour for 22 people?";
+    let mut lm = Scripted::new(&["flour_g = 375\npeople = 6\nguests = 22\nanswer = flour_g / people * guests"]);
+    let out = answered(&mut lm, task, &[], true);
+    assert_eq!(out.answer, "1375");
+    assert_eq!(out.by, AnswerBy::Program);
+    // A program with a number from nowhere gives no answer.
+    let mut lm = Scripted::new(&["answer = 375 / 6 * 23"]);
+    let none = write_answer(
+        &mut lm,
+        &SamplingParams::default(),
+        task,
+        &[],
+        None,
+        true,
+        &CancelToken::new(),
+    )
+    .expect("runs");
+    assert_eq!(none, None);
+    // No numbers in the task: nothing to work out.
+    let mut lm = Scripted::new(&["Paris"]);
+    let none = write_answer(
+        &mut lm,
+        &SamplingParams::default(),
+        "What is the capital of France?",
+        &[],
+        None,
+        true,
+        &CancelToken::new(),
+    )
+    .expect("runs");
+    assert_eq!((none, lm.requests.len()), (None, 0));
+}
+
+#[test]
+fn a_partial_summary_sends_the_model_back_once_and_its_second_answer_stands() {
+    let sized = call(
+        1,
+        "size_model",
+        json!({"model": "llama-3.1-70b", "hw": "rtx-4090"}),
+        "summary: llama-3.1-70b does not fit the rtx-4090: short by 24.6 GB; decode about 14.6 tokens/s",
+    );
+    let steps = [sized];
+    let task = "Can I use llama-3.1-70b with an rtx-4090?";
+    let mut lm = Scripted::new(&[
+        "No, decode about 14.6 tokens/s",
+        "llama-3.1-70b does not fit the rtx-4090: short by 24.6 GB; decode about 14.6 tokens/s",
+    ]);
+    let out = answered(&mut lm, task, &steps, true);
+    assert_eq!(lm.requests.len(), 2);
+    assert!(out.answer.contains("short by 24.6 GB"), "{}", out.answer);
+    assert_eq!(out.by, AnswerBy::Model, "the model wrote both answers");
+    assert!(out.how.contains("sent back once"), "{}", out.how);
+    let back = &lm.requests[1].messages;
+    assert_eq!(back[back.len() - 2].content, "No, decode about 14.6 tokens/s");
+    assert!(back[back.len() - 1].content.contains("leaves out figures"));
+    // The model's second answer stands even when it is no better.
+    let mut lm = Scripted::new(&["No, decode about 14.6 tokens/s"]);
+    let out = answered(&mut lm, task, &steps, true);
+    assert_eq!(out.answer, "No, decode about 14.6 tokens/s");
+    assert_eq!(lm.requests.len(), 2);
 }

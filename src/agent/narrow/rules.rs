@@ -1,7 +1,6 @@
-//! Rules 8, 11–14 of the narrowing (see the parent module): the record files a `table` call has
-//! not answered (14), the look-up parts of a task and whether its key was found (13), the
-//! identifiers a task names (8), and sizing or hardware first when a task names a model or a
-//! preset (11, 12).
+//! Rules 8, 11, 12, 14 and 15 of the narrowing (see the parent module): the record files a
+//! `table` call has not answered (14), whether a task names an identifier (8), sizing or
+//! hardware first when a task names a model or a preset (11, 12), and refused values (15).
 
 use super::*;
 use crate::agent::types::ToolErrorKind;
@@ -40,122 +39,6 @@ pub(super) fn record_files_unasked(
     Some(only(Arc::new(WithSchema::new(table, schema))))
 }
 
-/// Words that point back at a value found before ("what is *that* ticket's status", "when was
-/// *it* applied").
-pub const BACK_REFERENCES: &[&str] = &["that", "it", "its", "this", "those", "these", "they"];
-
-/// Rule 13: the paths a look-up's key is in, and the path it is looked up in. A task that
-/// names a path, and then asks about "that X" in another path it names last ("One FIXME
-/// comment in the code under src/ cites a ticket. What is that ticket's status in
-/// tracker/tickets.csv?"), looks a value found in the first ones up in the last. `None` for
-/// any other task.
-pub(crate) fn lookup_parts(task: &str) -> Option<(Vec<String>, String)> {
-    let mut at: Vec<(usize, String)> = named_paths(task)
-        .into_iter()
-        .filter_map(|p| Some((task.find(p.as_str())?, p)))
-        .collect();
-    at.sort();
-    let (last_at, last) = at.last()?.clone();
-    // The sentence that names the last path points back ("What percentage has that flag on,
-    // according to deploy/flags/rollout.yaml?"); the paths before it hold the key.
-    let sentence = sentence_start(task, last_at);
-    let points_back = crate::agent::words::words(&task[sentence..last_at])
-        .iter()
-        .any(|w| BACK_REFERENCES.contains(&w.as_str()));
-    let sources: Vec<String> = at
-        .into_iter()
-        .filter(|(i, p)| *i < last_at && !within(&last, p) && !within(p, &last))
-        .map(|(_, p)| p)
-        .collect();
-    (points_back && !sources.is_empty()).then_some((sources, last))
-}
-
-/// Whether `path` has been read whole ("tracker/tickets.csv (4 lines):"), not searched or read
-/// in part.
-pub(super) fn read_whole(path: &str, steps: &[Step]) -> bool {
-    let path = [trim_rel(path).to_string()];
-    steps.iter().any(|s| {
-        s.observation.kind == ObservationKind::Output
-            && crate::agent::outputs::whole_read_of_named(s, &path).is_some()
-    })
-}
-
-/// Where the sentence holding byte `at` of `text` starts: after the last ". ", "? ", "! " or
-/// "; " before it (a dot inside a file name does not end a sentence).
-pub(crate) fn sentence_start(text: &str, at: usize) -> usize {
-    [". ", "? ", "! ", "; "]
-        .iter()
-        .filter_map(|end| text[..at].rfind(end).map(|i| i + end.len()))
-        .max()
-        .unwrap_or(0)
-}
-
-/// Whether `path` is `root` or inside it.
-pub(crate) fn within(path: &str, root: &str) -> bool {
-    let (p, r) = (trim_rel(path), trim_rel(root).trim_end_matches('/'));
-    r.is_empty() || r == "." || p == r || p.starts_with(&format!("{r}/"))
-}
-
-/// Words in capitals that name a format or protocol, not a marker in the files.
-pub(super) const FORMAT_ACRONYMS: &[&str] =
-    &["HTTP", "HTTPS", "JSON", "YAML", "TOML", "HTML", "UUID"];
-
-/// The identifiers a task names that are not in its paths, as written: `FIXME`,
-/// `discount_code`, `ADV-2026-004` (four or more capitals, an underscore, or letters with
-/// digits; `URL` and `PDF` are words of the question, not markers to search for).
-pub(crate) fn task_identifiers(task: &str) -> Vec<String> {
-    let paths = named_paths(task);
-    task.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-        .filter(|t| t.chars().count() >= 3 && !paths.iter().any(|p| p.contains(*t)))
-        .filter(|t| {
-            t.contains('_')
-                || (t.chars().any(|c| c.is_ascii_digit()) && t.chars().any(char::is_alphabetic))
-                || (t.len() >= 4
-                    && t.chars().all(|c| c.is_ascii_uppercase())
-                    && !FORMAT_ACRONYMS.contains(t))
-        })
-        .map(str::to_string)
-        .collect()
-}
-
-/// Whether a read or a search in one of `sources` has shown what the task describes: a line
-/// holding one of the identifiers it names (`FIXME`, `discount_code`), or with none, one of
-/// its words. Reading another migration than the one that adds the column is not finding it.
-pub(super) fn looked_into(task: &str, sources: &[String], steps: &[Step]) -> bool {
-    let paths = named_paths(task);
-    let identifiers: Vec<String> = task_identifiers(task)
-        .iter()
-        .map(|t| t.to_lowercase())
-        .collect();
-    let marks: Vec<String> = if identifiers.is_empty() {
-        crate::agent::words::keywords(task)
-            .into_iter()
-            .filter(|k| !paths.iter().any(|p| p.to_lowercase().contains(k.as_str())))
-            .collect()
-    } else {
-        identifiers
-    };
-    steps.iter().any(|s| match &s.action {
-        Some(Action::ToolCall { name, args }) => {
-            let text = crate::agent::outputs::whole_text(s);
-            (name == "read_file" || name == SEARCH_TEXT)
-                && s.observation.kind == ObservationKind::Output
-                && !text.trim_start().starts_with(NO_MATCHES)
-                && path_of(args).is_some_and(|a| sources.iter().any(|p| within(&a, p)))
-                && {
-                    // A read's first line names the file, not what it holds.
-                    let body = match name.as_str() {
-                        "read_file" => text.split_once('\n').map_or("", |x| x.1),
-                        _ => text,
-                    }
-                    .to_lowercase();
-                    marks.iter().any(|m| body.contains(m.as_str()))
-                }
-        }
-        _ => false,
-    })
-}
-
 /// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a
 /// tool takes (`Q4_K_M` is a quant, not something to search files for).
 pub(super) fn names_identifier(allowed: &Toolset, task: &str) -> bool {
@@ -178,12 +61,6 @@ pub(super) fn names_identifier(allowed: &Toolset, task: &str) -> bool {
         })
         .any(|w| !values.contains(&squash(w)))
 }
-
-/// Words of a question about a model's memory, fit or speed (rule 11).
-pub(super) const SIZING_WORDS: &[&str] = &[
-    "fit", "fits", "memory", "vram", "gb", "gib", "run", "runs", "speed", "fast", "faster",
-    "decode", "decodes", "tokens", "context", "much", "need", "needs",
-];
 
 /// Rules 11 and 12 over the narrowed set `out`:
 ///
@@ -212,12 +89,6 @@ pub(super) fn sizing_first(
     };
     let models = named_in("size_model", "model");
     if !models.is_empty() {
-        let asks = crate::agent::words::words(task)
-            .iter()
-            .any(|x| SIZING_WORDS.contains(&x.as_str()));
-        if !asks {
-            return None;
-        }
         // Each named model on each named preset (on any, when the task names none).
         let presets = named_presets(task);
         let sized: Vec<(String, Option<String>)> = calls(steps)
@@ -272,7 +143,7 @@ pub(super) fn sizing_first(
         let pairs = models.len() * presets.len().max(1);
         let mut answer = Toolset::new();
         for name in [FINAL_ANSWER, "calculator"] {
-            if name == "calculator" && !(pairs > 1 || crate::agent::tally::asks_to_compare(task)) {
+            if name == "calculator" && pairs <= 1 {
                 continue;
             }
             if let Some(t) = out.get(name) {

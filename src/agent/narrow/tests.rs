@@ -1,4 +1,5 @@
 use super::*;
+use crate::agent::tools::choices::named_paths;
 use crate::agent::tools::choices::named_paths_in;
 use crate::agent::types::{Observation, StepTimings, ToolErrorKind};
 use crate::lm::Usage;
@@ -15,10 +16,6 @@ fn done(index: usize, tool: &str, args: Value, kind: ObservationKind) -> Step {
         timings: StepTimings::default(),
         usage: Usage::default(),
     }
-}
-
-fn lookup_sources_of(task: &str) -> Option<Vec<String>> {
-    lookup_parts(task).map(|(sources, _)| sources)
 }
 
 fn enum_of(tools: &Toolset, tool: &str, prop: &str) -> Vec<String> {
@@ -292,41 +289,6 @@ fn once_every_quantity_is_used_only_the_answer_is_offered() {
 }
 
 #[test]
-fn a_question_about_a_file_type_lists_the_workspace_recursively_first() {
-    let tools = Toolset::builtin(None);
-    let task = "Which file in this project has the .sql extension? Give its path.";
-    let n = narrow(&tools, task, &[], &[]);
-    let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
-    assert_eq!(names, vec!["list_dir"]);
-    let schema = n.get("list_dir").expect("list_dir offered").args_schema();
-    assert_eq!(schema["properties"]["recursive"]["enum"], json!([true]));
-    assert_eq!(schema["properties"]["path"]["enum"], json!(["."]));
-    // Once listed, the other tools come back.
-    let listed = vec![done(
-        1,
-        "list_dir",
-        json!({"path": ".", "recursive": true}),
-        ObservationKind::Output,
-    )];
-    assert!(narrow(&tools, task, &[], &listed)
-        .get("read_file")
-        .is_some());
-    // A task that names a folder, or no type, is not this rule's.
-    let k8s = "How many .yaml files are there under k8s/?";
-    assert!(
-        narrow(&tools, k8s, &named_paths(k8s), &[])
-            .get("read_file")
-            .is_some()
-            || narrow(&tools, k8s, &named_paths(k8s), &[])
-                .get("search_text")
-                .is_some()
-    );
-    assert!(narrow(&tools, "What port does config.toml set?", &[], &[])
-        .get("read_file")
-        .is_some());
-}
-
-#[test]
 fn blob_ids_are_the_blobs_the_run_holds() {
     let tools = Toolset::builtin(None);
     assert!(narrow(&tools, "t", &[], &[]).get("read_blob").is_none());
@@ -370,51 +332,6 @@ fn a_task_that_names_no_value_leaves_the_enum_whole() {
     let n = narrow(&tools, "What is 2 + 2?", &[], &[]);
     let schema = |t: &Toolset| t.get("calculator").expect("calculator").args_schema();
     assert_eq!(schema(&n), schema(&tools));
-}
-
-#[test]
-fn a_total_over_a_folder_searches_the_whole_folder() {
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::create_dir(dir.path().join("regions")).expect("mkdir");
-    for r in ["east", "north"] {
-        std::fs::write(dir.path().join(format!("regions/{r}.ini")), "servers = 1").expect("write");
-    }
-    let task = "Each file in regions/ lists servers. How many servers are there in total?";
-    let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-    let named = named_paths(task);
-    // Once the folder was listed (rule 2 satisfied), the search still covers all of it.
-    let steps = vec![
-        done(
-            1,
-            "list_dir",
-            json!({"path": "regions/"}),
-            ObservationKind::Output,
-        ),
-        done(
-            2,
-            "read_file",
-            json!({"path": "regions/east.ini"}),
-            ObservationKind::Output,
-        ),
-    ];
-    let n = narrow(&tools, task, &named, &steps);
-    let paths = enum_of(&n, "search_text", "path");
-    assert!(
-        !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),
-        "{paths:?}"
-    );
-    // A mean over the folder too.
-    let task = "What is the mean number of servers per file in regions/?";
-    let n = narrow(&tools, task, &named_paths(task), &steps);
-    let paths = enum_of(&n, "search_text", "path");
-    assert!(
-        !paths.is_empty() && paths.iter().all(|p| same_path(p, "regions")),
-        "{paths:?}"
-    );
-    // Not a total: every path stays open.
-    let task = "Which region in regions/ has the most servers?";
-    let n = narrow(&tools, task, &named_paths(task), &steps);
-    assert!(enum_of(&n, "search_text", "path").contains(&"regions/east.ini".to_string()));
 }
 
 #[test]
@@ -494,108 +411,6 @@ fn a_record_file_the_task_names_is_asked_through_the_table_tool_once_read() {
 }
 
 #[test]
-fn a_look_up_is_not_answered_before_its_key_is_looked_for() {
-    let dir = tempfile::tempdir().expect("tmp");
-    for d in ["jobs", "audit"] {
-        std::fs::create_dir(dir.path().join(d)).expect("mkdir");
-    }
-    std::fs::write(dir.path().join("jobs/rotate.sh"), "# HACK(SEC-11): skip").expect("write");
-    std::fs::write(dir.path().join("audit/items.csv"), "id,state\nSEC-11,open").expect("write");
-    let task = "One HACK comment in jobs/ cites an audit item. What state is that item in according to audit/items.csv?";
-    assert_eq!(lookup_sources_of(task), Some(vec!["jobs".to_string()]));
-    // The pointing back may come before a comma in the sentence that names the last path,
-    // and a dot in a file name does not end that sentence.
-    let flag = "The PDF renderer under internal/ uses a flag. What share of traffic has that flag on, according to deploy/rollout.yaml?";
-    assert_eq!(lookup_sources_of(flag), Some(vec!["internal".to_string()]));
-    assert_eq!(
-        lookup_sources_of("The owner in team.yaml, is it listed in people/roster.csv?"),
-        Some(vec!["team.yaml".to_string()])
-    );
-    // Not a look-up: nothing points back, or only one path.
-    assert_eq!(
-        lookup_sources_of("What state is item SEC-11 in according to audit/items.csv?"),
-        None
-    );
-    assert_eq!(
-        lookup_sources_of("Compare jobs/ with audit/items.csv and list what differs."),
-        None
-    );
-    let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-    let named = named_paths(task);
-    // Both named paths touched: the folder listed, the table searched.
-    let listed = done(
-        1,
-        "list_dir",
-        json!({"path": "jobs/", "recursive": true}),
-        ObservationKind::Output,
-    );
-    let mut table = done(
-        2,
-        "read_file",
-        json!({"path": "audit/items.csv"}),
-        ObservationKind::Output,
-    );
-    table.observation.text = "audit/items.csv (2 lines):\n1: id,state\n2: SEC-11,open".into();
-    let steps = vec![listed, table];
-    let n = narrow(&tools, task, &named, &steps);
-    assert!(
-        n.get(FINAL_ANSWER).is_none(),
-        "no answer before the key is looked for"
-    );
-    let paths = enum_of(&n, "search_text", "path");
-    assert!(
-        !paths.is_empty() && paths.iter().all(|p| p.starts_with("jobs")),
-        "{paths:?}"
-    );
-    // ... for the identifier the task names, not for the folder's name.
-    assert_eq!(
-        enum_of(&n, "search_text", "query"),
-        vec!["HACK".to_string()]
-    );
-    // A read in the folder that does not show the comment has not found the key.
-    let mut steps = steps;
-    let mut other = done(
-        3,
-        "read_file",
-        json!({"path": "jobs/other.sh"}),
-        ObservationKind::Output,
-    );
-    other.observation.text = "jobs/other.sh (1 lines):\n1: echo audit item".into();
-    steps.push(other);
-    assert!(narrow(&tools, task, &named, &steps)
-        .get(FINAL_ANSWER)
-        .is_none());
-    // A search of the folder found the comment: the answer is offered again.
-    let mut hit = done(
-        4,
-        "search_text",
-        json!({"path": "jobs/", "query": "HACK"}),
-        ObservationKind::Output,
-    );
-    hit.observation.text = "jobs/rotate.sh:1: # HACK(SEC-11): skip".into();
-    steps.push(hit);
-    let n = narrow(&tools, task, &named, &steps);
-    assert!(n.get(FINAL_ANSWER).is_some());
-    assert!(enum_of(&n, "search_text", "path").len() > 1);
-    let query = &n.get("search_text").expect("tool").args_schema()["properties"]["query"];
-    assert_eq!(enum_values(query), None, "the query is free again: {query}");
-    // With the key found but the table only searched, reading the table is all there is.
-    let mut searched = steps.clone();
-    searched[1] = done(
-        2,
-        "search_text",
-        json!({"path": "audit/items.csv", "query": "jobs"}),
-        ObservationKind::Output,
-    );
-    let n = narrow(&tools, task, &named, &searched);
-    assert_eq!(n.names(), vec!["read_file"]);
-    assert_eq!(
-        enum_of(&n, "read_file", "path"),
-        vec!["audit/items.csv".to_string()]
-    );
-}
-
-#[test]
 fn named_paths_come_first_then_a_read_file_is_not_read_again() {
     let dir = tempfile::tempdir().expect("tmp");
     std::fs::write(dir.path().join("config.toml"), "a = 1").expect("write");
@@ -649,68 +464,6 @@ fn named_paths_come_first_then_a_read_file_is_not_read_again() {
         enum_of(&n, "read_file", "path"),
         vec!["notes.txt", "secrets.toml"]
     );
-}
-
-#[test]
-fn a_figure_from_a_folders_files_reads_each_listed_file() {
-    let dir = tempfile::tempdir().expect("tmp");
-    std::fs::create_dir(dir.path().join("vendors")).expect("mkdir");
-    for f in ["a.txt", "b.json"] {
-        std::fs::write(dir.path().join("vendors").join(f), "monthly_usd: 1").expect("write");
-    }
-    std::fs::write(dir.path().join("notes.txt"), "x").expect("write");
-    let task =
-        "The files in vendors/ describe subscriptions. What do they cost together per month?";
-    let tools = constrain_paths(&Toolset::builtin(None), dir.path(), task);
-    let mut listed = done(
-        1,
-        "list_dir",
-        json!({"path": "vendors/"}),
-        ObservationKind::Output,
-    );
-    listed.observation.text = "total: 2 files and 0 folders directly in vendors\n  vendors/a.txt (14 bytes)\n  vendors/b.json (14 bytes)\n".to_string();
-    let mut steps = vec![listed];
-    let n = narrow(&tools, task, &named_paths(task), &steps);
-    let names: Vec<&str> = n.iter().map(|t| t.name()).collect();
-    assert_eq!(names, ["read_file", "search_text"]);
-    assert_eq!(
-        enum_of(&n, "read_file", "path"),
-        ["vendors/a.txt", "vendors/b.json"]
-    );
-    steps.push(done(
-        2,
-        "read_file",
-        json!({"path": "vendors/a.txt"}),
-        ObservationKind::Output,
-    ));
-    let n = narrow(&tools, task, &named_paths(task), &steps);
-    assert_eq!(enum_of(&n, "read_file", "path"), ["vendors/b.json"]);
-    // All read: the answer is offered again.
-    steps.push(done(
-        3,
-        "read_file",
-        json!({"path": "vendors/b.json"}),
-        ObservationKind::Output,
-    ));
-    assert!(narrow(&tools, task, &named_paths(task), &steps)
-        .get(FINAL_ANSWER)
-        .is_some());
-    // "The largest total" is a figure the files hold, "the largest file" a listing's.
-    let largest = "Which team in vendors/ has the largest total, and what is that total?";
-    assert_eq!(
-        listed_unread(largest, &steps[..1]),
-        ["vendors/a.txt", "vendors/b.json"]
-    );
-    assert!(listed_unread(
-        "Which is the largest file in vendors/ in total?",
-        &steps[..1]
-    )
-    .is_empty());
-    // Counting the folder's files is the listing's work, not this rule's.
-    let count = "How many files are in vendors/?";
-    assert!(narrow(&tools, count, &named_paths(count), &steps[..1])
-        .get("list_dir")
-        .is_some());
 }
 
 #[test]

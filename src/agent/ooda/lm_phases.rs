@@ -51,9 +51,9 @@ pub struct PhaseOptions {
     /// Orient sends the Decide system prompt as its system message (instructions in the user
     /// message), so the runtime reuses the KV prefix across the phases.
     pub share_system: bool,
-    /// Whether code may answer in the model's place or rewrite its answer in the answer step
-    /// (`AnswerMode::code_answers`).
-    pub code_answers: bool,
+    /// Whether checks may send the answer step's answer back once
+    /// (`AnswerMode::checks`).
+    pub answer_checks: bool,
 }
 
 impl Default for PhaseOptions {
@@ -65,7 +65,7 @@ impl Default for PhaseOptions {
             retries: 1,
             constrained: true,
             share_system: true,
-            code_answers: true,
+            answer_checks: true,
         }
     }
 }
@@ -309,7 +309,7 @@ impl Decider for ModelPhases<'_> {
             task,
             steps,
             overview,
-            self.options.code_answers,
+            self.options.answer_checks,
             cancel,
         )
     }

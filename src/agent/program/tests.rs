@@ -2,45 +2,8 @@ use super::*;
 
 fn ok(program: &str, allowed: &[f64]) -> String {
     match run(program, allowed) {
-        Ok(w) => format_value(w.value, ""),
+        Ok(w) => format_value(w.value),
         Err(e) => format!("ERR {e}"),
-    }
-}
-
-#[test]
-fn a_written_out_expression_is_read_from_the_task() {
-    let cases = [
-        ("Compute (48 + 17) * 3 - 12.", "183"),
-        ("What is 2^10 minus 3 times 41?", "901"),
-        (
-            "Evaluate 7 * (12.5 - 4) / 2 and round to one decimal.",
-            "29.8",
-        ),
-        ("What is 15% of 240 plus 18?", "54"),
-        ("what is 6 * 7", "42"),
-        ("Calculate 1,284 * 6 * 13.", "100152"),
-        (
-            "What is 10 divided by 4, rounded to the nearest whole number?",
-            "3",
-        ),
-    ];
-    for (task, want) in cases {
-        assert_eq!(stated_answer(task).as_deref(), Some(want), "{task}");
-        assert!(self_contained(task), "{task}");
-    }
-}
-
-#[test]
-fn an_expression_among_other_words_is_not_read_from_the_task() {
-    for task in [
-        "What is the sum of 1845, 2290 and 3317, divided by 4?",
-        "A warehouse ships 1,284 crates a day, 6 days a week. How many in 13 weeks?",
-        "What is 6 * 7 according to notes.txt?",
-        "What is the port in config.toml?",
-        "What is 12 / 0?",
-        "Compute 5 +",
-    ] {
-        assert_eq!(stated_expression(task), None, "{task}");
     }
 }
 
@@ -120,54 +83,12 @@ fn python_habits_are_read() {
 }
 
 #[test]
-fn values_are_written_as_the_task_asks() {
-    assert_eq!(format_value(Number::Float(12.5), ""), "12.5");
-    assert_eq!(format_value(Number::Float(0.000680272), ""), "0.000680272");
-    assert_eq!(
-        format_value(Number::Float(12.5), "how many packs, rounded up?"),
-        "13"
-    );
-    assert_eq!(
-        format_value(Number::Float(333.3333), "to two decimal places"),
-        "333.33"
-    );
-    assert_eq!(format_value(Number::Int(100152), ""), "100152");
-}
-
-#[test]
-fn only_worked_figures_ask_for_a_program() {
-    let no_steps: Vec<Step> = Vec::new();
-    assert!(wants_program(
-        "A recipe needs 375 g of flour for 6 people. How many grams are needed for 22 people?",
-        &no_steps
-    ));
-    assert!(wants_program(
-        "budget.toml holds the budget and spent.json what was spent. How much is left?",
-        &no_steps
-    ));
-    assert!(!wants_program("What port does db.toml set?", &no_steps));
-    // Written-out arithmetic is the calculator's; a date's dashes and a rate's slash are not.
-    assert!(!wants_program("What is 6 * 7?", &no_steps));
-    assert!(!wants_program("What is 4821 - 1397 * 12 / 8?", &no_steps));
-    assert!(wants_program(
-        "A 2.4 GB file is copied at 48 MB/s from 2026-03-02 on. How many seconds does it take?",
-        &no_steps
-    ));
-    assert!(!wants_program(
-        "How many files are in data/, in total?",
-        &no_steps
-    ));
-    // A word problem may speak of a file; one that names a path points into the workspace.
-    assert!(self_contained(
-        "A 2.4 GB file is copied at 48 MB/s. How many seconds does it take?"
-    ));
-    assert!(!self_contained(
-        "How much memory do the replicas in deploy/ need together, at 2 per node?"
-    ));
-    assert!(!wants_program(
-        "Which team in reports/ has the largest total, and what is that total?",
-        &no_steps
-    ));
+fn values_are_written_plainly() {
+    assert_eq!(format_value(Number::Float(12.5)), "12.5");
+    assert_eq!(format_value(Number::Float(0.000680272)), "0.000680272");
+    assert_eq!(format_value(Number::Float(333.333333)), "333.3333");
+    assert_eq!(format_value(Number::Float(3.0)), "3");
+    assert_eq!(format_value(Number::Int(100152)), "100152");
 }
 
 #[test]
@@ -276,25 +197,6 @@ fn values_the_facts_state_are_bound_to_names_the_program_can_use() {
     assert!(msgs[1]
         .content
         .contains("Other facts:\nreservations.json: month: 2026-04"));
-}
-
-#[test]
-fn a_magnitude_is_not_negative_and_a_share_of_a_whole_not_over_100() {
-    let worked = |value: f64, step: &str| Worked {
-        value: Number::Float(value),
-        steps: vec![step.to_string()],
-    };
-    let below = "By how many milliseconds is the p95 below its target?";
-    let w = worked(-78.0, "answer = a - b = -78");
-    assert_eq!(as_asked(&w, below).as_f64(), 78.0);
-    let net = "What is the net change in balance over the month?";
-    assert_eq!(as_asked(&w, net).as_f64(), -78.0);
-    let share = "What percentage of the cluster's hours is allocated to vision?";
-    let w = worked(444.444, "answer = (hours / vision) * 100 = 444.444");
-    assert!((as_asked(&w, share).as_f64() - 22.5).abs() < 1e-3);
-    // Not one ratio: left as worked out.
-    let w = worked(120.0, "answer = (a - b) / c * 100 = 120");
-    assert_eq!(as_asked(&w, share).as_f64(), 120.0);
 }
 
 #[test]

@@ -288,65 +288,6 @@ pub struct Worked {
     pub steps: Vec<String>,
 }
 
-/// Words of a question that asks how far apart two values are: a magnitude, never negative
-/// ("by how many ms is the p95 below its target", "how many GB were left unused").
-pub(super) const MAGNITUDE_WORDS: &[&str] = &[
-    "left",
-    "unused",
-    "remaining",
-    "remain",
-    "spare",
-    "headroom",
-    "below",
-    "above",
-    "under",
-    "over",
-    "more",
-    "less",
-    "fewer",
-    "shortfall",
-    "short",
-    "exceed",
-    "exceeds",
-    "difference",
-];
-
-/// Nouns of a part of a whole ("what percentage of the cluster's hours").
-pub(super) const SHARE_NOUNS: &[&str] =
-    &["percentage", "percent", "share", "fraction", "proportion"];
-
-/// A worked value as the question asks it: a difference asked as a magnitude is not negative
-/// (the model subtracts in the order the question names the values), and a share of a whole
-/// worked out as one ratio times 100 is not above 100 (the model divides the whole by the part).
-pub fn as_asked(worked: &Worked, task: &str) -> Number {
-    let w = words(task);
-    let has = |x: &str| w.iter().any(|v| v == x);
-    let v = worked.value.as_f64();
-    if v < 0.0 && MAGNITUDE_WORDS.iter().any(|x| has(x)) && !has("net") && !has("change") {
-        return number(-v);
-    }
-    let share_of = w
-        .windows(2)
-        .any(|p| SHARE_NOUNS.contains(&p[0].as_str()) && p[1] == "of");
-    if v > 100.0 && share_of {
-        // The last step's expression: "answer = (a / b) * 100 = 444.4" → "(a / b) * 100".
-        let expr = worked
-            .steps
-            .last()
-            .and_then(|s| s.rsplit_once(" = ").map(|x| x.0))
-            .map(|e| e.rsplit_once(" = ").map_or(e, |x| x.1))
-            .unwrap_or_default();
-        let compact: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
-        let ratio = compact.matches('/').count() == 1
-            && ["*100", "100*"].iter().any(|x| compact.contains(x))
-            && !compact.contains(['+', '-']);
-        if ratio {
-            return Number::Float(10000.0 / v);
-        }
-    }
-    worked.value
-}
-
 /// Whether `x` is one of `allowed` (or a hundredth or hundredfold of one: "17.5%" is written
 /// `0.175`) or a constant.
 pub(super) fn known(x: f64, allowed: &[f64]) -> bool {
@@ -496,38 +437,12 @@ pub fn allowed_numbers(task: &str, facts: &[String]) -> Vec<f64> {
     out
 }
 
-/// How the task asks for the value to be rounded.
-pub(super) fn rounding(task: &str) -> Option<Box<dyn Fn(f64) -> f64>> {
-    let t = task.to_ascii_lowercase();
-    if t.contains("round up") || t.contains("rounded up") {
-        return Some(Box::new(f64::ceil));
-    }
-    if t.contains("round down") || t.contains("rounded down") {
-        return Some(Box::new(f64::floor));
-    }
-    if t.contains("whole number") || t.contains("nearest whole") || t.contains("nearest integer") {
-        return Some(Box::new(f64::round));
-    }
-    let w = words(&t);
-    let digits = w.windows(2).find_map(|p| {
-        (p[1].starts_with("decimal")).then(|| match p[0].as_str() {
-            "one" => Some(1),
-            "two" => Some(2),
-            "three" => Some(3),
-            n => n.parse::<i32>().ok().filter(|d| (0..=10).contains(d)),
-        })?
-    })?;
-    let m = 10f64.powi(digits);
-    Some(Box::new(move |x: f64| (x * m).round() / m))
-}
-
-/// The value as the answer writes it: as the task asks it rounded, else an integer when it is
-/// one, else up to four decimals (six significant digits below 1).
-pub fn format_value(value: Number, task: &str) -> String {
-    let x = match (value, rounding(task)) {
-        (Number::Int(i), _) => return i.to_string(),
-        (Number::Float(x), Some(r)) => r(x),
-        (Number::Float(x), None) => x,
+/// The value as the answer writes it: an integer when it is one, else up to four decimals (six
+/// significant digits below 1). A program that rounds says so itself (`round(x, 2)`).
+pub fn format_value(value: Number) -> String {
+    let x = match value {
+        Number::Int(i) => return i.to_string(),
+        Number::Float(x) => x,
     };
     if (x - x.round()).abs() < 1e-9 && x.abs() < 1e15 {
         return format!("{}", x.round() as i64);

@@ -44,6 +44,12 @@ impl Driver<'_, '_> {
                 (proposed, AnswerBy::Code)
             } else if let Some(w) = self.prewritten.take() {
                 w
+            } else if !crate::agent::grounding::answer_step_has_work(
+                &proposed,
+                &self.s.task,
+                &self.steps,
+            ) {
+                (proposed, AnswerBy::Model)
             } else {
                 match self.answer_step(cycle)? {
                     // An answer step that did arithmetic in its head loses to the decider's
@@ -142,10 +148,11 @@ impl Driver<'_, '_> {
     }
 
     /// The answer written from this session's tool outputs (`agent::answer`), when the answer
-    /// mode asks for it and there is something to answer from; the decider's usage is counted.
-    /// A failed answer step leaves the proposed answer in place.
+    /// mode asks for it (with nothing observed, the answer step may still work out a figure
+    /// from the task's numbers); the decider's usage is counted. A failed answer step leaves
+    /// the proposed answer in place.
     fn answer_step(&mut self, cycle: usize) -> Result<Option<(String, AnswerBy)>, OodaError> {
-        if !self.ooda.config.answer.from_observations() || self.steps.is_empty() {
+        if !self.ooda.config.answer.from_observations() {
             return Ok(None);
         }
         let out = self.ooda.phases.decider().answer(

@@ -472,12 +472,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
             && self.ooda.config.answer.from_observations()
             && self.steps.iter().any(crate::agent::outputs::usable);
-        // A word problem that names nothing in the workspace is worked out by a program before
-        // anything else (`agent::program`), as ReAct does: no tool can add to it.
-        let word_problem = self.steps.is_empty()
-            && self.ooda.config.answer.from_observations()
-            && crate::agent::program::self_contained(&self.s.task);
-        let written = if answer_only || word_problem {
+        let written = if answer_only {
             match self.ooda.phases.decider().answer(
                 &self.s.task,
                 &self.steps,
@@ -500,12 +495,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             Proposal {
                 candidates: vec![Candidate {
                     thought: format!(
-                        "{} [the answer: {}]",
-                        if word_problem {
-                            crate::agent::program::self_contained_thought(&self.s.task)
-                        } else {
-                            "only the final answer is left: answered from the observations"
-                        },
+                        "only the final answer is left: answered from the observations [the answer: {}]",
                         o.how
                     ),
                     ..Candidate::answer(&o.answer)
