@@ -264,6 +264,23 @@ pub fn partial_summary<'a>(task: &str, answer: &str, steps: &'a [Step]) -> Optio
         })
 }
 
+/// What is wrong with an answer that says nothing: it repeats three or more words of the
+/// question in a row and nothing else ("cache pool size in app.ini?"), or it is a `read_file`
+/// header ("deploy.json (29 lines): 1: {"). `None` for any other answer.
+pub fn says_nothing(task: &str, answer: &str) -> Option<&'static str> {
+    let a = words(answer);
+    let t = words(task);
+    if a.len() >= 3 && t.windows(a.len()).any(|w| w == a.as_slice()) {
+        return Some("repeats the question");
+    }
+    static HEADER: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let header = HEADER
+        .get_or_init(|| regex::Regex::new(r"^\S+ \((\d+ lines|lines \d+-\d+ of \d+)\):").ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(answer.trim()));
+    header.then_some("is the header of a file the tools read")
+}
+
 /// Byte units a tool may show a size in twice ("34.2 GB (31.84 GiB)").
 const BYTE_UNITS: &[&str] = &["TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "KB"];
 
@@ -391,7 +408,11 @@ pub fn write_answer(
         }
         how.push_str(&format!("; no value from the program: {program}"));
     }
-    let back = if let Some(summary) = partial_summary(task, &written, steps) {
+    let back = if let Some(what) = says_nothing(task, &written) {
+        Some(format!(
+            "Your answer {what}, not the value asked for. Answer again in one line with the value from the tool outputs."
+        ))
+    } else if let Some(summary) = partial_summary(task, &written, steps) {
         Some(format!(
             "Your answer leaves out figures of the tool's summary line \"summary: {summary}\". Answer again in one line with all of its figures."
         ))

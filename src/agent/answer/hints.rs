@@ -4,7 +4,7 @@
 //! answer; the model reads them and writes its own.
 
 use super::*;
-use crate::agent::outputs::{content, search_hit};
+use crate::agent::outputs::{content, is_whole_read, search_hit};
 
 /// Most lines shown as the best match for the question.
 pub const BEST_LINES: usize = 3;
@@ -151,6 +151,23 @@ pub(super) fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String)> {
         // A CSV file's header: each later row with as many fields is shown as name=value
         // pairs, so "qty=845" says which number is the quantity.
         let mut header: Option<Vec<String>> = None;
+        // A JSON file read whole is ranked by its values under their key paths
+        // ("services.worker.healthcheck.timeout_s: 45"): its lines alone ("\"timeout_s\": 45")
+        // do not say which object they are in.
+        if let Some(facts) = json_facts(&path, step) {
+            for fact in facts {
+                let n = score(&words(&fact), &keys);
+                if n > 0 && seen.insert(format!("{path}\u{0}{fact}")) {
+                    scored.push(Scored {
+                        comment: false,
+                        score: n,
+                        order: scored.len(),
+                        shown: fact,
+                    });
+                }
+            }
+            continue;
+        }
         // A search that matched nothing echoes the words it looked for on its first line.
         let skip = usize::from(whole_text(step).trim_start().starts_with(NO_MATCHES));
         for line in whole_text(step).lines().skip(skip) {
@@ -240,6 +257,22 @@ pub(super) fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String)> {
             .then(a.order.cmp(&b.order))
     });
     scored.into_iter().map(|l| (l.score, l.shown)).collect()
+}
+
+/// The values of a JSON file `step` read whole, each under its key path; `None` for any other
+/// output, or a file that does not parse.
+fn json_facts(path: &str, step: &Step) -> Option<Vec<String>> {
+    let text = whole_text(step);
+    if is_search_step(step) || !path.ends_with(".json") || !is_whole_read(text) {
+        return None;
+    }
+    let body: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| content(l).unwrap_or(l))
+        .collect();
+    let facts = crate::agent::records::facts_of(path, &body.join("\n"))?;
+    Some(facts.into_iter().map(|f| f.text).collect())
 }
 
 /// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`, `MaxBatchSize`),

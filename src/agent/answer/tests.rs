@@ -402,3 +402,37 @@ fn a_partial_summary_sends_the_model_back_once_and_its_second_answer_stands() {
     assert_eq!(out.answer, "No, decode about 14.6 tokens/s");
     assert_eq!(lm.requests.len(), 2);
 }
+
+#[test]
+fn an_answer_that_repeats_the_question_or_a_file_header_says_nothing() {
+    let task = "cache pool size in app.ini?";
+    assert_eq!(says_nothing(task, "cache pool size in app.ini?"), Some("repeats the question"));
+    assert_eq!(says_nothing(task, "48"), None);
+    assert_eq!(says_nothing("Which is larger, A or B?", "B is larger"), None);
+    assert!(says_nothing("What is the timeout?", "deploy.json (29 lines): 1: {").is_some());
+    assert!(says_nothing("What is the timeout?", "app.log (lines 1-40 of 900): 1: x").is_some());
+    assert_eq!(says_nothing("What is the timeout?", "45 s (services.worker)"), None);
+    // Sent back once; the second answer stands.
+    let read = call(
+        1,
+        "read_file",
+        json!({"path": "app.ini"}),
+        "app.ini (2 lines):\n1: [cache]\n2: pool_size = 48",
+    );
+    let mut lm = Scripted::new(&["cache pool size in app.ini?", "48"]);
+    let out = answered(&mut lm, task, &[read], true);
+    assert_eq!(out.answer, "48");
+    assert!(lm.requests[1].messages.last().is_some_and(|m| m.content.contains("repeats the question")));
+}
+
+#[test]
+fn a_json_file_read_whole_is_ranked_by_its_key_paths() {
+    let json = "deploy.json (9 lines):\n1: {\n2:   \"services\": {\n3:     \"web\": {\"healthcheck\": {\"timeout_s\": 4}},\n4:     \"worker\": {\n5:       \"healthcheck\": {\"timeout_s\": 45}\n6:     }\n7:   },\n8:   \"timeout_s\": 300\n9: }";
+    let read = call(1, "read_file", json!({"path": "deploy.json"}), json);
+    let best = best_lines(
+        "What's the health check timeout for the worker service? It's somewhere in deploy.json.",
+        &[read],
+        3,
+    );
+    assert_eq!(best, vec!["services.worker.healthcheck.timeout_s: 45"]);
+}
