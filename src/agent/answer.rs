@@ -14,9 +14,9 @@
 //! an answer holding a number no output holds is worked out again by a program the model
 //! writes ([`super::program`]); an answer that restates part of a tool's `summary:` line, or
 //! gives a byte figure in another unit than the one asked, is asked again. Where exact terms
-//! of the question (an identifier, a quoted phrase) are in no output, the model states first
-//! whether the thing asked for was found: its answer is held by a grammar to begin with
-//! `FOUND:` or `NOT FOUND:`.
+//! of the question (an identifier, a quoted phrase, a named file a tool said does not exist)
+//! are in no output, the model decides first whether the outputs answer the question: its
+//! reply is held by a grammar to `NOT FOUND` alone, or `FOUND:` and the answer.
 
 use serde_json::Value;
 
@@ -160,14 +160,29 @@ fn hint(task: &str, steps: &[Step], absent: &[String]) -> String {
             best.join("\n")
         )
     };
-    if !absent.is_empty() {
-        let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();
-        hint.push_str(&format!(
-            "\nNo tool output contains {}. Begin your answer with NOT FOUND: when the outputs do not show what the question asks for (not even under another name), else with FOUND: and the answer.\n",
-            quoted.join(" or ")
-        ));
-    }
     hint
+}
+
+/// The exact terms of the question no output holds, and the files the question names that a
+/// tool said do not exist: what the answer step asks the model to decide about.
+fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<String> {
+    let mut out = absent_terms(task, &found_text(steps, overview));
+    let named = super::tools::choices::named_paths(task);
+    for s in steps {
+        let not_found = matches!(
+            s.observation.kind,
+            ObservationKind::ToolError {
+                kind: super::types::ToolErrorKind::NotFound
+            }
+        );
+        if let Some(p) = call_path(s).filter(|_| not_found) {
+            let p = p.to_string();
+            if named.iter().any(|n| super::tools::choices::same_path(n, &p)) && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 /// The messages of the answer step, or `None` when no step produced a usable observation.
@@ -176,8 +191,7 @@ pub fn answer_messages(
     steps: &[Step],
     overview: Option<&str>,
 ) -> Option<Vec<ChatMessage>> {
-    let absent = absent_terms(task, &found_text(steps, overview));
-    answer_messages_with(task, steps, overview, &absent)
+    answer_messages_with(task, steps, overview, &missing(task, steps, overview))
 }
 
 fn answer_messages_with(
@@ -188,11 +202,21 @@ fn answer_messages_with(
 ) -> Option<Vec<ChatMessage>> {
     let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
     let hint = hint(task, steps, absent);
+    // The decision comes last, right before the reply it constrains.
+    let ask = if absent.is_empty() {
+        "Answer in one short line.".to_string()
+    } else {
+        let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();
+        format!(
+            "Do the tool outputs above show {}? If they do not, reply {NOT_FOUND}. If they do (perhaps under another name), reply {FOUND} and the answer in one short line.",
+            quoted.join(" or ")
+        )
+    };
     Some(vec![
         ChatMessage::new(Role::System, ANSWER_SYSTEM),
         ChatMessage::new(
             Role::User,
-            format!("Tool outputs:\n{block}\n{hint}\nQuestion: {task}\nAnswer in one short line."),
+            format!("Tool outputs:\n{block}\n{hint}\nQuestion: {task}\n{ask}"),
         ),
     ])
 }
@@ -324,22 +348,32 @@ pub fn unit_mismatch(task: &str, answer: &str, steps: &[Step]) -> Option<(&'stat
         .map(|l| (*unit, l.trim().to_string()))
 }
 
-/// How the answer step's reply begins when the question names exact terms no output holds.
+/// How the answer step's reply begins when the question names something no output shows and
+/// the outputs answer it anyway (under another name).
 const FOUND: &str = "FOUND:";
-/// The other beginning: the model says the thing asked for is not in the outputs.
-const NOT_FOUND: &str = "NOT FOUND:";
+/// The whole reply when the model says the outputs do not answer the question.
+const NOT_FOUND: &str = "NOT FOUND";
 
-/// The grammar of a reply that states first whether the thing asked for was found.
+/// The grammar of a reply that states first whether the outputs answer the question: `NOT
+/// FOUND` alone, or `FOUND:` and the answer.
 fn found_grammar() -> String {
-    format!("start: PREFIX REST\nPREFIX: \"{FOUND} \" | \"{NOT_FOUND} \"\nREST: /[^\\n]{{1,300}}/\n")
+    format!("start: \"{NOT_FOUND}\" | \"{FOUND} \" REST\nREST: /[^\\n]{{1,300}}/\n")
 }
 
-/// The reply without its found/not-found prefix, the prefix kept as words when the thing was
-/// not found ("not found: LOG_LEVEL is not in settings.py").
-fn strip_found(reply: &str) -> String {
+/// The answer a reply makes: `NOT FOUND` says so about what `missing` names (and what the
+/// steps looked at); `FOUND:` and an answer is the answer; any other reply (a backend without
+/// grammars) is kept as written.
+fn found_answer(reply: &str, missing: &[String], steps: &[Step]) -> String {
     let t = reply.trim();
-    if let Some(rest) = t.strip_prefix(NOT_FOUND) {
-        return format!("not found: {}", rest.trim());
+    if t.starts_with(NOT_FOUND) {
+        let mut read: Vec<&str> = steps.iter().filter(|s| usable(s)).filter_map(call_path).collect();
+        read.dedup();
+        let what = missing.join(", ");
+        return if read.is_empty() {
+            format!("not found: no tool output shows {what}")
+        } else {
+            format!("not found: no tool output shows {what} (looked at {})", read.join(", "))
+        };
     }
     t.strip_prefix(FOUND).unwrap_or(t).trim().to_string()
 }
@@ -358,7 +392,7 @@ pub fn write_answer(
     checks: bool,
     cancel: &CancelToken,
 ) -> Result<Option<AnswerOutput>, PlannerError> {
-    let absent = absent_terms(task, &found_text(steps, overview));
+    let absent = missing(task, steps, overview);
     let Some(messages) = answer_messages_with(task, steps, overview, &absent) else {
         // Nothing observed: the planner answered from the task alone. A task that states
         // numbers is worked out by a program, checked for where its numbers come from.
@@ -379,7 +413,19 @@ pub fn write_answer(
     else {
         return Ok(None);
     };
-    let written = strip_found(&written);
+    let said_not_found = !absent.is_empty() && written.trim().starts_with(NOT_FOUND);
+    let written = found_answer(&written, &absent, steps);
+    if said_not_found {
+        return Ok(Some(AnswerOutput {
+            answer: written,
+            usage,
+            how: format!(
+                "the model replied {NOT_FOUND} (no output shows {})",
+                absent.join(", ")
+            ),
+            by: AnswerBy::Model,
+        }));
+    }
     let mut how = "written by the model from the observations".to_string();
     if !checks {
         return Ok(Some(AnswerOutput {
@@ -435,8 +481,12 @@ pub fn write_answer(
     again.push(ChatMessage::new(Role::Assistant, written.clone()));
     again.push(ChatMessage::new(Role::User, back.clone()));
     let answer = ask(model, sampling, again, None, &mut usage, cancel)?
-        .map(|a| strip_found(&a))
+        .map(|a| found_answer(&a, &absent, steps))
         .unwrap_or_else(|| written.clone());
+    // Still nothing said: the answer step has no answer, and the planner's stands.
+    if says_nothing(task, &answer).is_some() {
+        return Ok(None);
+    }
     how.push_str(&format!(
         "; sent back once ({back:?}); the model first wrote {written:?}"
     ));

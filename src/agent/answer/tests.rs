@@ -147,7 +147,7 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
     .expect("messages");
     assert!(m[1]
         .content
-        .contains("No tool output contains \"LOG_LEVEL\". Begin your answer with NOT FOUND:"));
+        .contains("Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND."));
     // A search that matched nothing echoes the words it looked for; they were not found.
     let searched = step(
         2,
@@ -162,7 +162,7 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
         answer_messages("What is LOG_LEVEL in settings.py?", &with_search, None).expect("messages");
     assert!(m[1]
         .content
-        .contains("No tool output contains \"LOG_LEVEL\""));
+        .contains("Do the tool outputs above show \"LOG_LEVEL\"?"));
 }
 
 #[test]
@@ -286,7 +286,7 @@ fn answered(lm: &mut Scripted, task: &str, steps: &[Step], checks: bool) -> Answ
 }
 
 #[test]
-fn the_model_states_first_whether_a_term_no_output_holds_was_found() {
+fn the_model_decides_whether_outputs_missing_a_named_term_answer_the_question() {
     let read = call(
         1,
         "read_file",
@@ -295,22 +295,36 @@ fn the_model_states_first_whether_a_term_no_output_holds_was_found() {
     );
     let steps = [read];
     let task = "What is the value of LOG_LEVEL in settings.py?";
-    let mut lm = Scripted::new(&["NOT FOUND: settings.py sets no LOG_LEVEL"]);
+    let mut lm = Scripted::new(&["NOT FOUND"]);
     let out = answered(&mut lm, task, &steps, true);
-    assert_eq!(out.answer, "not found: settings.py sets no LOG_LEVEL");
-    assert_eq!(out.by, AnswerBy::Model);
+    assert_eq!(
+        out.answer,
+        "not found: no tool output shows LOG_LEVEL (looked at settings.py)"
+    );
+    assert_eq!(out.by, AnswerBy::Model, "the model decided");
     let grammar = match &lm.requests[0].constraint {
         Some(Constraint::Lark(g)) => g.clone(),
         other => panic!("no grammar: {other:?}"),
     };
-    assert!(grammar.contains("\"FOUND: \" | \"NOT FOUND: \""), "{grammar}");
-    // Found after all (under another name): the prefix goes.
+    assert!(grammar.contains("start: \"NOT FOUND\" | \"FOUND: \" REST"), "{grammar}");
+    let prompt = &lm.requests[0].messages[1].content;
+    assert!(
+        prompt.ends_with("Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND. If they do (perhaps under another name), reply FOUND: and the answer in one short line."),
+        "{prompt}"
+    );
+    // Found after all (under another name): the prefix goes, and no program runs for it.
     let mut lm = Scripted::new(&["FOUND: 5"]);
     assert_eq!(answered(&mut lm, task, &steps, true).answer, "5");
     // Every exact term held: no grammar.
     let mut lm = Scripted::new(&["5"]);
     answered(&mut lm, "What is MAX_RETRIES in settings.py?", &steps, true);
     assert!(lm.requests[0].constraint.is_none());
+    // A named file a tool said does not exist is decided on too.
+    let mut gone = call(2, "read_file", json!({"path": "logs/worker.log"}), "logs/worker.log does not exist");
+    gone.observation.kind = ObservationKind::ToolError { kind: ToolErrorKind::NotFound };
+    let mut lm = Scripted::new(&["NOT FOUND"]);
+    let out = answered(&mut lm, "How many ERROR lines are in logs/worker.log?", &[gone], true);
+    assert!(out.answer.starts_with("not found: ") && out.answer.contains("logs/worker.log"), "{}", out.answer);
 }
 
 #[test]
@@ -423,6 +437,11 @@ fn an_answer_that_repeats_the_question_or_a_file_header_says_nothing() {
     let out = answered(&mut lm, task, &[read], true);
     assert_eq!(out.answer, "48");
     assert!(lm.requests[1].messages.last().is_some_and(|m| m.content.contains("repeats the question")));
+    // Said twice: no answer from the answer step (the planner's stands).
+    let read = call(1, "read_file", json!({"path": "app.ini"}), "app.ini (2 lines):\n1: [cache]\n2: pool_size = 48");
+    let mut lm = Scripted::new(&["cache pool size in app.ini?"]);
+    let none = write_answer(&mut lm, &SamplingParams::default(), task, &[read], None, true, &CancelToken::new()).expect("runs");
+    assert_eq!((none, lm.requests.len()), (None, 2));
 }
 
 #[test]
