@@ -143,24 +143,22 @@ pub fn observations_block(steps: &[Step], overview: Option<&str>, budget: usize)
     Some(parts.join("\n"))
 }
 
-/// The hint under the tool outputs: the lines that share most words with the question, and
-/// the exact terms of the question no output holds.
-fn hint(task: &str, steps: &[Step], absent: &[String]) -> String {
+/// The hint under the tool outputs: the lines that share most words with the question.
+fn hint(task: &str, steps: &[Step]) -> String {
     let ranked = ranked_lines(task, steps);
     let best: Vec<String> = top(&ranked)
         .iter()
         .take(BEST_LINES)
         .map(|x| x.1.clone())
         .collect();
-    let mut hint = if best.is_empty() {
+    if best.is_empty() {
         String::new()
     } else {
         format!(
             "\nThe lines that share most words with the question:\n{}\n",
             best.join("\n")
         )
-    };
-    hint
+    }
 }
 
 /// The exact terms of the question no output holds, and the files the question names that a
@@ -201,7 +199,7 @@ fn answer_messages_with(
     absent: &[String],
 ) -> Option<Vec<ChatMessage>> {
     let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
-    let hint = hint(task, steps, absent);
+    let hint = hint(task, steps);
     // The decision comes last, right before the reply it constrains.
     let ask = if absent.is_empty() {
         "Answer in one short line.".to_string()
