@@ -29,8 +29,8 @@ use super::guard::canonical_json;
 use super::outputs::{call_path, camel_case, csv_row, usable, whole_text};
 use super::tools::files::NO_MATCHES;
 use super::tools::FINAL_ANSWER_MAX_CHARS;
-use super::types::{Action, AnswerBy, ObservationKind, PlannerError, Step};
 pub use super::types::AnswerOutput;
+use super::types::{Action, AnswerBy, ObservationKind, PlannerError, Step};
 use super::words::{keywords, quoted_phrases, words};
 
 mod hints;
@@ -175,7 +175,11 @@ fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<String> {
         );
         if let Some(p) = call_path(s).filter(|_| not_found) {
             let p = p.to_string();
-            if named.iter().any(|n| super::tools::choices::same_path(n, &p)) && !out.contains(&p) {
+            if named
+                .iter()
+                .any(|n| super::tools::choices::same_path(n, &p))
+                && !out.contains(&p)
+            {
                 out.push(p);
             }
         }
@@ -364,13 +368,20 @@ fn found_grammar() -> String {
 fn found_answer(reply: &str, missing: &[String], steps: &[Step]) -> String {
     let t = reply.trim();
     if t.starts_with(NOT_FOUND) {
-        let mut read: Vec<&str> = steps.iter().filter(|s| usable(s)).filter_map(call_path).collect();
+        let mut read: Vec<&str> = steps
+            .iter()
+            .filter(|s| usable(s))
+            .filter_map(call_path)
+            .collect();
         read.dedup();
         let what = missing.join(", ");
         return if read.is_empty() {
             format!("not found: no tool output shows {what}")
         } else {
-            format!("not found: no tool output shows {what} (looked at {})", read.join(", "))
+            format!(
+                "not found: no tool output shows {what} (looked at {})",
+                read.join(", ")
+            )
         };
     }
     t.strip_prefix(FOUND).unwrap_or(t).trim().to_string()
@@ -407,7 +418,14 @@ pub fn write_answer(
     };
     let mut usage = Usage::default();
     let constraint = (!absent.is_empty()).then(|| Constraint::Lark(found_grammar()));
-    let Some(written) = ask(model, sampling, messages.clone(), constraint, &mut usage, cancel)?
+    let Some(written) = ask(
+        model,
+        sampling,
+        messages.clone(),
+        constraint,
+        &mut usage,
+        cancel,
+    )?
     else {
         return Ok(None);
     };

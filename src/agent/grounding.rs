@@ -4,8 +4,8 @@
 //! does not depend on how the question is worded: it compares figures, not words. It rejects an
 //! answer; it never writes one.
 
-use super::types::AnswerOutput;
 use super::tools::FINAL_ANSWER;
+use super::types::AnswerOutput;
 use super::types::{Action, AnswerBy, Observation, ObservationKind, Step};
 use super::words::{figures_in, number_words};
 

@@ -404,9 +404,9 @@ pub fn run(
             }
             _ => None,
         };
-        let answers = proposed.as_deref().is_some_and(|p| {
-            super::grounding::answer_step_has_work(p, original_task, &steps)
-        });
+        let answers = proposed
+            .as_deref()
+            .is_some_and(|p| super::grounding::answer_step_has_work(p, original_task, &steps));
         let mut rewritten = if answers {
             answer_step(
                 planner,

@@ -93,10 +93,20 @@ async fn the_answer_step_writes_the_final_answer_from_the_tool_outputs() {
 #[tokio::test]
 async fn an_answer_with_nothing_observed_and_no_made_up_number_is_the_proposed_one() {
     let c = case(&[("a.txt", "x")]);
-    let mut d = ScriptedDecider::new([answer("yes, 4 is even")]).with_answers(["never".to_string()]);
-    let out = run(&c, "Is 2 + 2 an even number? It is 4.", &mut d, OodaConfig::default()).await;
+    let mut d =
+        ScriptedDecider::new([answer("yes, 4 is even")]).with_answers(["never".to_string()]);
+    let out = run(
+        &c,
+        "Is 2 + 2 an even number? It is 4.",
+        &mut d,
+        OodaConfig::default(),
+    )
+    .await;
     assert_eq!(out.answer.as_deref(), Some("yes, 4 is even"));
-    assert!(d.answer_inputs.is_empty(), "the answer step had nothing to do");
+    assert!(
+        d.answer_inputs.is_empty(),
+        "the answer step had nothing to do"
+    );
 }
 
 #[tokio::test]

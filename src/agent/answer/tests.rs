@@ -1,6 +1,6 @@
 use super::*;
-use crate::agent::types::{Observation, StepTimings};
 use crate::agent::types::ToolErrorKind;
+use crate::agent::types::{Observation, StepTimings};
 use serde_json::json;
 
 pub(super) fn step(index: usize, tool: &str, kind: ObservationKind, text: &str) -> Step {
@@ -145,9 +145,9 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
         None,
     )
     .expect("messages");
-    assert!(m[1]
-        .content
-        .contains("Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND."));
+    assert!(m[1].content.contains(
+        "Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND."
+    ));
     // A search that matched nothing echoes the words it looked for; they were not found.
     let searched = step(
         2,
@@ -188,7 +188,6 @@ pub(super) fn call(index: usize, tool: &str, args: serde_json::Value, text: &str
     }
 }
 
-
 #[test]
 fn a_partial_copy_of_a_summary_is_found_and_an_answer_with_other_numbers_is_not() {
     let out = "summary: llama-3.1-70b Q4_K_M at 8192 tokens does not fit on rtx-4090 (needs 50.4 GB, 25.8 GB usable, short by 24.6 GB); decode about 14.6 tokens/s.\nfits: no";
@@ -202,7 +201,12 @@ fn a_partial_copy_of_a_summary_is_found_and_an_answer_with_other_numbers_is_not(
     assert!(partial_summary(task, cut, &steps).is_some());
     // A number from elsewhere, or no summary at all: nothing to send back for.
     assert_eq!(partial_summary(task, "It needs 61.0 GB.", &steps), None);
-    let plain = vec![step(1, "read_file", ObservationKind::Output, "1: port = 8080")];
+    let plain = vec![step(
+        1,
+        "read_file",
+        ObservationKind::Output,
+        "1: port = 8080",
+    )];
     assert_eq!(partial_summary("port?", "8080", &plain), None);
     assert_eq!(
         numbers("v3.1 at 4,090 and 24.6."),
@@ -306,7 +310,10 @@ fn the_model_decides_whether_outputs_missing_a_named_term_answer_the_question() 
         Some(Constraint::Lark(g)) => g.clone(),
         other => panic!("no grammar: {other:?}"),
     };
-    assert!(grammar.contains("start: \"NOT FOUND\" | \"FOUND: \" REST"), "{grammar}");
+    assert!(
+        grammar.contains("start: \"NOT FOUND\" | \"FOUND: \" REST"),
+        "{grammar}"
+    );
     let prompt = &lm.requests[0].messages[1].content;
     assert!(
         prompt.ends_with("Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND. If they do (perhaps under another name), reply FOUND: and the answer in one short line."),
@@ -320,11 +327,27 @@ fn the_model_decides_whether_outputs_missing_a_named_term_answer_the_question() 
     answered(&mut lm, "What is MAX_RETRIES in settings.py?", &steps, true);
     assert!(lm.requests[0].constraint.is_none());
     // A named file a tool said does not exist is decided on too.
-    let mut gone = call(2, "read_file", json!({"path": "logs/worker.log"}), "logs/worker.log does not exist");
-    gone.observation.kind = ObservationKind::ToolError { kind: ToolErrorKind::NotFound };
+    let mut gone = call(
+        2,
+        "read_file",
+        json!({"path": "logs/worker.log"}),
+        "logs/worker.log does not exist",
+    );
+    gone.observation.kind = ObservationKind::ToolError {
+        kind: ToolErrorKind::NotFound,
+    };
     let mut lm = Scripted::new(&["NOT FOUND"]);
-    let out = answered(&mut lm, "How many ERROR lines are in logs/worker.log?", &[gone], true);
-    assert!(out.answer.starts_with("not found: ") && out.answer.contains("logs/worker.log"), "{}", out.answer);
+    let out = answered(
+        &mut lm,
+        "How many ERROR lines are in logs/worker.log?",
+        &[gone],
+        true,
+    );
+    assert!(
+        out.answer.starts_with("not found: ") && out.answer.contains("logs/worker.log"),
+        "{}",
+        out.answer
+    );
 }
 
 #[test]
@@ -356,7 +379,9 @@ fn a_number_from_nowhere_is_worked_out_by_a_program_and_checks_off_keep_it() {
 #[test]
 fn a_task_with_numbers_and_nothing_observed_is_worked_out_by_a_program() {
     let task = "A recipe uses 375 g of flour for 6 people. How much flour for 22 people?";
-    let mut lm = Scripted::new(&["flour_g = 375\npeople = 6\nguests = 22\nanswer = flour_g / people * guests"]);
+    let mut lm = Scripted::new(&[
+        "flour_g = 375\npeople = 6\nguests = 22\nanswer = flour_g / people * guests",
+    ]);
     let out = answered(&mut lm, task, &[], true);
     assert_eq!(out.answer, "1375");
     assert_eq!(out.by, AnswerBy::Program);
@@ -408,7 +433,10 @@ fn a_partial_summary_sends_the_model_back_once_and_its_second_answer_stands() {
     assert_eq!(out.by, AnswerBy::Model, "the model wrote both answers");
     assert!(out.how.contains("sent back once"), "{}", out.how);
     let back = &lm.requests[1].messages;
-    assert_eq!(back[back.len() - 2].content, "No, decode about 14.6 tokens/s");
+    assert_eq!(
+        back[back.len() - 2].content,
+        "No, decode about 14.6 tokens/s"
+    );
     assert!(back[back.len() - 1].content.contains("leaves out figures"));
     // The model's second answer stands even when it is no better.
     let mut lm = Scripted::new(&["No, decode about 14.6 tokens/s"]);
@@ -420,12 +448,21 @@ fn a_partial_summary_sends_the_model_back_once_and_its_second_answer_stands() {
 #[test]
 fn an_answer_that_repeats_the_question_or_a_file_header_says_nothing() {
     let task = "cache pool size in app.ini?";
-    assert_eq!(says_nothing(task, "cache pool size in app.ini?"), Some("repeats the question"));
+    assert_eq!(
+        says_nothing(task, "cache pool size in app.ini?"),
+        Some("repeats the question")
+    );
     assert_eq!(says_nothing(task, "48"), None);
-    assert_eq!(says_nothing("Which is larger, A or B?", "B is larger"), None);
+    assert_eq!(
+        says_nothing("Which is larger, A or B?", "B is larger"),
+        None
+    );
     assert!(says_nothing("What is the timeout?", "deploy.json (29 lines): 1: {").is_some());
     assert!(says_nothing("What is the timeout?", "app.log (lines 1-40 of 900): 1: x").is_some());
-    assert_eq!(says_nothing("What is the timeout?", "45 s (services.worker)"), None);
+    assert_eq!(
+        says_nothing("What is the timeout?", "45 s (services.worker)"),
+        None
+    );
     // Sent back once; the second answer stands.
     let read = call(
         1,
@@ -436,11 +473,28 @@ fn an_answer_that_repeats_the_question_or_a_file_header_says_nothing() {
     let mut lm = Scripted::new(&["cache pool size in app.ini?", "48"]);
     let out = answered(&mut lm, task, &[read], true);
     assert_eq!(out.answer, "48");
-    assert!(lm.requests[1].messages.last().is_some_and(|m| m.content.contains("repeats the question")));
+    assert!(lm.requests[1]
+        .messages
+        .last()
+        .is_some_and(|m| m.content.contains("repeats the question")));
     // Said twice: no answer from the answer step (the planner's stands).
-    let read = call(1, "read_file", json!({"path": "app.ini"}), "app.ini (2 lines):\n1: [cache]\n2: pool_size = 48");
+    let read = call(
+        1,
+        "read_file",
+        json!({"path": "app.ini"}),
+        "app.ini (2 lines):\n1: [cache]\n2: pool_size = 48",
+    );
     let mut lm = Scripted::new(&["cache pool size in app.ini?"]);
-    let none = write_answer(&mut lm, &SamplingParams::default(), task, &[read], None, true, &CancelToken::new()).expect("runs");
+    let none = write_answer(
+        &mut lm,
+        &SamplingParams::default(),
+        task,
+        &[read],
+        None,
+        true,
+        &CancelToken::new(),
+    )
+    .expect("runs");
     assert_eq!((none, lm.requests.len()), (None, 2));
 }
 
