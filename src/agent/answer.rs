@@ -145,12 +145,7 @@ pub fn observations_block(steps: &[Step], overview: Option<&str>, budget: usize)
 
 /// The hint under the tool outputs: the lines that share most words with the question.
 fn hint(task: &str, steps: &[Step]) -> String {
-    let ranked = ranked_lines(task, steps);
-    let best: Vec<String> = top(&ranked)
-        .iter()
-        .take(BEST_LINES)
-        .map(|x| x.1.clone())
-        .collect();
+    let best = best_lines(task, steps, BEST_LINES);
     if best.is_empty() {
         String::new()
     } else {

@@ -80,7 +80,7 @@ pub fn best_lines(task: &str, steps: &[Step], max: usize) -> Vec<String> {
 }
 
 /// The lines of `ranked` with the best score (its first ones: it is sorted best first).
-pub(super) fn top(ranked: &[(usize, String)]) -> &[(usize, String)] {
+fn top(ranked: &[(usize, String)]) -> &[(usize, String)] {
     let best = ranked.first().map(|x| x.0);
     let n = ranked.iter().take_while(|x| Some(x.0) == best).count();
     &ranked[..n]
