@@ -156,10 +156,35 @@ fn hint(task: &str, steps: &[Step]) -> String {
     }
 }
 
-/// The exact terms of the question no output holds, and the files the question names that a
-/// tool said do not exist: what the answer step asks the model to decide about.
-fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<String> {
-    let mut out = absent_terms(task, &found_text(steps, overview));
+/// What the question names that the outputs lack: an exact term of the question (identifier,
+/// quoted phrase) that no output holds, or a file the question names that a tool said does not
+/// exist. What the answer step asks the model to decide about.
+#[derive(Debug, Clone, PartialEq)]
+enum Lack {
+    Term(String),
+    File(String),
+}
+
+impl Lack {
+    fn name(&self) -> &str {
+        match self {
+            Lack::Term(t) | Lack::File(t) => t,
+        }
+    }
+    /// The fact as the answer step states it to the model.
+    fn fact(&self) -> String {
+        match self {
+            Lack::Term(t) => format!("No tool output contains \"{t}\"."),
+            Lack::File(p) => format!("The tools report that {p} does not exist."),
+        }
+    }
+}
+
+fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<Lack> {
+    let mut out: Vec<Lack> = absent_terms(task, &found_text(steps, overview))
+        .into_iter()
+        .map(Lack::Term)
+        .collect();
     let named = super::tools::choices::named_paths(task);
     for s in steps {
         let not_found = matches!(
@@ -173,11 +198,15 @@ fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<String> {
             if named
                 .iter()
                 .any(|n| super::tools::choices::same_path(n, &p))
-                && !out.contains(&p)
+                && !out.iter().any(|l| l.name() == p)
             {
-                out.push(p);
+                out.push(Lack::File(p));
             }
         }
+    }
+    // A file that does not exist is the fact: the terms it would hold are absent because it is.
+    if out.iter().any(|l| matches!(l, Lack::File(_))) {
+        out.retain(|l| matches!(l, Lack::File(_)));
     }
     out
 }
@@ -195,7 +224,7 @@ fn answer_messages_with(
     task: &str,
     steps: &[Step],
     overview: Option<&str>,
-    absent: &[String],
+    absent: &[Lack],
 ) -> Option<Vec<ChatMessage>> {
     let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
     let hint = hint(task, steps);
@@ -203,10 +232,10 @@ fn answer_messages_with(
     let ask = if absent.is_empty() {
         "Answer in one short line.".to_string()
     } else {
-        let quoted: Vec<String> = absent.iter().map(|t| format!("\"{t}\"")).collect();
+        let facts: Vec<String> = absent.iter().map(Lack::fact).collect();
         format!(
-            "Do the tool outputs above show {}? If they do not, reply {NOT_FOUND}. If they do (perhaps under another name), reply {FOUND} and the answer in one short line.",
-            quoted.join(" or ")
+            "{} If the tool outputs give the value the question asks for, reply {FOUND} and the answer in one short line. If they do not, reply {NOT_FOUND}.",
+            facts.join(" ")
         )
     };
     Some(vec![
@@ -360,24 +389,42 @@ fn found_grammar() -> String {
 /// The answer a reply makes: `NOT FOUND` says so about what `missing` names (and what the
 /// steps looked at); `FOUND:` and an answer is the answer; any other reply (a backend without
 /// grammars) is kept as written.
-fn found_answer(reply: &str, missing: &[String], steps: &[Step]) -> String {
+fn found_answer(reply: &str, missing: &[Lack], steps: &[Step]) -> String {
     let t = reply.trim();
     if t.starts_with(NOT_FOUND) {
-        let mut read: Vec<&str> = steps
+        let mut read: Vec<&str> = Vec::new();
+        for p in steps
             .iter()
-            .filter(|s| usable(s))
+            .filter(|s| matches!(s.observation.kind, ObservationKind::Output))
             .filter_map(call_path)
+        {
+            if !read.contains(&p) {
+                read.push(p);
+            }
+        }
+        let mut said: Vec<String> = missing
+            .iter()
+            .filter_map(|l| match l {
+                Lack::File(p) => Some(format!("{p} does not exist")),
+                Lack::Term(_) => None,
+            })
             .collect();
-        read.dedup();
-        let what = missing.join(", ");
-        return if read.is_empty() {
-            format!("not found: no tool output shows {what}")
+        let terms: Vec<&str> = missing
+            .iter()
+            .filter_map(|l| match l {
+                Lack::Term(t) => Some(t.as_str()),
+                Lack::File(_) => None,
+            })
+            .collect();
+        if !terms.is_empty() {
+            said.push(format!("no tool output shows {}", terms.join(", ")));
+        }
+        let looked = if read.is_empty() {
+            String::new()
         } else {
-            format!(
-                "not found: no tool output shows {what} (looked at {})",
-                read.join(", ")
-            )
+            format!(" (looked at {})", read.join(", "))
         };
+        return format!("not found: {}{looked}", said.join("; "));
     }
     t.strip_prefix(FOUND).unwrap_or(t).trim().to_string()
 }
@@ -431,8 +478,8 @@ pub fn write_answer(
             answer: written,
             usage,
             how: format!(
-                "the model replied {NOT_FOUND} (no output shows {})",
-                absent.join(", ")
+                "the model replied {NOT_FOUND} ({})",
+                absent.iter().map(Lack::fact).collect::<Vec<_>>().join(" ")
             ),
             by: AnswerBy::Model,
         }));

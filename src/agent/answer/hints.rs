@@ -275,6 +275,15 @@ fn json_facts(path: &str, step: &Step) -> Option<Vec<String>> {
     Some(facts.into_iter().map(|f| f.text).collect())
 }
 
+/// Whether `w` (with `letters` letters) reads as a file name: a dot inside and a part after
+/// the last dot that starts with a letter (`config.json`, not `3.2GB` or `v1.2`).
+fn file_name(w: &str, letters: usize) -> bool {
+    letters >= 2
+        && w.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty() && ext.chars().next().is_some_and(|c| c.is_alphabetic())
+        })
+}
+
 /// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`, `MaxBatchSize`),
 /// quoted phrases (`'hex bolt M8'`) and file names — that appear in none of `found` (compared
 /// without case). Told so, the model may answer that the thing asked for was not found.
@@ -291,15 +300,22 @@ pub fn absent_terms(task: &str, found: &str) -> Vec<String> {
             || (letters >= 3
                 && w.chars().all(|c| !c.is_lowercase())
                 && w.chars().any(|c| c.is_alphabetic()))
-            || (w.contains('.') && letters >= 2 && !w.ends_with('.'));
+            || file_name(w, letters);
         if identifier {
             terms.push(w.to_string());
         }
     }
-    let hay = found.to_lowercase();
+    // Compared without case and without spaces: "3.2GB" is found in "3.2 GB".
+    let squeeze = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let hay = squeeze(found);
     let mut out: Vec<String> = Vec::new();
     for t in terms {
-        if !hay.contains(&t.to_lowercase()) && !out.contains(&t) {
+        if !hay.contains(&squeeze(&t)) && !out.contains(&t) {
             out.push(t);
         }
     }

@@ -131,6 +131,12 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
         vec!["LOG_LEVEL"]
     );
     assert!(absent_terms("What is MAX_RETRIES in settings.py?", block).is_empty());
+    // A figure with its unit is no file name, and spacing does not hide a term.
+    assert!(absent_terms("How long does a 3.2GB upload take?", "size: 3.2 GB").is_empty());
+    assert_eq!(
+        absent_terms("What does v1.2 of build.gradle set?", "nothing"),
+        vec!["build.gradle"]
+    );
     assert_eq!(
         absent_terms(
             "How many units of 'hex bolt M8' are in stock?",
@@ -145,9 +151,10 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
         None,
     )
     .expect("messages");
-    assert!(m[1].content.contains(
-        "Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND."
-    ));
+    assert!(m[1]
+        .content
+        .contains("No tool output contains \"LOG_LEVEL\"."));
+    assert!(m[1].content.ends_with("If they do not, reply NOT FOUND."));
     // A search that matched nothing echoes the words it looked for; they were not found.
     let searched = step(
         2,
@@ -162,7 +169,7 @@ fn terms_the_task_names_that_no_output_holds_are_pointed_out() {
         answer_messages("What is LOG_LEVEL in settings.py?", &with_search, None).expect("messages");
     assert!(m[1]
         .content
-        .contains("Do the tool outputs above show \"LOG_LEVEL\"?"));
+        .contains("No tool output contains \"LOG_LEVEL\"."));
 }
 
 #[test]
@@ -316,7 +323,7 @@ fn the_model_decides_whether_outputs_missing_a_named_term_answer_the_question() 
     );
     let prompt = &lm.requests[0].messages[1].content;
     assert!(
-        prompt.ends_with("Do the tool outputs above show \"LOG_LEVEL\"? If they do not, reply NOT FOUND. If they do (perhaps under another name), reply FOUND: and the answer in one short line."),
+        prompt.ends_with("No tool output contains \"LOG_LEVEL\". If the tool outputs give the value the question asks for, reply FOUND: and the answer in one short line. If they do not, reply NOT FOUND."),
         "{prompt}"
     );
     // Found after all (under another name): the prefix goes, and no program runs for it.
@@ -343,10 +350,13 @@ fn the_model_decides_whether_outputs_missing_a_named_term_answer_the_question() 
         &[gone],
         true,
     );
+    assert_eq!(out.answer, "not found: logs/worker.log does not exist");
+    // The error names the file; that is no sighting of it, and the model is told the fact.
+    let prompt = &lm.requests[0].messages[1].content;
     assert!(
-        out.answer.starts_with("not found: ") && out.answer.contains("logs/worker.log"),
-        "{}",
-        out.answer
+        prompt.contains("The tools report that logs/worker.log does not exist.")
+            && !prompt.contains("No tool output contains"),
+        "{prompt}"
     );
 }
 
