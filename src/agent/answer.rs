@@ -159,7 +159,7 @@ fn hint(task: &str, steps: &[Step]) -> String {
 /// What the question names that the outputs lack: an exact term of the question (identifier,
 /// quoted phrase) that no output holds, or a file the question names that a tool said does not
 /// exist. What the answer step asks the model to decide about.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 enum Lack {
     Term(String),
     File(String),
@@ -402,20 +402,14 @@ fn found_answer(reply: &str, missing: &[Lack], steps: &[Step]) -> String {
                 read.push(p);
             }
         }
-        let mut said: Vec<String> = missing
-            .iter()
-            .filter_map(|l| match l {
-                Lack::File(p) => Some(format!("{p} does not exist")),
-                Lack::Term(_) => None,
-            })
-            .collect();
-        let terms: Vec<&str> = missing
-            .iter()
-            .filter_map(|l| match l {
-                Lack::Term(t) => Some(t.as_str()),
-                Lack::File(_) => None,
-            })
-            .collect();
+        let mut said: Vec<String> = Vec::new();
+        let mut terms: Vec<&str> = Vec::new();
+        for l in missing {
+            match l {
+                Lack::File(p) => said.push(format!("{p} does not exist")),
+                Lack::Term(t) => terms.push(t),
+            }
+        }
         if !terms.is_empty() {
             said.push(format!("no tool output shows {}", terms.join(", ")));
         }
