@@ -166,11 +166,6 @@ enum Lack {
 }
 
 impl Lack {
-    fn name(&self) -> &str {
-        match self {
-            Lack::Term(t) | Lack::File(t) => t,
-        }
-    }
     /// The fact as the answer step states it to the model.
     fn fact(&self) -> String {
         match self {
@@ -181,11 +176,8 @@ impl Lack {
 }
 
 fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<Lack> {
-    let mut out: Vec<Lack> = absent_terms(task, &found_text(steps, overview))
-        .into_iter()
-        .map(Lack::Term)
-        .collect();
     let named = super::tools::choices::named_paths(task);
+    let mut files: Vec<String> = Vec::new();
     for s in steps {
         let not_found = matches!(
             s.observation.kind,
@@ -198,17 +190,20 @@ fn missing(task: &str, steps: &[Step], overview: Option<&str>) -> Vec<Lack> {
             if named
                 .iter()
                 .any(|n| super::tools::choices::same_path(n, &p))
-                && !out.iter().any(|l| l.name() == p)
+                && !files.contains(&p)
             {
-                out.push(Lack::File(p));
+                files.push(p);
             }
         }
     }
     // A file that does not exist is the fact: the terms it would hold are absent because it is.
-    if out.iter().any(|l| matches!(l, Lack::File(_))) {
-        out.retain(|l| matches!(l, Lack::File(_)));
+    if !files.is_empty() {
+        return files.into_iter().map(Lack::File).collect();
     }
-    out
+    absent_terms(task, &found_text(steps, overview))
+        .into_iter()
+        .map(Lack::Term)
+        .collect()
 }
 
 /// The messages of the answer step, or `None` when no step produced a usable observation.
