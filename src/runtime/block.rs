@@ -414,37 +414,49 @@ impl BlockSpec {
         })
     }
 
-    /// The RoPE cos/sin tables for positions `0..positions`.
-    pub fn rope_tables(&self, positions: usize) -> RopeTables {
-        self.tables(&self.rope, positions)
+    /// The RoPE cos/sin tables for positions `0..positions`, angles rounded as `form` says.
+    pub fn rope_tables(&self, positions: usize, form: AngleForm) -> RopeTables {
+        self.tables(&self.rope, positions, form)
     }
 
     /// The RoPE tables of the local layers, when they differ from [`BlockSpec::rope_tables`]
     /// (Gemma 3).
-    pub fn local_rope_tables(&self, positions: usize) -> Option<RopeTables> {
+    pub fn local_rope_tables(&self, positions: usize, form: AngleForm) -> Option<RopeTables> {
         let g = self.gemma.as_ref()?;
         g.local
             .iter()
             .any(|&l| l)
-            .then(|| self.tables(&g.rope_local, positions))
+            .then(|| self.tables(&g.rope_local, positions, form))
     }
 
-    fn tables(&self, rope: &RopeSpec, positions: usize) -> RopeTables {
+    fn tables(&self, rope: &RopeSpec, positions: usize, form: AngleForm) -> RopeTables {
         let hd = self.head_dim;
         let half = hd / 2;
         let inv_freq: Vec<f32> = (0..half)
             .map(|i| 1.0 / rope.base.powf(2.0 * i as f32 / hd as f32))
             .collect();
+        let ratio = rope.base.powf(-2.0 / hd as f32);
         let (mut cos, mut sin) = (
             Vec::with_capacity(positions * half),
             Vec::with_capacity(positions * half),
         );
+        let mut push = |a: f32| {
+            cos.push(a.cos());
+            sin.push(a.sin());
+        };
         for pos in 0..positions {
-            let pos = pos as f32 * rope.position_scale;
-            for f in &inv_freq {
-                let a = pos * f;
-                cos.push(a.cos());
-                sin.push(a.sin());
+            match form {
+                AngleForm::Product => {
+                    let pos = pos as f32 * rope.position_scale;
+                    inv_freq.iter().for_each(|f| push(pos * f));
+                }
+                AngleForm::Iterated => {
+                    let mut theta = pos as f32;
+                    for _ in 0..half {
+                        push(rope.position_scale * theta);
+                        theta *= ratio;
+                    }
+                }
             }
         }
         RopeTables {
@@ -469,6 +481,19 @@ fn matrix(name: &str, rows: usize, cols: usize) -> MatrixTensor {
         rows,
         cols,
     }
+}
+
+/// How the RoPE angle `pos · base^(-2i/d)` of pair `i` is rounded to f32. The forms differ in
+/// the last bits only, but a quantized model's near-tied logits follow them, so each engine
+/// uses the form of the implementation it is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AngleForm {
+    /// The position times the pair's inverse frequency `1 / base^(2i/d)`, as candle-transformers
+    /// forms it (the candle engine's reference).
+    Product,
+    /// The position multiplied by `base^(-2/d)` once per pair, as llama.cpp's ggml forms it
+    /// (the native engine's reference).
+    Iterated,
 }
 
 /// Precomputed RoPE cos/sin values, `positions × head_dim / 2` each, row-major by position.
@@ -587,26 +612,53 @@ mod tests {
     fn linear_scaling_divides_positions() {
         let mut p = params(Architecture::Qwen2);
         p.rope_scaling = Some(RopeScaling::Linear { factor: 4.0 });
-        let scaled = BlockSpec::new(&p).expect("runnable").rope_tables(8);
+        let scaled = BlockSpec::new(&p)
+            .expect("runnable")
+            .rope_tables(8, AngleForm::Product);
         let plain = BlockSpec::new(&params(Architecture::Qwen2))
             .expect("runnable")
-            .rope_tables(8);
+            .rope_tables(8, AngleForm::Product);
         assert_eq!(scaled.positions(), 8);
         // Position 4 scaled by 1/4 is position 1 unscaled.
         assert_eq!(scaled.cos[4 * 4..5 * 4], plain.cos[4..8]);
     }
 
     #[test]
+    fn angle_forms_round_one_angle_two_ways() {
+        let mut p = params(Architecture::Qwen2);
+        p.rope_base = 1_000_000.0;
+        let spec = BlockSpec::new(&p).expect("runnable");
+        let product = spec.rope_tables(600, AngleForm::Product);
+        let iterated = spec.rope_tables(600, AngleForm::Iterated);
+        // ggml's form: position 599, pair 3, is 599 multiplied by base^(-2/8) three times.
+        let ratio = 1_000_000f32.powf(-2.0 / 8.0);
+        let theta = 599.0 * ratio * ratio * ratio;
+        assert_eq!(iterated.cos[599 * 4 + 3], theta.cos());
+        assert_eq!(iterated.sin[599 * 4 + 3], theta.sin());
+        for (pos, i) in [(0, 0), (1, 1), (599, 0), (599, 3), (317, 2)] {
+            let exact = pos as f64 * 1e6f64.powf(-2.0 * i as f64 / 8.0);
+            for t in [&product, &iterated] {
+                assert!((f64::from(t.cos[pos * 4 + i]) - exact.cos()).abs() < 1e-3);
+                assert!((f64::from(t.sin[pos * 4 + i]) - exact.sin()).abs() < 1e-3);
+            }
+        }
+        assert_ne!(
+            product.cos, iterated.cos,
+            "the two roundings differ somewhere"
+        );
+    }
+
+    #[test]
     fn rotation_pairs_follow_the_layout() {
         let spec = BlockSpec::new(&params(Architecture::Llama)).expect("runnable");
-        let t = spec.rope_tables(4);
+        let t = spec.rope_tables(4, AngleForm::Product);
         // Only element 0 set: interleaved rotates it with element 1, split halves with 4.
         let mut x = [1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
         t.rotate(&mut x, 1);
         assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[1] - 1f32.sin()).abs() < 1e-6);
         assert_eq!(x[4], 0.0);
         let spec = BlockSpec::new(&params(Architecture::Qwen3)).expect("runnable");
-        let t = spec.rope_tables(4);
+        let t = spec.rope_tables(4, AngleForm::Product);
         let mut x = [1.0f32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
         t.rotate(&mut x, 1);
         assert!((x[0] - 1f32.cos()).abs() < 1e-6 && (x[4] - 1f32.sin()).abs() < 1e-6);

@@ -26,8 +26,8 @@ use candle_core::{DType, Device, Module, Tensor, D};
 
 use crate::kernels::cpu::KvType;
 use crate::runtime::block::{
-    shaped_tensor, BlockSpec, GateActivation, LayerWeights, MatrixTensor, Projections, RopeTables,
-    VectorTensor, WeightSource,
+    shaped_tensor, AngleForm, BlockSpec, GateActivation, LayerWeights, MatrixTensor, Projections,
+    RopeTables, VectorTensor, WeightSource,
 };
 use crate::runtime::gguf::{GgufError, GgufFile};
 use crate::runtime::kv_cache::{KvCache, KvConfig};
@@ -390,9 +390,14 @@ impl Decoder {
         let loaded = LoadedBytes {
             file_tensors: l.loaded_bytes,
         };
-        let rope = Rope::new(&spec, spec.rope_tables(positions), device)?;
+        // candle-transformers, this engine's reference, rounds the angles as products.
+        let rope = Rope::new(
+            &spec,
+            spec.rope_tables(positions, AngleForm::Product),
+            device,
+        )?;
         let rope_local = spec
-            .local_rope_tables(positions)
+            .local_rope_tables(positions, AngleForm::Product)
             .map(|t| Rope::new(&spec, t, device))
             .transpose()?;
         Ok(Self {

@@ -16,8 +16,8 @@ use std::sync::Mutex;
 
 use crate::kernels::cpu::{hadamard_rotate, pool, Acts, Kernels, KvType, QMatrix, QType};
 use crate::runtime::block::{
-    gelu_tanh, shaped_tensor, BlockSpec, GateActivation, MatrixTensor, Projections, RopeTables,
-    VectorTensor, WeightSource,
+    gelu_tanh, shaped_tensor, AngleForm, BlockSpec, GateActivation, MatrixTensor, Projections,
+    RopeTables, VectorTensor, WeightSource,
 };
 use crate::runtime::decoder::DecoderError;
 use crate::runtime::gguf::{GgufError, GgufFile, TensorInfo};
@@ -273,10 +273,16 @@ impl WeightSource for Loader<'_> {
 fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
     let n = w.len();
     for o in x.chunks_exact_mut(n) {
-        let ms = o.iter().map(|v| v * v).sum::<f32>() / n as f32;
-        let r = 1.0 / (ms + eps).sqrt();
+        let r = rms_scale(o, eps);
         o.iter_mut().zip(w).for_each(|(o, w)| *o = *o * r * w);
     }
+}
+
+/// `1 / sqrt(mean(x²) + eps)`, the squares summed in f64 as llama.cpp sums them.
+fn rms_scale(x: &[f32], eps: f32) -> f32 {
+    let sum: f64 = x.iter().map(|v| f64::from(v * v)).sum();
+    let ms = (sum / x.len() as f64) as f32;
+    1.0 / (ms + eps).sqrt()
 }
 
 /// `g = gelu(g) · u`, element by element (Gemma's GeGLU).
@@ -289,8 +295,7 @@ fn gelu_mul(g: &mut [f32], u: &[f32]) {
 fn rms_norm(x: &mut [f32], src: &[f32], w: &[f32], eps: f32) {
     let n = w.len();
     for (o, s) in x.chunks_exact_mut(n).zip(src.chunks_exact(n)) {
-        let ms = s.iter().map(|v| v * v).sum::<f32>() / n as f32;
-        let r = 1.0 / (ms + eps).sqrt();
+        let r = rms_scale(s, eps);
         for ((o, s), w) in o.iter_mut().zip(s).zip(w) {
             *o = s * r * w;
         }
@@ -335,8 +340,8 @@ impl NativeModel {
             output,
             layers,
             norm,
-            rope: spec.rope_tables(positions),
-            rope_local: spec.local_rope_tables(positions),
+            rope: spec.rope_tables(positions, AngleForm::Iterated),
+            rope_local: spec.local_rope_tables(positions, AngleForm::Iterated),
             kernels: Kernels::get_for(opts.kernels),
             scratch: Mutex::new(Scratch {
                 prof: Prof {
