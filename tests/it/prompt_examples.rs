@@ -180,7 +180,7 @@ fn no_example_of_the_ooda_or_react_prompts_appears_in_or_passes_an_eval_check() 
     // The Decide prompt still teaches by example (with placeholders).
     let decide = &prompts[1].1;
     assert!(decide.contains("Example 3:"), "{decide}");
-    assert!(decide.contains("\"answer\": \"<the value, copied from that line>\""));
+    assert!(decide.contains("\"answer\": \"<the value from that line>\""));
 }
 
 /// The check above can fail: the worked examples the Decide prompt had before (a calculation

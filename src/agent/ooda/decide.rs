@@ -454,6 +454,9 @@ pub enum DropReason {
     },
     /// Already done with the same arguments: verified once, or twice in any other way.
     Repeat,
+    /// A final answer holding a `<…>` placeholder of the prompt's examples (text in angle
+    /// brackets that neither the task nor any tool output holds), not a value.
+    Placeholder,
 }
 
 impl DropReason {
@@ -482,6 +485,9 @@ impl DropReason {
             }
             DropReason::RepeatOfFailure { .. } => "it failed before; change the arguments".into(),
             DropReason::Repeat => "already done; its result is in the world model".into(),
+            DropReason::Placeholder => {
+                "the answer is a placeholder like the examples' <...>, not a value: call the tool that returns the value".into()
+            }
         }
     }
 }
@@ -651,7 +657,13 @@ pub fn assess(
             dropped,
         });
     }
-    let chosen = out
+    let chosen = best(&out);
+    (out, chosen)
+}
+
+/// The candidate not dropped with the highest expected value (the first of equals).
+fn best(assessed: &[Assessment]) -> Option<usize> {
+    assessed
         .iter()
         .enumerate()
         .filter(|(_, a)| a.dropped.is_none())
@@ -659,13 +671,89 @@ pub fn assess(
             Some((_, ev)) if ev >= a.expected_value => best,
             _ => Some((i, a.expected_value)),
         })
-        .map(|(i, _)| i);
-    (out, chosen)
+        .map(|(i, _)| i)
+}
+
+/// The `<…>` spans of `text` written as placeholders are: a letter right after `<`, no space
+/// before `>`, one line, at most 80 characters inside (`3 < 4 and 5 > 2` holds none).
+fn bracketed(text: &str) -> impl Iterator<Item = &str> {
+    text.split('<').skip(1).filter_map(|rest| {
+        let (inside, _) = rest.split_once('>')?;
+        (inside.len() <= 80
+            && !inside.contains('\n')
+            && inside.starts_with(char::is_alphabetic)
+            && !inside.ends_with(char::is_whitespace))
+        .then_some(inside)
+    })
+}
+
+/// Drop each final answer that holds a `<…>` span none of `sources` (the task and the tool
+/// outputs) contains — the prompt examples' placeholder copied instead of a value
+/// ([`DropReason::Placeholder`]) — and choose again among the rest. `Vec<u8>` or `<div>` read
+/// from a file stand.
+pub fn drop_placeholders(assessed: &mut [Assessment], sources: &[&str]) -> Option<usize> {
+    for a in assessed
+        .iter_mut()
+        .filter(|a| a.is_final && a.dropped.is_none())
+    {
+        let answer = match a.args.get("answer") {
+            Some(Value::String(t)) => t.clone(),
+            Some(other) => other.to_string(),
+            None => continue,
+        };
+        let invented = bracketed(&answer).any(|span| {
+            let span = format!("<{span}>");
+            !sources.iter().any(|s| s.contains(&span))
+        });
+        if invented {
+            a.dropped = Some(DropReason::Placeholder);
+        }
+    }
+    best(assessed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placeholder_answer_is_dropped_and_a_tool_call_chosen_instead() {
+        let mut world = WorldModel::new("What is 17 * 3?", 20.0, None);
+        world.confidence = 0.9;
+        let tools = Toolset::builtin(None);
+        let d = tempfile::tempdir().expect("tempdir");
+        let approvals = Approvals::new(None, "r", d.path(), Vec::new());
+        let run = |answer: &str, sources: &[&str]| {
+            let cands = vec![
+                Candidate::answer(answer),
+                Candidate::tool("calculator", serde_json::json!({"expression": "17 * 3"})),
+            ];
+            let (mut a, chosen) = assess(
+                &cands,
+                &world,
+                &tools,
+                &Policy::default(),
+                &approvals,
+                &|_| false,
+                0.0,
+            );
+            assert_eq!(chosen, Some(0), "the answer ranks first");
+            let chosen = drop_placeholders(&mut a, sources);
+            (chosen, a[0].dropped.clone())
+        };
+        assert_eq!(
+            run("<result>", &["What is 17 * 3?"]),
+            (Some(1), Some(DropReason::Placeholder))
+        );
+        assert_eq!(
+            run("<the day of the week, copied exactly>", &[]).1,
+            Some(DropReason::Placeholder)
+        );
+        // Angle brackets a source holds, and comparisons, are answers.
+        assert_eq!(run("Vec<u8>", &["fn f() -> Vec<u8>"]), (Some(0), None));
+        assert_eq!(run("3 < 4 and 5 > 2", &[]), (Some(0), None));
+        assert_eq!(run("51", &[]), (Some(0), None));
+    }
 
     #[test]
     fn proposals_parse_in_several_shapes() {

@@ -549,9 +549,6 @@ mod tests {
         assert!(rules.starts_with(
             "- ALL arithmetic goes through the calculator tool, even simple sums.\n- Poll the job tool until it says done.\n- When the world model"
         ), "{rules}");
-        assert!(
-            p.ends_with("<result, copied exactly>\"}}]}\nExample 9:\n<a poll>\n"),
-            "{p}"
-        );
+        assert!(p.ends_with("<result>\"}}]}\nExample 9:\n<a poll>\n"), "{p}");
     }
 }

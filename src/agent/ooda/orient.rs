@@ -387,6 +387,9 @@ mod tests {
         assert!(r.contradictions.is_empty());
         assert_eq!(w.facts[HOST_MEMORY_KEY].value, "enough");
         assert_eq!(w.facts[MODEL_CONTEXT_KEY].value, "has room");
+        // Healthy readings call for nothing and stay out of the prompts.
+        assert!(!w.render().contains(MODEL_CONTEXT_KEY), "{}", w.render());
+        assert!(!w.render().contains(HOST_MEMORY_KEY));
         let degraded = obs(&[
             ("model.context_used", "7500 of 8192"),
             ("model.kv_bytes", "7864320000"),
@@ -396,6 +399,7 @@ mod tests {
         for (c, src) in resource_claims(&degraded) {
             w.apply_claims(&[c], src, 2, false, &mut r);
         }
+        assert!(w.render().contains("now \"nearly full\""), "{}", w.render());
         let kinds: Vec<(ContradictionKind, Severity)> = r
             .contradictions
             .iter()

@@ -153,6 +153,17 @@ pub const HOST_MEMORY_SOURCE: &str = "sensor memory";
 /// Fact source of the model-context reading.
 pub const MODEL_CONTEXT_SOURCE: &str = "sensor context";
 
+/// A resource reading (host memory, model context) that calls for nothing: healthy and
+/// undisputed. Left out of the prompts (the record keeps it): a 0.5B decider answered
+/// questions about files with "The model context has room."
+fn healthy_resource(f: &Fact) -> bool {
+    let resource = matches!(
+        ContradictionKind::of_source(&f.source),
+        ContradictionKind::HostMemory | ContradictionKind::ModelContext
+    );
+    resource && f.disputed.is_empty() && f.confidence >= super::orient::HEALTHY_CONFIDENCE
+}
+
 /// Confidence factor of both values a low-severity contradiction keeps.
 pub const DISPUTED_FACTOR: f64 = 0.5;
 
@@ -576,6 +587,7 @@ impl WorldModel {
             .facts
             .values()
             .filter(|f| !in_record.contains(&f.key) && !f.key.starts_with(FILE_HASH_PREFIX))
+            .filter(|f| !healthy_resource(f))
             .collect();
         if !shown.is_empty() {
             s.push_str("Known facts:\n");

@@ -23,8 +23,8 @@ use crate::lm::Usage;
 
 use super::act::ActionReport;
 use super::decide::{
-    assess, state_signature, Approvals, Assessment, Candidate, DecideInput, DecisionRecord,
-    DropReason, ImplicitGuidance, Proposal,
+    assess, drop_placeholders, state_signature, Approvals, Assessment, Candidate, DecideInput,
+    DecisionRecord, DropReason, ImplicitGuidance, Proposal,
 };
 use super::memory::{MemoryKind, RecalledOutcome, PRIOR_DISCOUNT};
 use super::observe::{LastActionSlot, SensorReadings, UsageSlot, WatchSlot};
@@ -520,7 +520,7 @@ impl<'a, 'e> Driver<'a, 'e> {
         self.s.add_usage(&proposal.usage);
         self.s.counters.parse_failures += proposal.parse_failures;
         let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());
-        let (assessed, chosen) = assess(
+        let (mut assessed, _) = assess(
             &proposal.candidates,
             &self.s.world,
             tools,
@@ -529,6 +529,13 @@ impl<'a, 'e> Driver<'a, 'e> {
             &polls,
             self.ooda.config.confidence_threshold,
         );
+        // An answer that copies the examples' `<…>` placeholder is refused like a repeat: the
+        // decider is told why and proposes again (a 0.5B decider answered "<result, copied
+        // exactly>" before calling any tool).
+        let sources: Vec<&str> = std::iter::once(self.s.task.as_str())
+            .chain(self.steps.iter().map(|s| s.observation.text.as_str()))
+            .collect();
+        let chosen = drop_placeholders(&mut assessed, &sources);
         let (assessed, chosen, guidance) = self.answer_instead_of_repeat(assessed, chosen)?;
         Ok(DecisionRecord {
             cycle,
@@ -654,6 +661,7 @@ impl<'a, 'e> Driver<'a, 'e> {
                         | DropReason::Repeat
                         | DropReason::RepeatOfFailure { .. }
                         | DropReason::NotRequested
+                        | DropReason::Placeholder
                 )
             )
         });

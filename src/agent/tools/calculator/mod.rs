@@ -84,7 +84,7 @@ impl Tool for Calculator {
 const CALCULATOR_EXAMPLES: &str = "Example 1:\nWorld model:\nObjective: <a question that needs arithmetic>\nActions so far: none\n\
 {\"candidates\": [{\"thought\": \"Compute it with the calculator.\", \"tool\": \"calculator\", \"args\": {\"expression\": \"<the arithmetic, with the numbers from the task>\"}}]}\n\
 Example 2:\nWorld model:\nObjective: <the same question>\nActions so far:\n- calculator {\"expression\":\"<the arithmetic>\"} -> verified: <result>\n\
-{\"candidates\": [{\"thought\": \"The calculator returned the result.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<result, copied exactly>\"}}]}\n";
+{\"candidates\": [{\"thought\": \"The calculator returned the result.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<result>\"}}]}\n";
 
 /// A calculator value: exact integer or float.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -240,4 +240,4 @@ pub fn long_read_preview(task: &str, output: &str) -> Option<String> {
 /// `read_file`'s worked example for the Decide prompt (neutral placeholders). Numbered after the
 /// calculator's two, as the prompt has always shown it.
 const READ_FILE_EXAMPLE: &str = "Example 3:\nWorld model:\nObjective: <a question about a file>\nActions so far:\n- read_file {\"path\":\"<file named in the task>\"} -> verified: <the line that states the fact>\n\
-{\"candidates\": [{\"thought\": \"The file states it.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<the value, copied from that line>\"}}]}\n";
+{\"candidates\": [{\"thought\": \"The file states it.\", \"tool\": \"final_answer\", \"args\": {\"answer\": \"<the value from that line>\"}}]}\n";
