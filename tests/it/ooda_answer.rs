@@ -67,7 +67,7 @@ fn answer(text: &str) -> ScriptedDecision {
 async fn the_answer_step_writes_the_final_answer_from_the_tool_outputs() {
     let c = case(&[("config.toml", "[server]\nport = 8080\n")]);
     let task = "Which port does the server in config.toml listen on?";
-    let mut d = ScriptedDecider::new([read("config.toml"), answer("<the value>")])
+    let mut d = ScriptedDecider::new([read("config.toml"), answer("the port")])
         .with_answers(["8080".to_string()]);
     let out = run(&c, task, &mut d, OodaConfig::default()).await;
     assert_eq!(out.state, OodaState::Completed);
@@ -205,11 +205,26 @@ async fn once_only_the_final_answer_is_left_the_answer_step_writes_it_without_a_
     );
 }
 
+/// An answer that is the examples' `<…>` placeholder, before anything was read, is refused:
+/// the refusal is in the audit log and the decider's next proposal runs.
+#[tokio::test]
+async fn a_placeholder_answer_is_refused_and_the_decider_goes_on() {
+    let c = case(&[("config.toml", "[server]\nport = 8080\n")]);
+    let task = "Which port does the server in config.toml listen on?";
+    let mut d = ScriptedDecider::new([answer("<result>"), read("config.toml"), answer("8080")])
+        .with_answers(["8080".to_string()]);
+    let out = run(&c, task, &mut d, OodaConfig::default()).await;
+    assert_eq!(out.state, OodaState::Completed, "{out:?}");
+    assert_eq!(out.answer.as_deref(), Some("8080"));
+    let audit = std::fs::read_to_string(out.run_dir.join("audit.jsonl")).expect("audit log");
+    assert!(audit.contains("placeholder"), "{audit}");
+}
+
 #[tokio::test]
 async fn a_missing_file_stays_a_not_found_fact_for_the_answer_step() {
     let c = case(&[("present.txt", "x\n")]);
     let task = "How many lines does missing.txt have?";
-    let mut d = ScriptedDecider::new([read("missing.txt"), answer("<the value>")])
+    let mut d = ScriptedDecider::new([read("missing.txt"), answer("the count")])
         .with_answers(["missing.txt was not found".to_string()]);
     let out = run(&c, task, &mut d, OodaConfig::default()).await;
     assert_eq!(out.state, OodaState::Completed, "{out:?}");

@@ -31,6 +31,7 @@ pub mod lm_phases;
 pub mod memory;
 pub mod observe;
 pub mod orient;
+pub mod placeholder;
 pub mod policy;
 pub mod risk;
 pub mod sensing;

@@ -23,12 +23,13 @@ use crate::lm::Usage;
 
 use super::act::ActionReport;
 use super::decide::{
-    assess, drop_placeholders, state_signature, Approvals, Assessment, Candidate, DecideInput,
-    DecisionRecord, DropReason, ImplicitGuidance, Proposal,
+    assess, state_signature, Approvals, Assessment, Candidate, DecideInput, DecisionRecord,
+    DropReason, ImplicitGuidance, Proposal,
 };
 use super::memory::{MemoryKind, RecalledOutcome, PRIOR_DISCOUNT};
 use super::observe::{LastActionSlot, SensorReadings, UsageSlot, WatchSlot};
 use super::orient::{resource_claims, rule_claims, sensor_claims, OrientInput};
+use super::placeholder::drop_placeholders;
 use super::risk;
 use super::sensing::SensorThreads;
 use super::world::{FactClaim, OrientReport, RefusedAction, WorldModel};
