@@ -531,6 +531,17 @@ pub struct Assessment {
     pub token: Option<String>,
 }
 
+impl Assessment {
+    /// A final answer's text (`final_answer`'s `answer`, a non-string written as JSON); `None`
+    /// when the arguments hold no answer.
+    pub fn answer_text(&self) -> Option<String> {
+        match self.args.get("answer")? {
+            Value::String(t) => Some(t.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+}
+
 /// What Decide chose and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DecisionRecord {

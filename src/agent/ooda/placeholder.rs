@@ -3,8 +3,6 @@
 //! value. Such an answer is refused like a repeat ([`DropReason::Placeholder`]) and the decider
 //! proposes again.
 
-use serde_json::Value;
-
 use super::decide::{best, Assessment, DropReason};
 
 /// The `<…>` spans of `text` written as placeholders are: a letter right after `<`, no space
@@ -29,10 +27,8 @@ pub fn drop_placeholders(assessed: &mut [Assessment], sources: &[&str]) -> Optio
         .iter_mut()
         .filter(|a| a.is_final && a.dropped.is_none())
     {
-        let answer = match a.args.get("answer") {
-            Some(Value::String(t)) => t.clone(),
-            Some(other) => other.to_string(),
-            None => continue,
+        let Some(answer) = a.answer_text() else {
+            continue;
         };
         let invented = bracketed(&answer).any(|span| {
             let span = format!("<{span}>");

@@ -33,11 +33,7 @@ impl Driver<'_, '_> {
     pub(super) async fn act(&mut self, cycle: usize, choice: Choice) -> Result<Flow, OodaError> {
         let a = &choice.assessment;
         if a.is_final {
-            let proposed = match a.args.get("answer") {
-                Some(serde_json::Value::String(t)) => t.clone(),
-                Some(other) => other.to_string(),
-                None => String::new(),
-            };
+            let proposed = a.answer_text().unwrap_or_default();
             // An answer taken by implicit guidance skips the model, the answer step included.
             // A rule's or a learned pattern's answer is a tool output code took as the answer.
             let (text, by) = if choice.implicit {
