@@ -570,6 +570,11 @@ fn ask(
         other => other?,
     };
     usage.add(&out.usage);
+    tracing::debug!(
+        prompt = %req.messages.last().map_or("", |m| m.content.as_str()),
+        reply = %out.text,
+        "answer step"
+    );
     Ok(clean_answer(&out.text))
 }
 
