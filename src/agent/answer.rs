@@ -571,8 +571,8 @@ fn ask(
     };
     usage.add(&out.usage);
     tracing::debug!(
-        prompt = %req.messages.last().map_or("", |m| m.content.as_str()),
-        reply = %out.text,
+        prompt = ?req.messages.last().map_or("", |m| m.content.as_str()),
+        reply = ?out.text,
         "answer step"
     );
     Ok(clean_answer(&out.text))

@@ -151,10 +151,11 @@ pub(super) fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String)> {
         // A CSV file's header: each later row with as many fields is shown as name=value
         // pairs, so "qty=845" says which number is the quantity.
         let mut header: Option<Vec<String>> = None;
-        // A JSON file read whole is ranked by its values under their key paths
-        // ("services.worker.healthcheck.timeout_s: 45"): its lines alone ("\"timeout_s\": 45")
-        // do not say which object they are in.
-        if let Some(facts) = json_facts(&path, step) {
+        // A structured file read whole is ranked by its values under their key paths
+        // ("services.worker.healthcheck.timeout_s: 45", "cache.pool_size: 48") and its
+        // records ("mirror: name=us-east, bandwidth_mbps=250"): its lines alone
+        // ("\"timeout_s\": 45", "pool_size = 48") do not say which object they are in.
+        if let Some(facts) = structured_facts(&path, step) {
             for fact in facts {
                 let n = score(&words(&fact), &keys);
                 if n > 0 && seen.insert(format!("{path}\u{0}{fact}")) {
@@ -259,11 +260,16 @@ pub(super) fn ranked_lines(task: &str, steps: &[Step]) -> Vec<(usize, String)> {
     scored.into_iter().map(|l| (l.score, l.shown)).collect()
 }
 
-/// The values of a JSON file `step` read whole, each under its key path; `None` for any other
-/// output, or a file that does not parse.
-fn json_facts(path: &str, step: &Step) -> Option<Vec<String>> {
+/// The values of a structured file (JSON, YAML, TOML, INI, `.env`) `step` read whole, each
+/// under its key path, an array's or a TOML table array's objects as one record each; `None`
+/// for any other output, or a file that does not parse.
+fn structured_facts(path: &str, step: &Step) -> Option<Vec<String>> {
     let text = whole_text(step);
-    if is_search_step(step) || !path.ends_with(".json") || !is_whole_read(text) {
+    let structured = matches!(
+        crate::agent::tools::table::read::kind_of(path),
+        Some("json" | "yaml" | "toml" | "ini" | "env")
+    );
+    if is_search_step(step) || !structured || !is_whole_read(text) {
         return None;
     }
     let body: Vec<&str> = text

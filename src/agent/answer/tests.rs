@@ -519,3 +519,33 @@ fn a_json_file_read_whole_is_ranked_by_its_key_paths() {
     );
     assert_eq!(best, vec!["services.worker.healthcheck.timeout_s: 45"]);
 }
+
+#[test]
+fn toml_table_arrays_and_ini_sections_are_ranked_as_records_and_key_paths() {
+    // A TOML array of tables: each entry is one record, so the entry the question names and
+    // the value asked for are on one line.
+    let toml = "regions.toml (9 lines):\n1: [[region]]\n2: name = \"north\"\n3: quota_gb = 40\n4: \n5: [[region]]\n6: name = \"south\"\n7: quota_gb = 90\n8: [defaults]\n9: quota_gb = 10";
+    let read = call(1, "read_file", json!({"path": "regions.toml"}), toml);
+    let best = best_lines("What quota does the south region get?", &[read], 3);
+    assert_eq!(best, vec!["region: name=south, quota_gb=90"]);
+
+    // An INI key under its section's name: the section the question names outranks the
+    // same key elsewhere.
+    let ini = "svc.ini (6 lines):\n1: [db]\n2: workers = 4\n3: [queue]\n4: workers = 16\n5: [web]\n6: workers = 8";
+    let read = call(1, "read_file", json!({"path": "svc.ini"}), ini);
+    let best = best_lines("how many queue workers in svc.ini?", &[read], 3);
+    assert_eq!(best, vec!["queue.workers: 16"]);
+
+    // A file the tools searched, not read whole, is still ranked line by line.
+    let hits = "svc.ini:4: workers = 16";
+    let search = call(
+        1,
+        "search_text",
+        json!({"path": "svc.ini", "query": "workers"}),
+        hits,
+    );
+    assert_eq!(
+        best_lines("how many queue workers in svc.ini?", &[search], 3),
+        vec!["[svc.ini] workers = 16"]
+    );
+}
