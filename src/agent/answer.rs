@@ -215,14 +215,49 @@ pub fn answer_messages(
     answer_messages_with(task, steps, overview, &missing(task, steps, overview))
 }
 
+/// The steps the answer step shows: all but a look at a file (`read_file`, `search_text`)
+/// whose records a later `table` call answered. The query computed what the rows would only
+/// show, and with the rows in view a 0.5B model copied a row: "Boltwerk, 0.142" under a table
+/// output naming the cheapest quote, "1" for seven distinct visitors.
+pub fn shown_steps(steps: &[Step]) -> Vec<Step> {
+    let answered: Vec<(usize, &str)> = steps
+        .iter()
+        .filter(|s| {
+            s.observation.kind == ObservationKind::Output
+                && !s.observation.text.contains(super::tools::table::NO_MATCH)
+        })
+        .filter_map(|s| match &s.action {
+            Some(Action::ToolCall { name, .. }) if name == super::tools::table::TABLE => {
+                call_path(s).map(|p| (s.index, p))
+            }
+            _ => None,
+        })
+        .collect();
+    steps
+        .iter()
+        .filter(|s| {
+            let look = matches!(&s.action, Some(Action::ToolCall { name, .. })
+                if name == "read_file" || name == "search_text");
+            let superseded = call_path(s).is_some_and(|p| {
+                answered
+                    .iter()
+                    .any(|(i, a)| *i > s.index && super::tools::choices::same_path(a, p))
+            });
+            !(look && superseded)
+        })
+        .cloned()
+        .collect()
+}
+
 fn answer_messages_with(
     task: &str,
     steps: &[Step],
     overview: Option<&str>,
     absent: &[Lack],
 ) -> Option<Vec<ChatMessage>> {
-    let block = observations_block(steps, overview, ANSWER_CONTEXT_CHARS)?;
-    let hint = hint(task, steps);
+    let shown = shown_steps(steps);
+    let block = observations_block(&shown, overview, ANSWER_CONTEXT_CHARS)?;
+    let hint = hint(task, &shown);
     // The decision comes last, right before the reply it constrains.
     let ask = if absent.is_empty() {
         "Answer in one short line.".to_string()
@@ -578,8 +613,9 @@ fn ask(
     Ok(clean_answer(&out.text))
 }
 
-/// One request of the answer step; a cancelled one is [`PlannerError::Cancelled`].
-fn generate(
+/// One request of the answer step (and of the table query); a cancelled one is
+/// [`PlannerError::Cancelled`].
+pub(crate) fn generate(
     model: &mut dyn LanguageModel,
     req: &GenRequest,
     cancel: &CancelToken,

@@ -28,6 +28,7 @@ pub mod outputs;
 pub mod parse;
 pub mod planner;
 pub mod program;
+pub mod query;
 pub mod react;
 pub mod records;
 pub mod rundir;

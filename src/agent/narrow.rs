@@ -4,7 +4,7 @@
 //!
 //! A 0.5B planner decoding greedily repeats its first action word for word, reads a file next to
 //! the one the task names, and sizes the model on `this` machine when the task names a GPU.
-//! Eleven rules, each over enum-typed arguments or the set of tools offered, none keyed to the
+//! Twelve rules, each over enum-typed arguments or the set of tools offered, none keyed to the
 //! question's wording (rules 7, 9, 10 and 13 were, and are gone: ARCHITECTURE.md, "What replaced
 //! the keyword machinery"):
 //!
@@ -44,15 +44,22 @@
 //!     model offers only `hardware` until each named preset is described (rule 3 drops each).
 //!
 //! 14. **Records are asked through the table tool.** Once a file of records the task names
-//!     (by its type: CSV, TSV, JSON lines) has been read, only `table` on such files is
-//!     offered until a table call has answered: the model read the rows and then searched for a column's name, or answered a total with one
-//!     row's figure.
+//!     (CSV, TSV, JSON lines, or a JSON or YAML file its read showed to be a list) has been
+//!     read, only `table` on such files is offered until a table call has answered: the
+//!     model read the rows and then searched for a column's name, or answered a total with
+//!     one row's figure.
 //!
 //! 15. **A refused value is not offered again.** When a call failed as invalid arguments and
 //!     the error names the value one of its enum arguments had (other than a path: "no value
 //!     of status is a number; total needs a numeric field"), that value is left out of the
 //!     argument while another is left: the model wrote the same refused `table` call until
 //!     the guard stopped the run.
+//!
+//! 16. **A table answer is the answer.** Once a `table` call has answered (some record
+//!     matched) and every file the task names has been looked at, only the final answer is
+//!     offered, as after arithmetic (rule 5). The first query on a file is written by a
+//!     focused request over its fields (`agent::query`); the planner went on to write its own
+//!     from the transcript, dropped one of two conditions, and its figure became the answer.
 //!
 //! And `read_blob`'s id is an enum of the blobs the run holds; the `hardware` tool is offered
 //! only for hardware the task names, or for this machine when the task is about it.
@@ -262,6 +269,15 @@ pub fn arithmetic_done(task: &str, steps: &[Step]) -> bool {
     })
 }
 
+/// Only the final answer of `allowed` (rules 5 and 16).
+fn answer_only(allowed: &Toolset) -> Toolset {
+    let mut only = Toolset::new();
+    if let Some(t) = allowed.get(FINAL_ANSWER) {
+        only.add(t.clone());
+    }
+    only
+}
+
 /// `narrow` for the next step, or `None` when it would leave nothing but the answer on the
 /// first step, or nothing at all (the run then keeps `base`).
 pub fn narrow_step(
@@ -279,11 +295,7 @@ pub fn narrow_step(
 /// the user's task (not the overview under it); `named_paths` the files and folders it names.
 pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[Step]) -> Toolset {
     if arithmetic_done(task, steps) {
-        let mut only = Toolset::new();
-        if let Some(t) = allowed.get(FINAL_ANSWER) {
-            only.add(t.clone());
-        }
-        return only;
+        return answer_only(allowed);
     }
     // Rule 2: task-named paths not yet touched by any file tool. A search that matched
     // nothing in a file has not shown it: the words asked for may be worded otherwise there.
@@ -301,6 +313,10 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             })
         })
         .collect();
+    // Rule 16: a table call that answered, with every named file looked at, leaves the answer.
+    if untouched.is_empty() && table_answered(steps) {
+        return answer_only(allowed);
+    }
     // Rule 8: an identifier the task names, searched for over the whole workspace first.
     let find_everywhere = named_paths.is_empty()
         && names_identifier(allowed, task)
@@ -515,7 +531,7 @@ pub fn narrow(allowed: &Toolset, task: &str, named_paths: &[String], steps: &[St
             .without("calculator")
             .without(COMPUTE);
     }
-    // Rule 14: a file of records the task names (by its type: CSV, TSV, JSON lines) is asked
+    // Rule 14: a file of records the task names (CSV, TSV, JSON lines, a JSON or YAML list) is asked
     // through the table tool once it has been read: a small model read the rows and then
     // searched for a column's name, or answered with one row's figure for a total.
     if untouched.is_empty() {

@@ -80,6 +80,18 @@ pub trait Planner {
     ) -> Result<Option<AnswerOutput>, PlannerError> {
         Ok(None)
     }
+    /// The arguments of a first `table` call on the table file `path` for `task`, written by a
+    /// short, focused request (see `agent::query`), with the tokens it used. `None` when this
+    /// one cannot (a scripted one) or `path` is not a table file.
+    fn query(
+        &mut self,
+        _task: &str,
+        _ws: &super::tools::Sandbox,
+        _path: &str,
+        _cancel: &CancelToken,
+    ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
+        Ok(None)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -427,6 +439,23 @@ impl Planner for LmPlanner<'_> {
             steps,
             overview,
             self.config.answer_checks,
+            cancel,
+        )
+    }
+
+    fn query(
+        &mut self,
+        task: &str,
+        ws: &super::tools::Sandbox,
+        path: &str,
+        cancel: &CancelToken,
+    ) -> Result<Option<(Value, crate::lm::Usage)>, PlannerError> {
+        super::query::write_query(
+            &mut *self.model,
+            &self.config.sampling,
+            task,
+            ws,
+            path,
             cancel,
         )
     }

@@ -23,7 +23,8 @@ use super::condense::{self, Condenser};
 use super::grounding::Conclusion;
 use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCache, Verdict};
 use super::parse::ActionParseError;
-use super::planner::{schema_signature, Planner, PlannerError, PlannerInput};
+use super::planner::{render_action, schema_signature, Planner, PlannerError, PlannerInput};
+use super::query;
 use super::rundir::{utc_timestamp, Record, RunDir, RunDirError};
 use super::tools::{
     FinalAnswer, Sandbox, Tool, ToolContext, ToolError, ToolErrorKind, Toolset, FINAL_ANSWER,
@@ -396,6 +397,10 @@ pub fn run(
         // How the answer step made the final answer that replaced the planner's.
         let mut how: Option<String> = None;
         let mut finished: Option<StopReason> = None;
+        // The reply as the transcript shows it, when the call that ran is not the one the
+        // planner wrote (a table query written by `agent::query`).
+        let mut raw: Option<String> = None;
+        let mut queried = false;
         // A final answer (with valid arguments) is rewritten by the answer step, if any.
         let proposed = match &out.action {
             Ok(Action::Final { answer }) => Some(answer.clone()),
@@ -472,7 +477,29 @@ pub fn run(
                     }
                 }
             }
-            Ok(Action::ToolCall { name, args }) => {
+            Ok(Action::ToolCall { name, mut args }) => {
+                // A first `table` call on a file: its query is written by a focused request
+                // (`agent::query`), and the transcript shows the call that ran.
+                let ws = ctx.workspace.as_ref();
+                if let (Some(path), Some(ws)) = (query::rewrites(&name, &args, &steps), ws) {
+                    match planner.query(original_task, ws, &path, cancel) {
+                        Ok(Some((written, used))) => {
+                            totals.add(&used);
+                            usage.add(&used);
+                            args = written;
+                            let call = Action::ToolCall {
+                                name: name.clone(),
+                                args: args.clone(),
+                            };
+                            raw = Some(render_action(&out.thought, &call));
+                            queried = true;
+                        }
+                        Ok(None) => {}
+                        Err(PlannerError::Cancelled) => break StopReason::Cancelled,
+                        // The planner's own query runs instead.
+                        Err(e) => tracing::warn!("table query request failed ({e})"),
+                    }
+                }
                 let f = fingerprint(&name, &args);
                 let tool = tools.get(&name).cloned();
                 let exempt = tool.as_ref().is_some_and(|t| t.polls());
@@ -564,10 +591,11 @@ pub fn run(
             index,
             thought: match how {
                 Some(h) => format!("{} [the answer: {h}]", out.thought),
+                None if queried => format!("{} [the query: {}]", out.thought, query::HOW),
                 None => out.thought,
             },
             action,
-            raw: out.raw,
+            raw: raw.unwrap_or(out.raw),
             observation,
             fingerprint: fp,
             timings: StepTimings {

@@ -1,5 +1,5 @@
-//! Rules 8, 11, 12, 14 and 15 of the narrowing (see the parent module): the record files a
-//! `table` call has not answered (14), whether a task names an identifier (8), sizing or
+//! Rules 8, 11, 12, 14, 15 and 16 of the narrowing (see the parent module): the record files a
+//! `table` call has not answered (14) and whether one has (16), whether a task names an identifier (8), sizing or
 //! hardware first when a task names a model or a preset (11, 12), and refused values (15).
 
 use super::*;
@@ -13,11 +13,10 @@ pub(super) fn record_files_unasked(
     steps: &[Step],
 ) -> Option<Toolset> {
     let table = out.get(TABLE)?.clone();
-    let is_records = |p: &str| {
-        matches!(
-            crate::agent::tools::table::read::kind_of(p),
-            Some("csv" | "tsv" | "jsonl")
-        )
+    let is_records = |p: &str| match crate::agent::tools::table::read::kind_of(p) {
+        Some("csv" | "tsv" | "jsonl") => true,
+        Some(kind @ ("json" | "yaml")) => read_as_list(steps, p, kind),
+        _ => false,
     };
     let asked: Vec<String> = calls(steps)
         .filter(|(name, _, ok)| *name == TABLE && *ok)
@@ -37,6 +36,42 @@ pub(super) fn record_files_unasked(
     }
     schema["properties"]["path"] = serde_json::json!({ "enum": files });
     Some(only(Arc::new(WithSchema::new(table, schema))))
+}
+
+/// Whether a `read_file` of `path` showed a list at the top of the document: a JSON file whose
+/// first line opens an array, a YAML file whose first item is a list entry. Such a file holds
+/// records as a CSV does (a config object is read for its keys instead).
+fn read_as_list(steps: &[Step], path: &str, kind: &str) -> bool {
+    steps.iter().any(|s| {
+        let read = matches!(&s.action, Some(Action::ToolCall { name, args })
+            if name == "read_file" && path_of(args).is_some_and(|a| same_path(&a, path)));
+        read && s.observation.kind == ObservationKind::Output
+            && s.observation
+                .text
+                .lines()
+                .filter_map(|l| {
+                    l.split_once(": ")
+                        .filter(|(n, _)| n.parse::<usize>().is_ok())
+                })
+                .map(|(_, content)| content.trim())
+                .find(|c| !c.is_empty() && !c.starts_with('#') && c != &"---")
+                .is_some_and(|c| match kind {
+                    "json" => c.starts_with('['),
+                    _ => c.starts_with("- "),
+                })
+    })
+}
+
+/// Rule 16: whether a `table` call has answered: it succeeded and some record matched.
+pub(super) fn table_answered(steps: &[Step]) -> bool {
+    steps.iter().any(|s| {
+        matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == TABLE)
+            && s.observation.kind == ObservationKind::Output
+            && !s
+                .observation
+                .text
+                .contains(crate::agent::tools::table::NO_MATCH)
+    })
 }
 
 /// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a

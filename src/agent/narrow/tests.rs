@@ -387,15 +387,54 @@ fn a_record_file_the_task_names_is_asked_through_the_table_tool_once_read() {
     let n = narrow(&tools, task, &named, std::slice::from_ref(&read));
     assert_eq!(n.iter().map(|t| t.name()).collect::<Vec<_>>(), vec![TABLE]);
     assert_eq!(enum_of(&n, TABLE, "path"), vec!["sales.csv"]);
-    // Once a table call has answered, the other tools are back.
+    // Once a table call has answered, only the answer is left (rule 16).
     let asked = done(
         2,
         TABLE,
         json!({"path": "sales.csv", "op": "total", "field": "units"}),
         ObservationKind::Output,
     );
-    let n = narrow(&tools, task, &named, &[read.clone(), asked]);
+    let n = narrow(&tools, task, &named, &[read.clone(), asked.clone()]);
+    assert_eq!(n.names(), vec![FINAL_ANSWER]);
+    // A query no record met has not answered: the other tools are back.
+    let mut unmet = asked;
+    unmet.observation.text = format!(
+        "sales.csv: 0 of 2 records match. {}",
+        crate::agent::tools::table::NO_MATCH
+    );
+    let n = narrow(&tools, task, &named, &[read.clone(), unmet]);
     assert!(n.get(FINAL_ANSWER).is_some() && n.get("calculator").is_some());
+    // A JSON file is a file of records when its read shows a list; a JSON object is not.
+    std::fs::write(
+        dir.path().join("runs.json"),
+        "[\n  {\"run\": \"a\", \"rps\": 3}\n]\n",
+    )
+    .expect("write");
+    std::fs::write(dir.path().join("conf.json"), "{\"db\": {\"pool\": 4}}\n").expect("write");
+    for (file, text, records) in [
+        (
+            "runs.json",
+            "runs.json (3 lines):\n1: [\n2:   {\"run\": \"a\", \"rps\": 3}\n3: ]",
+            true,
+        ),
+        (
+            "conf.json",
+            "conf.json (1 lines):\n1: {\"db\": {\"pool\": 4}}",
+            false,
+        ),
+    ] {
+        let task = format!("which run in {file} has the most rps?");
+        let tools = constrain_paths(&Toolset::builtin(None), dir.path(), &task);
+        let mut read = done(
+            1,
+            "read_file",
+            json!({"path": file}),
+            ObservationKind::Output,
+        );
+        read.observation.text = text.to_string();
+        let n = narrow(&tools, &task, &named_paths(&task), &[read]);
+        assert_eq!(n.names() == vec![TABLE], records, "{file}: {:?}", n.names());
+    }
     // A document (a config file) is not a file of records: no such step.
     std::fs::write(dir.path().join("app.toml"), "[db]\npool = 4\n").expect("write");
     let task = "what is the db pool in app.toml?";

@@ -313,6 +313,22 @@ impl Decider for ModelPhases<'_> {
             cancel,
         )
     }
+    fn query(
+        &mut self,
+        task: &str,
+        ws: &crate::agent::tools::Sandbox,
+        path: &str,
+        cancel: &CancelToken,
+    ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
+        crate::agent::query::write_query(
+            &mut *self.model,
+            &SamplingParams::default(),
+            task,
+            ws,
+            path,
+            cancel,
+        )
+    }
 }
 
 impl Orienter for ModelPhases<'_> {

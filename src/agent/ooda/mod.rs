@@ -438,6 +438,15 @@ impl Decider for SplitPhases<'_> {
     ) -> Result<Option<crate::agent::answer::AnswerOutput>, PlannerError> {
         self.decider.answer(task, steps, overview, cancel)
     }
+    fn query(
+        &mut self,
+        task: &str,
+        ws: &crate::agent::tools::Sandbox,
+        path: &str,
+        cancel: &crate::lm::CancelToken,
+    ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
+        self.decider.query(task, ws, path, cancel)
+    }
 }
 
 impl Orienter for SplitPhases<'_> {

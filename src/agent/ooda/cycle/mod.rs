@@ -455,6 +455,34 @@ impl<'a, 'e> Driver<'a, 'e> {
         self.guided_decision(cycle, suggestion)
     }
 
+    /// A first `table` call on a file gets its query from a focused request (`agent::query`);
+    /// the candidate's thought says so. A failed request leaves the decider's query.
+    fn write_queries(&mut self, proposal: &mut Proposal) -> Result<(), PlannerError> {
+        let Some(ws) = self.ctx.workspace.as_ref() else {
+            return Ok(());
+        };
+        for c in proposal.candidates.iter_mut() {
+            let crate::agent::types::Action::ToolCall { name, args } = &mut c.action else {
+                continue;
+            };
+            let Some(path) = crate::agent::query::rewrites(name, args, &self.steps) else {
+                continue;
+            };
+            let decider = self.ooda.phases.decider();
+            match decider.query(&self.s.task, ws, &path, &self.ooda.cancel) {
+                Ok(Some((written, used))) => {
+                    *args = written;
+                    proposal.usage.add(&used);
+                    c.thought = format!("{} [the query: {}]", c.thought, crate::agent::query::HOW);
+                }
+                Ok(None) => {}
+                Err(PlannerError::Cancelled) => return Err(PlannerError::Cancelled),
+                Err(e) => tracing::warn!("table query request failed ({e})"),
+            }
+        }
+        Ok(())
+    }
+
     /// A decision from the decider's proposal.
     fn model_decision(&mut self, cycle: usize) -> Result<DecisionRecord, PlannerError> {
         let tools = self.ooda.tools;
@@ -518,6 +546,8 @@ impl<'a, 'e> Driver<'a, 'e> {
             };
             self.ooda.phases.decider().propose(&input)?
         };
+        let mut proposal = proposal;
+        self.write_queries(&mut proposal)?;
         self.s.add_usage(&proposal.usage);
         self.s.counters.parse_failures += proposal.parse_failures;
         let polls = |name: &str| tools.get(name).is_some_and(|t| t.polls());

@@ -34,18 +34,16 @@ pub const OPS: [&str; 9] = [
 
 /// The operations as the schema offers them to a model: words a question uses, not a query
 /// language's (a 0.5B planner offered `get`, `sum`, `mean` chose `get` for every total and
-/// average). [`ops::Op::parse`] reads both.
-pub const OP_WORDS: [&str; 9] = [
-    "value",
-    "count",
-    "total",
-    "average",
-    "minimum",
-    "maximum",
-    "row_with_max",
-    "row_with_min",
-    "distinct",
+/// average). [`ops::Op::parse`] reads both. `minimum` and `maximum` show the record that holds
+/// the value, so "which … is largest" and "what is the largest …" are one operation (`argmax`
+/// and `argmin` stay readable but are not offered: with both offered, a 0.5B model asked
+/// which run was fastest chose `maximum` and lost the run's name).
+pub const OP_WORDS: [&str; 7] = [
+    "value", "count", "total", "average", "minimum", "maximum", "distinct",
 ];
+
+/// What a table call answers when no record meets its conditions.
+pub const NO_MATCH: &str = "No record matches, so there is nothing to compute.";
 
 /// Most bytes of a file the table tool reads.
 const MAX_TABLE_BYTES: u64 = 8 * 1024 * 1024;
@@ -109,54 +107,106 @@ pub struct FieldValues {
     pub values: Option<Vec<String>>,
 }
 
-/// The fields of the table file `path` in the workspace `ws` with what their values are, in
-/// order of first appearance, for a typed `field` argument and typed conditions; `None` when
-/// it is not a table file, cannot be read or has no fields.
-pub fn fields_with_values(ws: &Sandbox, path: &str) -> Option<Vec<FieldValues>> {
+/// Most distinct text values of one field a [`Summary`] keeps.
+const MAX_SUMMARY_VALUES: usize = 1000;
+
+/// What a table file holds, for a typed call and for the focused query request
+/// (`agent::query`): its fields, every field's distinct text values, and its first records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// The fields, in order of first appearance.
+    pub fields: Vec<FieldValues>,
+    /// Per field (same order), its distinct non-empty text values in order of appearance, at
+    /// most [`MAX_SUMMARY_VALUES`]; empty for a numeric field.
+    pub distinct: Vec<Vec<String>>,
+    /// Per field (same order), the smallest and largest value of a numeric field.
+    pub range: Vec<Option<(f64, f64)>>,
+    /// How many records the file holds.
+    pub records: usize,
+    /// The first records, each as `field=value, …`.
+    pub first: Vec<String>,
+}
+
+/// How many records [`Summary::first`] shows.
+const FIRST_RECORDS: usize = 3;
+
+/// The [`Summary`] of the table file `path` in the workspace `ws`; `None` when it is not a
+/// table file, cannot be read or has no fields.
+pub fn summary(ws: &Sandbox, path: &str) -> Option<Summary> {
     let kind = read::kind_of(path)?;
     let (_, bytes) = ws.read_bytes(path, MAX_TABLE_BYTES).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let records = read::read(kind, &text).ok()?;
     let names = field_names(&records.rows);
-    let fields: Vec<FieldValues> = names
-        .into_iter()
-        .map(|name| {
-            let present: Vec<&Value> = records
-                .rows
-                .iter()
-                .filter_map(|r| r.get(name.as_str()))
-                .filter(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
-                .collect();
-            let numeric = !present.is_empty() && present.iter().all(|v| ops::num(v).is_some());
-            let mut distinct: Vec<String> = Vec::new();
-            let mut plain = true;
-            for v in &present {
-                let s = match v {
-                    Value::String(s) => s.clone(),
-                    Value::Bool(_) => v.to_string(),
-                    _ => {
-                        plain = false;
-                        continue;
-                    }
-                };
-                if !distinct.contains(&s) {
-                    distinct.push(s);
+    let mut fields = Vec::with_capacity(names.len());
+    let mut all_distinct = Vec::with_capacity(names.len());
+    let mut ranges = Vec::with_capacity(names.len());
+    for name in names {
+        let present: Vec<&Value> = records
+            .rows
+            .iter()
+            .filter_map(|r| r.get(name.as_str()))
+            .filter(|v| !matches!(v, Value::Null) && v.as_str() != Some(""))
+            .collect();
+        let numeric = !present.is_empty() && present.iter().all(|v| ops::num(v).is_some());
+        let mut distinct: Vec<String> = Vec::new();
+        let mut plain = true;
+        for v in &present {
+            let s = match v {
+                Value::String(s) => s.clone(),
+                Value::Bool(_) => v.to_string(),
+                _ => {
+                    plain = false;
+                    continue;
                 }
+            };
+            if !distinct.contains(&s) && distinct.len() < MAX_SUMMARY_VALUES {
+                distinct.push(s);
             }
-            let few = plain
-                && !distinct.is_empty()
-                && distinct.len() <= MAX_ENUM_VALUES
-                && distinct
-                    .iter()
-                    .all(|s| s.chars().count() <= MAX_ENUM_VALUE_CHARS);
-            FieldValues {
-                name,
-                numeric,
-                values: (!numeric && few).then_some(distinct),
-            }
-        })
-        .collect();
-    (!fields.is_empty()).then_some(fields)
+        }
+        let few = plain
+            && !distinct.is_empty()
+            && distinct.len() <= MAX_ENUM_VALUES
+            && distinct
+                .iter()
+                .all(|s| s.chars().count() <= MAX_ENUM_VALUE_CHARS);
+        fields.push(FieldValues {
+            name,
+            numeric,
+            values: (!numeric && few).then(|| distinct.clone()),
+        });
+        all_distinct.push(if numeric { Vec::new() } else { distinct });
+        ranges.push(numeric.then(|| {
+            present
+                .iter()
+                .filter_map(|v| ops::num(v).map(|n| n.as_f64()))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x), hi.max(x))
+                })
+        }));
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    Some(Summary {
+        fields,
+        distinct: all_distinct,
+        range: ranges,
+        records: records.rows.len(),
+        first: records
+            .rows
+            .iter()
+            .take(FIRST_RECORDS)
+            .map(ops::record_line)
+            .collect(),
+    })
+}
+
+/// The fields of the table file `path` in the workspace `ws` with what their values are, in
+/// order of first appearance, for a typed `field` argument and typed conditions; `None` when
+/// it is not a table file, cannot be read or has no fields.
+pub fn fields_with_values(ws: &Sandbox, path: &str) -> Option<Vec<FieldValues>> {
+    summary(ws, path).map(|s| s.fields)
 }
 
 /// What a number in a condition looks like ("12", "-3.5", "1,250.00").
@@ -262,7 +312,7 @@ impl Tool for Table {
         true
     }
     fn description(&self) -> &str {
-        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op value (a field's value), count, total, average, minimum, maximum, row_with_max/row_with_min (the whole record with the largest/smallest field), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records: [{\"field\": \"<field>\", \"cmp\": \"eq\", \"value\": \"<value>\"}] (cmp: eq ne lt le gt ge contains)."
+        "Answer a question about the records of a data file (.csv .tsv .json .jsonl .yaml .toml .ini .env) by computing it: op value (a field's value), count, total, average, minimum, maximum (each with the record that holds it), distinct (values with counts); field is a column or key name (nested keys as a.b.c); where filters records: [{\"field\": \"<field>\", \"cmp\": \"eq\", \"value\": \"<value>\"}] (cmp: eq ne lt le gt ge contains)."
     }
     fn args_schema(&self) -> Value {
         schema(None, None)

@@ -196,7 +196,7 @@ fn holds(record: &Map<String, Value>, field: &str, cmp: Cmp, want: &Value) -> bo
 }
 
 /// A record as `field=value, ...`.
-fn record_line(r: &Map<String, Value>) -> String {
+pub(super) fn record_line(r: &Map<String, Value>) -> String {
     let s = r
         .iter()
         .map(|(k, v)| format!("{k}={}", show(v)))
@@ -253,7 +253,7 @@ pub(super) fn run(
         )
     };
     if matched.is_empty() && op != Op::Count {
-        out.push_str("No record matches, so there is nothing to compute.");
+        out.push_str(super::NO_MATCH);
         // The values the first condition's field does take: the model can correct its value.
         if let Some((f, _, _)) = conds.first() {
             let mut seen: Vec<String> = Vec::new();
@@ -471,14 +471,6 @@ fn numeric(
                 .iter()
                 .filter(|r| !better(r, best) && !better(best, r))
                 .collect();
-            if matches!(op, Op::Min | Op::Max) {
-                out.push_str(&format!(
-                    "{name} of {field} over {} values: {}{note}",
-                    ranked.len(),
-                    best.1
-                ));
-                return Ok(out);
-            }
             out.push_str(&format!(
                 "{name} of {field} over {} values: {}{note}\nrecord: {}",
                 ranked.len(),
