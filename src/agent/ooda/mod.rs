@@ -31,6 +31,7 @@ pub mod lm_phases;
 pub mod memory;
 pub mod observe;
 pub mod orient;
+mod phases;
 pub mod placeholder;
 pub mod policy;
 pub mod risk;
@@ -67,6 +68,8 @@ use world::{OrientReport, WorldModel};
 pub use builder::OodaBuilder;
 pub use cycle::{Flow, Terminal};
 pub use lm_phases::{ModelPhases, OrientMode, PhaseOptions};
+use phases::PhaseSlot;
+pub use phases::{Phases, SplitPhases};
 pub use snapshot::{load_snapshot, load_verified_snapshot, Snapshot, SNAPSHOT_FILE};
 
 /// Held (exclusive lock) while a session resumes the run.
@@ -400,92 +403,6 @@ pub enum OodaError {
         /// The run directory.
         path: PathBuf,
     },
-}
-
-/// Orient and Decide together: one object that is both (the model-backed
-/// [`ModelPhases`]), or a decider and an orienter side by side ([`SplitPhases`]).
-pub trait Phases: Decider + Orienter {}
-
-impl<T: Decider + Orienter> Phases for T {}
-
-/// A decider and an orienter used as one [`Phases`] (scripted tests, rules-only orientation).
-pub struct SplitPhases<'a> {
-    /// Proposes candidates.
-    pub decider: &'a mut dyn Decider,
-    /// Extracts facts.
-    pub orienter: &'a mut dyn Orienter,
-}
-
-impl Decider for SplitPhases<'_> {
-    fn propose(
-        &mut self,
-        input: &decide::DecideInput<'_>,
-    ) -> Result<decide::Proposal, PlannerError> {
-        self.decider.propose(input)
-    }
-    fn name(&self) -> String {
-        self.decider.name()
-    }
-    fn context_window(&self) -> Option<usize> {
-        self.decider.context_window()
-    }
-    fn answer(
-        &mut self,
-        task: &str,
-        steps: &[crate::agent::types::Step],
-        overview: Option<&str>,
-        cancel: &crate::lm::CancelToken,
-    ) -> Result<Option<crate::agent::answer::AnswerOutput>, PlannerError> {
-        self.decider.answer(task, steps, overview, cancel)
-    }
-    fn query(
-        &mut self,
-        task: &str,
-        ws: &crate::agent::tools::Sandbox,
-        path: &str,
-        cancel: &crate::lm::CancelToken,
-    ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
-        self.decider.query(task, ws, path, cancel)
-    }
-}
-
-impl Orienter for SplitPhases<'_> {
-    fn extract(
-        &mut self,
-        input: &orient::OrientInput<'_>,
-    ) -> Result<orient::Extraction, PlannerError> {
-        self.orienter.extract(input)
-    }
-    fn name(&self) -> String {
-        self.orienter.name()
-    }
-}
-
-/// The phases a loop runs: owned (built for it) or borrowed (reused across eval tasks).
-enum PhaseSlot<'a> {
-    Owned(Box<dyn Phases + 'a>),
-    Borrowed(&'a mut dyn Phases),
-}
-
-impl<'a> PhaseSlot<'a> {
-    fn get(&mut self) -> &mut (dyn Phases + 'a) {
-        match self {
-            PhaseSlot::Owned(b) => b.as_mut(),
-            PhaseSlot::Borrowed(r) => &mut **r,
-        }
-    }
-    fn decider(&mut self) -> &mut (dyn Decider + 'a) {
-        self.get()
-    }
-    fn orienter(&mut self) -> &mut (dyn Orienter + 'a) {
-        self.get()
-    }
-    fn decider_ref(&self) -> &(dyn Decider + 'a) {
-        match self {
-            PhaseSlot::Owned(b) => b.as_ref(),
-            PhaseSlot::Borrowed(r) => &**r,
-        }
-    }
 }
 
 /// One OODA run (or resumed session): the phases' collaborators and settings.
