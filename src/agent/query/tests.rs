@@ -159,7 +159,7 @@ fn only_the_first_table_call_on_a_table_file_is_rewritten() {
         json!({"path": "tickets.csv", "op": "count"}),
         "4 records",
     );
-    assert_eq!(rewrites(TABLE, &args, &[earlier.clone()]), None);
+    assert_eq!(rewrites(TABLE, &args, std::slice::from_ref(&earlier)), None);
     let other_file = json!({"path": "other.csv", "op": "count"});
     assert!(rewrites(TABLE, &other_file, &[earlier]).is_some());
 }
