@@ -678,4 +678,4 @@ fn worked_answer(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -244,14 +244,14 @@ fn a_figure_in_an_unasked_byte_unit_names_the_line_in_the_asked_one() {
 }
 
 /// A model that answers its replies in turn (the last one again when they run out) and
-/// keeps the requests it was sent.
-struct Scripted {
+/// keeps the requests it was sent (the query step's tests use it too).
+pub(crate) struct Scripted {
     replies: Vec<&'static str>,
-    requests: Vec<GenRequest>,
+    pub(crate) requests: Vec<GenRequest>,
 }
 
 impl Scripted {
-    fn new(replies: &[&'static str]) -> Self {
+    pub(crate) fn new(replies: &[&'static str]) -> Self {
         Self {
             replies: replies.to_vec(),
             requests: Vec::new(),

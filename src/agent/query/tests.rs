@@ -1,6 +1,6 @@
 use super::*;
+use crate::agent::answer::tests::Scripted;
 use crate::agent::types::{Observation, ObservationKind, StepTimings};
-use crate::lm::{FinishReason, GenOutput, LmError};
 
 const TICKETS: &str = "id,title,status,priority,hours\n\
 OPS-1,login loop,open,high,3\n\
@@ -27,35 +27,6 @@ fn step(index: usize, tool: &str, args: Value, text: &str) -> Step {
         fingerprint: None,
         timings: StepTimings::default(),
         usage: Usage::default(),
-    }
-}
-
-/// A model that gives its replies in turn and keeps the requests.
-struct Replies {
-    replies: Vec<&'static str>,
-    requests: Vec<GenRequest>,
-}
-
-impl LanguageModel for Replies {
-    fn generate(
-        &mut self,
-        req: &GenRequest,
-        _on_text: &mut dyn FnMut(&str),
-        _cancel: &CancelToken,
-    ) -> Result<GenOutput, LmError> {
-        let i = self.requests.len().min(self.replies.len() - 1);
-        self.requests.push(req.clone());
-        Ok(GenOutput {
-            text: self.replies[i].to_string(),
-            finish: FinishReason::Stop,
-            usage: Usage::default(),
-        })
-    }
-    fn context_length(&self) -> usize {
-        4096
-    }
-    fn name(&self) -> String {
-        "replies".into()
     }
 }
 
@@ -168,13 +139,10 @@ fn only_the_first_table_call_on_a_table_file_is_rewritten() {
 fn the_query_is_the_models_and_a_degenerate_one_is_asked_again_with_its_conditions_kept() {
     let (_t, ws) = ws_with(&[("tickets.csv", TICKETS)]);
     let task = "how many different titles do the open tickets have?";
-    let mut lm = Replies {
-        replies: vec![
-            r#"{"op": "distinct", "field": "status", "where": [{"field": "status", "cmp": "eq", "value": "open"}]}"#,
-            r#"{"op": "distinct", "field": "title", "where": [{"field": "status", "cmp": "eq", "value": "open"}]}"#,
-        ],
-        requests: Vec::new(),
-    };
+    let mut lm = Scripted::new(&[
+        r#"{"op": "distinct", "field": "status", "where": [{"field": "status", "cmp": "eq", "value": "open"}]}"#,
+        r#"{"op": "distinct", "field": "title", "where": [{"field": "status", "cmp": "eq", "value": "open"}]}"#,
+    ]);
     let (args, _) = write_query(
         &mut lm,
         &SamplingParams::default(),
@@ -200,10 +168,7 @@ fn the_query_is_the_models_and_a_degenerate_one_is_asked_again_with_its_conditio
         .expect("enum");
     assert!(!fields.contains(&json!("status")) && fields.contains(&json!("title")));
     // A reply that is no query leaves the planner's own.
-    let mut lm = Replies {
-        replies: vec!["not json"],
-        requests: Vec::new(),
-    };
+    let mut lm = Scripted::new(&["not json"]);
     let none = write_query(
         &mut lm,
         &SamplingParams::default(),
