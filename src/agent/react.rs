@@ -400,7 +400,6 @@ pub fn run(
         // The reply as the transcript shows it, when the call that ran is not the one the
         // planner wrote (a table query written by `agent::query`).
         let mut raw: Option<String> = None;
-        let mut queried = false;
         // A final answer (with valid arguments) is rewritten by the answer step, if any.
         let proposed = match &out.action {
             Ok(Action::Final { answer }) => Some(answer.clone()),
@@ -492,7 +491,6 @@ pub fn run(
                                 args: args.clone(),
                             };
                             raw = Some(render_action(&out.thought, &call));
-                            queried = true;
                         }
                         Ok(None) => {}
                         Err(PlannerError::Cancelled) => break StopReason::Cancelled,
@@ -591,7 +589,7 @@ pub fn run(
             index,
             thought: match how {
                 Some(h) => format!("{} [the answer: {h}]", out.thought),
-                None if queried => format!("{} [the query: {}]", out.thought, query::HOW),
+                None if raw.is_some() => format!("{} [the query: {}]", out.thought, query::HOW),
                 None => out.thought,
             },
             action,
