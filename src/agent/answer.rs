@@ -26,7 +26,7 @@ use crate::lm::{
 };
 
 use super::guard::canonical_json;
-use super::outputs::{call_path, camel_case, csv_row, usable, whole_text};
+use super::outputs::{call_path, camel_case, csv_row, table_answer_path, usable, whole_text};
 use super::tools::files::NO_MATCHES;
 use super::tools::FINAL_ANSWER_MAX_CHARS;
 pub use super::types::AnswerOutput;
@@ -222,16 +222,7 @@ pub fn answer_messages(
 pub fn shown_steps(steps: &[Step]) -> Vec<Step> {
     let answered: Vec<(usize, &str)> = steps
         .iter()
-        .filter(|s| {
-            s.observation.kind == ObservationKind::Output
-                && !s.observation.text.contains(super::tools::table::NO_MATCH)
-        })
-        .filter_map(|s| match &s.action {
-            Some(Action::ToolCall { name, .. }) if name == super::tools::table::TABLE => {
-                call_path(s).map(|p| (s.index, p))
-            }
-            _ => None,
-        })
+        .filter_map(|s| table_answer_path(s).map(|p| (s.index, p)))
         .collect();
     steps
         .iter()

@@ -81,6 +81,23 @@ pub fn call_path(step: &Step) -> Option<&str> {
     }
 }
 
+/// The path a `table` call asked when it answered (it succeeded and some record matched);
+/// `None` for any other step. What narrowing rule 16 and the answer step's shown steps read.
+pub fn table_answer_path(step: &Step) -> Option<&str> {
+    let table = matches!(&step.action, Some(Action::ToolCall { name, .. })
+        if name == super::tools::table::TABLE);
+    let answered = step.observation.kind == ObservationKind::Output
+        && !step
+            .observation
+            .text
+            .contains(super::tools::table::NO_MATCH);
+    if table && answered {
+        call_path(step)
+    } else {
+        None
+    }
+}
+
 /// The content of a `read_file` output line ("12: text" → "text"); `None` for other lines.
 pub fn content(line: &str) -> Option<&str> {
     let (n, rest) = line.split_once(": ")?;

@@ -27,6 +27,7 @@ use crate::lm::{CancelToken, ChatMessage, Constraint, GenRequest, LanguageModel,
 use crate::lm::{SamplingParams, Usage};
 
 use super::narrow::named_values;
+use super::outputs::call_path;
 use super::tools::table::{self, Summary, OP_WORDS, TABLE};
 use super::tools::Sandbox;
 use super::types::{Action, PlannerError, Step};
@@ -217,11 +218,8 @@ pub fn fixed_field(query: &Value) -> Option<Vec<String>> {
 /// written by the query request.
 pub fn first_table_call(steps: &[Step], path: &str) -> bool {
     !steps.iter().any(|s| {
-        matches!(&s.action, Some(Action::ToolCall { name, args })
-        if name == TABLE
-            && args.get("path").and_then(Value::as_str).is_some_and(|p| {
-                super::tools::choices::same_path(p, path)
-            }))
+        matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == TABLE)
+            && call_path(s).is_some_and(|p| super::tools::choices::same_path(p, path))
     })
 }
 

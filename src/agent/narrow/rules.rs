@@ -1,6 +1,7 @@
 //! Rules 8, 11, 12, 14, 15 and 16 of the narrowing (see the parent module): the record files a
-//! `table` call has not answered (14) and whether one has (16), whether a task names an identifier (8), sizing or
-//! hardware first when a task names a model or a preset (11, 12), and refused values (15).
+//! `table` call has not answered (14) and whether one has (16), whether a task names an
+//! identifier (8), sizing or hardware first when a task names a model or a preset (11, 12), and
+//! refused values (15).
 
 use super::*;
 use crate::agent::types::ToolErrorKind;
@@ -49,11 +50,8 @@ fn read_as_list(steps: &[Step], path: &str, kind: &str) -> bool {
             && s.observation
                 .text
                 .lines()
-                .filter_map(|l| {
-                    l.split_once(": ")
-                        .filter(|(n, _)| n.parse::<usize>().is_ok())
-                })
-                .map(|(_, content)| content.trim())
+                .filter_map(crate::agent::outputs::content)
+                .map(str::trim)
                 .find(|c| !c.is_empty() && !c.starts_with('#') && c != &"---")
                 .is_some_and(|c| match kind {
                     "json" => c.starts_with('['),
@@ -64,14 +62,9 @@ fn read_as_list(steps: &[Step], path: &str, kind: &str) -> bool {
 
 /// Rule 16: whether a `table` call has answered: it succeeded and some record matched.
 pub(super) fn table_answered(steps: &[Step]) -> bool {
-    steps.iter().any(|s| {
-        matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == TABLE)
-            && s.observation.kind == ObservationKind::Output
-            && !s
-                .observation
-                .text
-                .contains(crate::agent::tools::table::NO_MATCH)
-    })
+    steps
+        .iter()
+        .any(|s| crate::agent::outputs::table_answer_path(s).is_some())
 }
 
 /// Whether `task` names an identifier (`DEFAULT_REGION`, `MaxBatchSize`) that is not a value a
