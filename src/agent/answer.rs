@@ -143,8 +143,21 @@ pub fn observations_block(steps: &[Step], overview: Option<&str>, budget: usize)
     Some(parts.join("\n"))
 }
 
-/// The hint under the tool outputs: the lines that share most words with the question.
+/// The hint under the tool outputs: the result of the calculation that came last, when the
+/// last output is the calculator's (the lines of the file it was worked out from share more
+/// words with the question, and a 0.5B model copied the date line, not its weekday), else the
+/// lines that share most words with the question.
 fn hint(task: &str, steps: &[Step]) -> String {
+    let last = steps.iter().rev().find(|s| usable(s));
+    let calculated = last.filter(|s| {
+        matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == super::tools::calculator::CALCULATOR)
+    });
+    if let Some(c) = calculated {
+        return format!(
+            "\nThe result of the calculation: {}\n",
+            c.observation.text.trim()
+        );
+    }
     let best = best_lines(task, steps, BEST_LINES);
     if best.is_empty() {
         String::new()
@@ -353,6 +366,64 @@ pub fn says_nothing(task: &str, answer: &str) -> Option<&'static str> {
 }
 
 /// Byte units a tool may show a size in twice ("34.2 GB (31.84 GiB)").
+/// The output lines of a call when `answer` is a copy of one of its text arguments (the
+/// calculator's expression `95 kph in m/s`) that its output does not hold: what the tool was
+/// asked, not what it returned.
+pub fn repeats_call(answer: &str, steps: &[Step]) -> Option<Vec<String>> {
+    let norm = |t: &str| -> String {
+        t.chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let a = norm(answer);
+    if a.is_empty() {
+        return None;
+    }
+    let step = steps
+        .iter()
+        .filter(|s| usable(s))
+        .find(|s| match &s.action {
+            Some(Action::ToolCall {
+                args: Value::Object(m),
+                ..
+            }) => m
+                .values()
+                .filter_map(Value::as_str)
+                .any(|v| norm(v) == a && !norm(&s.observation.text).contains(&a)),
+            _ => false,
+        })?;
+    let lines: Vec<String> = step
+        .observation
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.chars().count() <= SPAN_MAX_CHARS)
+        .take(SPAN_LINES)
+        .map(str::to_string)
+        .collect();
+    (!lines.is_empty()).then_some(lines)
+}
+
+/// Most lines of an output an answer sent back for repeating a call may start with.
+const SPAN_LINES: usize = 8;
+
+/// Longest line such an answer may start with, in characters.
+const SPAN_MAX_CHARS: usize = 200;
+
+/// The grammar of an answer that starts with one of `lines` (copied whole), then at most a
+/// short note.
+fn span_grammar(lines: &[String]) -> String {
+    let spans: Vec<String> = lines
+        .iter()
+        .map(|l| serde_json::to_string(l).unwrap_or_default())
+        .collect();
+    format!(
+        "start: SPAN NOTE?\nSPAN: {}\nNOTE: /[^\\n]{{1,80}}/\n",
+        spans.join(" | ")
+    )
+}
+
 const BYTE_UNITS: &[&str] = &["TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "KB"];
 
 /// Positions of `unit` written after a number in `text`, as (number, unit) strings: "31.84 GiB"
@@ -527,10 +598,16 @@ pub fn write_answer(
         }
         how.push_str(&format!("; no value from the program: {program}"));
     }
+    let mut span: Option<Constraint> = None;
     let back = if let Some(what) = says_nothing(task, &written) {
         Some(format!(
             "Your answer {what}, not the value asked for. Answer again in one line with the value from the tool outputs."
         ))
+    } else if let Some(lines) = repeats_call(&written, steps) {
+        // Asked again, the model repeated the call as often as not: the reply now starts
+        // with a line of that call's output.
+        span = Some(Constraint::Lark(span_grammar(&lines)));
+        Some("Your answer repeats what a tool was asked, not what it returned. Answer again in one line with the value from the tool output.".to_string())
     } else if let Some(summary) = partial_summary(task, &written, steps) {
         Some(format!(
             "Your answer leaves out figures of the tool's summary line \"summary: {summary}\". Answer again in one line with all of its figures."
@@ -553,7 +630,7 @@ pub fn write_answer(
     let mut again = messages;
     again.push(ChatMessage::new(Role::Assistant, written.clone()));
     again.push(ChatMessage::new(Role::User, back.clone()));
-    let answer = ask(model, sampling, again, None, &mut usage, cancel)?
+    let answer = ask(model, sampling, again, span, &mut usage, cancel)?
         .map(|a| found_answer(&a, &absent, steps))
         .unwrap_or_else(|| written.clone());
     // Still nothing said: the answer step has no answer, and the planner's stands.

@@ -80,14 +80,15 @@ pub trait Planner {
     ) -> Result<Option<AnswerOutput>, PlannerError> {
         Ok(None)
     }
-    /// The arguments of a first `table` call on the table file `path` for `task`, written by a
-    /// short, focused request (see `agent::query`), with the tokens it used. `None` when this
-    /// one cannot (a scripted one) or `path` is not a table file.
+    /// The arguments of the call `rewrite` names (a first `table` call on a file, a first
+    /// `calculator` call) for `task`, written by a short, focused request (see `agent::query`),
+    /// with the tokens it used. `None` when this one cannot (a scripted one) or the request has
+    /// nothing to write.
     fn query(
         &mut self,
         _task: &str,
         _ws: &super::tools::Sandbox,
-        _path: &str,
+        _rewrite: &super::query::Rewrite,
         _cancel: &CancelToken,
     ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
         Ok(None)
@@ -447,15 +448,15 @@ impl Planner for LmPlanner<'_> {
         &mut self,
         task: &str,
         ws: &super::tools::Sandbox,
-        path: &str,
+        rewrite: &super::query::Rewrite,
         cancel: &CancelToken,
     ) -> Result<Option<(Value, crate::lm::Usage)>, PlannerError> {
-        super::query::write_query(
+        super::query::write(
             &mut *self.model,
             &self.config.sampling,
             task,
             ws,
-            path,
+            rewrite,
             cancel,
         )
     }

@@ -32,6 +32,10 @@ use super::tools::table::{self, Summary, OP_WORDS, TABLE};
 use super::tools::Sandbox;
 use super::types::{Action, PlannerError, Step};
 
+pub mod calculation;
+
+pub use super::tools::calculator::CALCULATOR;
+
 /// The system prompt of the query request.
 pub const QUERY_SYSTEM: &str = "You turn a question about the records of a file into one query. Reply with one JSON object:\n\
 \"op\": value (the field's value), count (how many records), total (sum of the field), average, minimum or maximum (each with the record that holds it), distinct (the different values of the field);\n\
@@ -223,12 +227,103 @@ pub fn first_table_call(steps: &[Step], path: &str) -> bool {
     })
 }
 
-/// The path of a call of `name` with `args` when it is a first `table` call on a file: the call
-/// whose arguments the query request writes.
-pub fn rewrites(name: &str, args: &Value, steps: &[Step]) -> Option<String> {
+/// A call whose arguments a focused request writes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rewrite {
+    /// A first `table` call on the file at this path.
+    Table(String),
+    /// A first `calculator` call, or (`optional`) a final answer after files were read and
+    /// no calculator call: the request may then say no calculation is needed (see
+    /// [`calculation`]).
+    Calculation {
+        /// The outputs of the files read so far, as the request shows them.
+        context: String,
+        /// Whether `none` is a choice.
+        optional: bool,
+    },
+}
+
+impl Rewrite {
+    /// The note the step's thought carries in the run's record.
+    pub fn tag(&self) -> String {
+        match self {
+            Rewrite::Table(_) => format!("[the query: {HOW}]"),
+            Rewrite::Calculation { .. } => format!("[the calculation: {}]", calculation::HOW),
+        }
+    }
+}
+
+/// Most characters of file outputs a calculation request shows (the newest kept).
+const CALCULATION_CONTEXT_CHARS: usize = 2400;
+
+/// The outputs of the file reads among `steps` (`read_file`, `search_text`, `table`), newest
+/// kept within [`CALCULATION_CONTEXT_CHARS`], in run order.
+fn file_outputs(steps: &[Step]) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    let mut used = 0;
+    for s in steps.iter().rev().filter(|s| super::outputs::usable(s)) {
+        let read = matches!(&s.action, Some(Action::ToolCall { name, .. })
+            if name == "read_file" || name == "search_text" || name == TABLE);
+        let text = s.observation.text.trim_end();
+        if !read || used + text.len() > CALCULATION_CONTEXT_CHARS {
+            continue;
+        }
+        used += text.len();
+        parts.push(text);
+    }
+    parts.reverse();
+    parts.join("\n\n")
+}
+
+/// What a call of `name` with `args` is when a focused request writes its arguments: a first
+/// `table` call on a file, or a first `calculator` call.
+pub fn rewrites(name: &str, args: &Value, steps: &[Step]) -> Option<Rewrite> {
+    if name == CALCULATOR {
+        let first = !steps.iter().any(
+            |s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == CALCULATOR),
+        );
+        return first.then(|| Rewrite::Calculation {
+            context: file_outputs(steps),
+            optional: false,
+        });
+    }
     let path = args.get("path").and_then(Value::as_str)?;
     (name == TABLE && table::read::kind_of(path).is_some() && first_table_call(steps, path))
-        .then(|| path.to_string())
+        .then(|| Rewrite::Table(path.to_string()))
+}
+
+/// The calculation asked before a final answer: when files were read and neither a
+/// `calculator` call nor a `table` query computed anything, the calculation request runs with
+/// `none` offered; a calculation it writes runs as a calculator call instead of the answer.
+/// (After a table query, the request added a date to the count the table had answered.)
+pub fn calculation_before_answer(steps: &[Step]) -> Option<Rewrite> {
+    let calculated = steps.iter().any(|s| {
+        matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == CALCULATOR)
+            || super::outputs::table_answer_path(s).is_some()
+    });
+    let context = file_outputs(steps);
+    (!calculated && !context.is_empty()).then_some(Rewrite::Calculation {
+        context,
+        optional: true,
+    })
+}
+
+/// Write the arguments of the call `rewrite` names for `task`, and the tokens it used; `None`
+/// when the request has nothing to write (the planner's call runs).
+pub fn write(
+    model: &mut dyn LanguageModel,
+    sampling: &SamplingParams,
+    task: &str,
+    ws: &Sandbox,
+    rewrite: &Rewrite,
+    cancel: &CancelToken,
+) -> Result<Option<(Value, Usage)>, PlannerError> {
+    match rewrite {
+        Rewrite::Table(path) => write_query(model, sampling, task, ws, path, cancel),
+        Rewrite::Calculation { context, optional } => {
+            calculation::write_calculation(model, sampling, task, context, *optional, cancel)
+        }
+    }
 }
 
 /// Write the arguments of a `table` call on `path` for `task` with the query request: the

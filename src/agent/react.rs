@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::lm::{CancelToken, Usage};
 
-use super::answer::{AnswerMode, AnswerOutput};
+use super::answer::AnswerMode;
 use super::audit::{ActionTrail, AuditError};
 use super::condense::{self, Condenser};
 use super::grounding::Conclusion;
@@ -25,6 +25,8 @@ use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCa
 use super::parse::ActionParseError;
 use super::planner::{render_action, schema_signature, Planner, PlannerError, PlannerInput};
 use super::query;
+
+mod steps;
 use super::rundir::{utc_timestamp, Record, RunDir, RunDirError};
 use super::tools::{
     FinalAnswer, Sandbox, Tool, ToolContext, ToolError, ToolErrorKind, Toolset, FINAL_ANSWER,
@@ -33,6 +35,7 @@ use super::types::AnswerBy;
 use super::types::{
     Action, Observation, ObservationKind, RunOutcome, Step, StepTimings, StopReason, UsageTotals,
 };
+use steps::{allowed_tools, answer_step, answered_step, offered_tools};
 
 /// Observations shorter than this are never collapsed (the preview would be as long).
 const COLLAPSE_MIN_CHARS: usize = 200;
@@ -261,6 +264,9 @@ pub fn run(
     let mut detail: Option<String> = None;
     // Set when the model repeated an action that had succeeded: the next step may only answer.
     let mut banned: Option<String> = None;
+    // Set when a final answer became a calculation (`query::calculation_before_answer`): the
+    // next step is the answer.
+    let mut answer_next = false;
 
     // Set once the model was sent back for an answer with a number from nowhere.
     let mut sent_back = false;
@@ -358,13 +364,15 @@ pub fn run(
         let index = steps.len() + 1;
         let step_start = Instant::now();
         let allowed = allowed_tools(tools, &steps, banned.as_deref());
-        let allowed = if limits.narrow {
+        let allowed = if std::mem::take(&mut answer_next) {
+            Some(tools.only(FINAL_ANSWER))
+        } else if limits.narrow {
             let base = allowed.as_ref().unwrap_or(tools);
             super::narrow::narrow_step(base, original_task, &named_paths, &steps).or(allowed)
         } else {
             allowed
         };
-        let out = {
+        let mut out = {
             let input = PlannerInput {
                 task,
                 steps: &steps,
@@ -400,6 +408,39 @@ pub fn run(
         // The reply as the transcript shows it, when the call that ran is not the one the
         // planner wrote (a table query written by `agent::query`).
         let mut raw: Option<String> = None;
+        // The note of a call whose arguments a focused request wrote.
+        let mut call_note: Option<String> = None;
+        // A final answer after files were read and no calculation: the calculation request
+        // may turn it into a calculator call first (`query::calculation_before_answer`).
+        let ends = match &out.action {
+            Ok(Action::Final { .. }) => true,
+            Ok(Action::ToolCall { name, .. }) => name == FINAL_ANSWER,
+            Err(_) => false,
+        };
+        let room = steps.len() + 2 < limits.max_steps;
+        if let (true, Some(rewrite), Some(ws)) = (
+            ends && room && limits.answer.from_observations(),
+            query::calculation_before_answer(&steps),
+            ctx.workspace.as_ref(),
+        ) {
+            match planner.query(original_task, ws, &rewrite, cancel) {
+                Ok(Some((written, used))) => {
+                    totals.add(&used);
+                    usage.add(&used);
+                    let call = Action::ToolCall {
+                        name: query::CALCULATOR.to_string(),
+                        args: written,
+                    };
+                    raw = Some(render_action(&out.thought, &call));
+                    call_note = Some(rewrite.tag());
+                    out.action = Ok(call);
+                    answer_next = true;
+                }
+                Ok(None) => {}
+                Err(PlannerError::Cancelled) => break StopReason::Cancelled,
+                Err(e) => tracing::warn!("calculation request failed ({e})"),
+            }
+        }
         // A final answer (with valid arguments) is rewritten by the answer step, if any.
         let proposed = match &out.action {
             Ok(Action::Final { answer }) => Some(answer.clone()),
@@ -477,11 +518,12 @@ pub fn run(
                 }
             }
             Ok(Action::ToolCall { name, mut args }) => {
-                // A first `table` call on a file: its query is written by a focused request
-                // (`agent::query`), and the transcript shows the call that ran.
+                // A first `table` call on a file or first `calculator` call: its arguments are
+                // written by a focused request (`agent::query`), and the transcript shows the
+                // call that ran.
                 let ws = ctx.workspace.as_ref();
-                if let (Some(path), Some(ws)) = (query::rewrites(&name, &args, &steps), ws) {
-                    match planner.query(original_task, ws, &path, cancel) {
+                if let (Some(rewrite), Some(ws)) = (query::rewrites(&name, &args, &steps), ws) {
+                    match planner.query(original_task, ws, &rewrite, cancel) {
                         Ok(Some((written, used))) => {
                             totals.add(&used);
                             usage.add(&used);
@@ -491,11 +533,16 @@ pub fn run(
                                 args: args.clone(),
                             };
                             raw = Some(render_action(&out.thought, &call));
+                            call_note = Some(rewrite.tag());
+                            // The calculation the request wrote answers the question: what
+                            // is left is the answer (the planner went on adding 45 days to
+                            // each date it got back).
+                            answer_next = matches!(rewrite, query::Rewrite::Calculation { .. });
                         }
                         Ok(None) => {}
                         Err(PlannerError::Cancelled) => break StopReason::Cancelled,
                         // The planner's own query runs instead.
-                        Err(e) => tracing::warn!("table query request failed ({e})"),
+                        Err(e) => tracing::warn!("focused request for a call failed ({e})"),
                     }
                 }
                 let f = fingerprint(&name, &args);
@@ -589,8 +636,10 @@ pub fn run(
             index,
             thought: match how {
                 Some(h) => format!("{} [the answer: {h}]", out.thought),
-                None if raw.is_some() => format!("{} [the query: {}]", out.thought, query::HOW),
-                None => out.thought,
+                None => match call_note {
+                    Some(tag) => format!("{} {tag}", out.thought),
+                    None => out.thought,
+                },
             },
             action,
             raw: raw.unwrap_or(out.raw),
@@ -672,38 +721,6 @@ pub fn run(
     Ok(outcome)
 }
 
-/// The tools shown to the planner for the next step: `read_blob` only once there is a blob to
-/// page (shown earlier, a small model pages blobs that do not exist).
-fn offered_tools(tools: &Toolset, steps: &[Step]) -> Toolset {
-    let has_blob = steps.iter().any(|s| {
-        let o = &s.observation;
-        o.blob.is_some() && (o.collapsed || !o.focused)
-    });
-    if has_blob {
-        tools.clone()
-    } else {
-        tools.without(super::tools::blob::READ_BLOB)
-    }
-}
-
-/// The tools the constraint allows this step, when fewer than those shown: the first step
-/// must call a tool (facts come from observations; a small model otherwise answers from its
-/// own guesses), and right after a repeated successful call that tool is left out (answering
-/// straight away cut runs short: the model repeated `list_dir` before searching the log it
-/// listed; measured on the dev split).
-fn allowed_tools(tools: &Toolset, steps: &[Step], banned: Option<&str>) -> Option<Toolset> {
-    if let Some(name) = banned {
-        if name != FINAL_ANSWER && tools.get(name).is_some() {
-            return Some(tools.without(name));
-        }
-    }
-    let others = tools.iter().any(|t| t.name() != FINAL_ANSWER);
-    if steps.is_empty() && others && tools.get(FINAL_ANSWER).is_some() {
-        return Some(tools.without(FINAL_ANSWER));
-    }
-    None
-}
-
 /// Most lines of the workspace overview shown under the task.
 const OVERVIEW_MAX_LINES: usize = 25;
 
@@ -724,45 +741,6 @@ pub(crate) fn workspace_overview(tools: &Toolset, ctx: &ToolContext) -> Option<S
         lines.len() - OVERVIEW_MAX_LINES
     ));
     Some(shown)
-}
-
-/// The step that records an answer the answer step wrote outside the planner's turns.
-fn answered_step(index: usize, thought: String, o: AnswerOutput, start: Instant) -> Step {
-    Step {
-        index,
-        thought: format!("{thought} [the answer: {}]", o.how),
-        action: Some(Action::Final {
-            answer: o.answer.clone(),
-        }),
-        raw: String::new(),
-        observation: Observation::new(ObservationKind::Final, o.answer),
-        fingerprint: None,
-        timings: StepTimings {
-            plan_s: start.elapsed().as_secs_f64(),
-            tool_s: 0.0,
-            total_s: start.elapsed().as_secs_f64(),
-        },
-        usage: o.usage,
-    }
-}
-
-/// Ask the planner for the answer from the observations, when the run's answer mode says so.
-fn answer_step(
-    planner: &mut dyn Planner,
-    limits: &Limits,
-    task: &str,
-    steps: &[Step],
-    overview: Option<&str>,
-    cancel: &CancelToken,
-) -> Result<Option<AnswerOutput>, AgentError> {
-    if !limits.answer.from_observations() {
-        return Ok(None);
-    }
-    match planner.answer(task, steps, overview, cancel) {
-        Ok(o) => Ok(o),
-        Err(PlannerError::Cancelled) => Ok(None),
-        Err(e) => Err(AgentError::Planner(e)),
-    }
 }
 
 fn stuck_message(count: usize) -> String {

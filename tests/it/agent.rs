@@ -751,6 +751,8 @@ fn context_collapse_shrinks_older_observations_and_is_recorded() {
 struct FakeLm {
     replies: VecDeque<String>,
     requests: Vec<GenRequest>,
+    /// The calculation requests, apart from `requests`.
+    calculations: Vec<GenRequest>,
     cache: String,
     context: usize,
 }
@@ -771,6 +773,29 @@ impl LanguageModel for FakeLm {
         on_text: &mut dyn FnMut(&str),
         _cancel: &CancelToken,
     ) -> Result<GenOutput, LmError> {
+        // The calculation request (`agent::query::calculation`) takes the next scripted reply
+        // when that is a calculation (`{"kind": …}`), else gets none, so the planner's own call
+        // runs; it is kept apart and not cached (the prompts these tests follow are the
+        // planner's).
+        use boyd::agent::query::calculation::{SYSTEM_HEAD, SYSTEM_HEAD_OPTIONAL};
+        let system = req.messages.first().map_or("", |m| m.content.as_str());
+        if system.starts_with(SYSTEM_HEAD) || system.starts_with(SYSTEM_HEAD_OPTIONAL) {
+            let scripted = self
+                .replies
+                .front()
+                .is_some_and(|r| r.starts_with("{\"kind\""));
+            let text = if scripted {
+                self.replies.pop_front().unwrap_or_default()
+            } else {
+                "{}".into()
+            };
+            self.calculations.push(req.clone());
+            return Ok(GenOutput {
+                text,
+                finish: FinishReason::Eos,
+                usage: Usage::default(),
+            });
+        }
         self.requests.push(req.clone());
         let prompt = template(&req.messages);
         let reused = self
@@ -806,6 +831,72 @@ impl LanguageModel for FakeLm {
     }
 }
 
+/// A first calculator call is written by the calculation request, and the answer follows it;
+/// an answer after reading a file with no calculation may become one first.
+#[test]
+fn the_calculation_request_writes_the_first_calculator_call_and_the_answer_comes_next() {
+    let e = env();
+    std::fs::write(
+        e.ws.path().join("lease.yaml"),
+        "start: 2026-02-01\nend: 2027-07-31\n",
+    )
+    .expect("write");
+    let replies = [
+        r#"{"thought": "read it", "tool": "read_file", "args": {"path": "lease.yaml"}}"#,
+        r#"{"thought": "count", "tool": "calculator", "args": {"expression": "31 - 7"}}"#,
+        r#"{"kind": "weekday", "date": "2027-07-31"}"#,
+        r#"{"thought": "done", "tool": "final_answer", "args": {"answer": "Saturday"}}"#,
+        "Saturday",
+    ];
+    let mut lm = FakeLm {
+        replies: replies.iter().map(|s| s.to_string()).collect(),
+        requests: Vec::new(),
+        calculations: Vec::new(),
+        cache: String::new(),
+        context: 1_000_000,
+    };
+    let tools = Toolset::builtin(None);
+    let out = {
+        let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default());
+        run_with(
+            &e,
+            &mut planner,
+            &tools,
+            &Limits::default(),
+            &CancelToken::new(),
+        )
+    };
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("Saturday"));
+    let steps = steps_of(&out);
+    let calc = &steps[1];
+    assert_eq!(
+        calc.action,
+        Some(Action::ToolCall {
+            name: "calculator".into(),
+            args: json!({"expression": "weekday(2027-07-31)"})
+        })
+    );
+    assert!(calc.observation.text.contains("Saturday"));
+    assert!(calc.thought.contains("[the calculation:"));
+    // The request saw the file it could calculate from; the step after it allowed only the
+    // answer.
+    assert_eq!(lm.calculations.len(), 1);
+    assert!(lm.calculations[0].messages[1]
+        .content
+        .contains("2027-07-31"));
+    let Some(Constraint::JsonSchema(schema)) = &lm.requests[2].constraint else {
+        panic!("no JSON schema constraint");
+    };
+    let names: Vec<&str> = schema["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .filter_map(|b| b["properties"]["tool"]["const"].as_str())
+        .collect();
+    assert_eq!(names, ["final_answer"]);
+}
+
 #[test]
 fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
     let e = env();
@@ -822,6 +913,7 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
     let mut lm = FakeLm {
         replies: replies.iter().map(|s| s.to_string()).collect(),
         requests: Vec::new(),
+        calculations: Vec::new(),
         cache: String::new(),
         context: 1_000_000,
     };
@@ -1182,6 +1274,7 @@ fn lark_constraint_names_every_tool_in_order() {
     let mut lm = FakeLm {
         replies: VecDeque::new(),
         requests: Vec::new(),
+        calculations: Vec::new(),
         cache: String::new(),
         context: 4096,
     };

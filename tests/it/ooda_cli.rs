@@ -38,6 +38,15 @@ fn completion(content: &str) -> Value {
 }
 
 /// Whether a completion request is the answer step's (its system prompt).
+/// Whether `body` is the calculation request (`agent::query::calculation`): the script
+/// answers it with no calculation, so the decider's own call runs.
+fn is_calculation_request(body: &Value) -> bool {
+    use boyd::agent::query::calculation::{SYSTEM_HEAD, SYSTEM_HEAD_OPTIONAL};
+    body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with(SYSTEM_HEAD) || c.starts_with(SYSTEM_HEAD_OPTIONAL))
+}
+
 fn is_answer_step(body: &Value) -> bool {
     body["messages"][0]["content"]
         .as_str()
@@ -122,6 +131,11 @@ impl ScriptedServer {
                 let content = {
                     let mut g = s.lock().expect("script");
                     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                    if is_calculation_request(&body) {
+                        drop(g);
+                        respond(&mut stream, &completion("{}").to_string());
+                        continue;
+                    }
                     if is_answer_step(&body) {
                         // The answer step copies the answer the Decide step proposed.
                         g.answer_requests.push(body);

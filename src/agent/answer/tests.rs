@@ -549,3 +549,30 @@ fn toml_table_arrays_and_ini_sections_are_ranked_as_records_and_key_paths() {
         vec!["[svc.ini] workers = 16"]
     );
 }
+
+#[test]
+fn an_answer_that_repeats_a_calls_argument_and_not_its_output_is_caught() {
+    let calc = call(
+        1,
+        "calculator",
+        serde_json::json!({"expression": "95 kph in m/s"}),
+        "26.388889 m/s",
+    );
+    assert_eq!(
+        repeats_call("95 kph in m/s", std::slice::from_ref(&calc)),
+        Some(vec!["26.388889 m/s".to_string()])
+    );
+    assert!(repeats_call(" 95 KPH in m/s ", std::slice::from_ref(&calc)).is_some());
+    assert_eq!(
+        repeats_call("26.388889 m/s", std::slice::from_ref(&calc)),
+        None
+    );
+    // A path the output shows too is an answer, not a repeat.
+    let read = call(
+        2,
+        "read_file",
+        serde_json::json!({"path": "src/money.js"}),
+        "src/money.js (3 lines):\n1: export function f() {}",
+    );
+    assert_eq!(repeats_call("src/money.js", &[read]), None);
+}

@@ -132,14 +132,14 @@ pub trait Decider {
     ) -> Result<Option<AnswerOutput>, PlannerError> {
         Ok(None)
     }
-    /// The arguments of a first `table` call on the table file `path` for `task`, written by a
-    /// short, focused request (see `agent::query`), with the tokens it used. `None` when this
-    /// one cannot (a scripted one) or `path` is not a table file.
+    /// The arguments of the call `rewrite` names for `task`, written by a short, focused
+    /// request (see `agent::query`), with the tokens it used. `None` when this one cannot (a
+    /// scripted one) or the request has nothing to write.
     fn query(
         &mut self,
         _task: &str,
         _ws: &crate::agent::tools::Sandbox,
-        _path: &str,
+        _rewrite: &crate::agent::query::Rewrite,
         _cancel: &CancelToken,
     ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
         Ok(None)

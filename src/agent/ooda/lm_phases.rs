@@ -317,15 +317,15 @@ impl Decider for ModelPhases<'_> {
         &mut self,
         task: &str,
         ws: &crate::agent::tools::Sandbox,
-        path: &str,
+        rewrite: &crate::agent::query::Rewrite,
         cancel: &CancelToken,
     ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
-        crate::agent::query::write_query(
+        crate::agent::query::write(
             &mut *self.model,
             &SamplingParams::default(),
             task,
             ws,
-            path,
+            rewrite,
             cancel,
         )
     }

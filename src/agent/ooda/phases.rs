@@ -45,10 +45,10 @@ impl Decider for SplitPhases<'_> {
         &mut self,
         task: &str,
         ws: &crate::agent::tools::Sandbox,
-        path: &str,
+        rewrite: &crate::agent::query::Rewrite,
         cancel: &crate::lm::CancelToken,
     ) -> Result<Option<(serde_json::Value, crate::lm::Usage)>, PlannerError> {
-        self.decider.query(task, ws, path, cancel)
+        self.decider.query(task, ws, rewrite, cancel)
     }
 }
 

@@ -116,7 +116,7 @@ fn only_the_first_table_call_on_a_table_file_is_rewritten() {
     let args = json!({"path": "./tickets.csv", "op": "count"});
     assert_eq!(
         rewrites(TABLE, &args, &[]),
-        Some("./tickets.csv".to_string())
+        Some(Rewrite::Table("./tickets.csv".to_string()))
     );
     assert_eq!(rewrites("read_file", &args, &[]), None);
     assert_eq!(
@@ -206,4 +206,168 @@ fn the_answer_step_leaves_out_a_read_of_a_file_a_later_query_answered() {
     unmet.observation.text = format!("tickets.csv: 0 of 4 records match. {}", table::NO_MATCH);
     let shown = crate::agent::answer::shown_steps(&[read, notes, unmet]);
     assert_eq!(shown.len(), 3);
+}
+
+/// The kinds a calculation schema offers, in order.
+fn kinds_of(schema: &Value) -> Vec<String> {
+    schema["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .map(|k| {
+            k["properties"]["kind"]["const"]
+                .as_str()
+                .expect("kind")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_calculation_offers_the_kinds_its_text_reads_and_only_the_dates_and_numbers_it_states() {
+    let plain = calculation::calculation_request("What is 12% of 3,960?", "", false, &[]);
+    assert_eq!(kinds_of(&plain.schema), ["arithmetic"]);
+    // Written and ISO dates both count; a span needs two of them.
+    let one_date =
+        calculation::calculation_request("what weekday is 17 October 2026?", "", false, &[]);
+    assert_eq!(
+        kinds_of(&one_date.schema),
+        ["arithmetic", "date_plus_days", "weekday"]
+    );
+    let weekday = &one_date.schema["anyOf"][2]["properties"]["date"]["enum"];
+    assert_eq!(weekday, &json!(["2026-10-17"]));
+    let context = "release.toml (2 lines):\n1: code_freeze = 2026-09-14\n2: release = 2026-10-01";
+    let two = calculation::calculation_request("How many days until release?", context, false, &[]);
+    assert_eq!(
+        kinds_of(&two.schema),
+        ["arithmetic", "days_between", "date_plus_days", "weekday"]
+    );
+    assert!(two.messages[1].content.contains("code_freeze = 2026-09-14"));
+    // An amount with a unit offers a conversion, first, of a number the text states.
+    let convert = calculation::calculation_request("how many GB is 48 GiB?", "", false, &[]);
+    assert_eq!(kinds_of(&convert.schema), ["convert", "arithmetic"]);
+    assert_eq!(
+        convert.schema["anyOf"][0]["properties"]["amount"]["enum"],
+        json!([48])
+    );
+    // Before an answer, no calculation is a choice, offered first; a kind may be left out.
+    let optional = calculation::calculation_request(
+        "How many days until release?",
+        context,
+        true,
+        &["days_between"],
+    );
+    assert_eq!(
+        kinds_of(&optional.schema),
+        ["none", "arithmetic", "date_plus_days", "weekday"]
+    );
+    assert!(optional.messages[0].content.contains("- none:"));
+    assert!(!optional.messages[0].content.contains("days_between"));
+}
+
+#[test]
+fn each_kind_of_calculation_is_a_calculator_expression_it_evaluates() {
+    use crate::agent::tools::calculator::output;
+    let cases = [
+        (
+            json!({"kind": "convert", "amount": 48, "unit": "GiB", "to": "GB"}),
+            "48 GiB in GB",
+            "51.539608 GB",
+        ),
+        (
+            json!({"kind": "days_between", "start": "2027-11-20", "end": "2028-03-05"}),
+            "2028-03-05 - 2027-11-20",
+            "106 days",
+        ),
+        (
+            json!({"kind": "date_plus_days", "date": "2026-10-17", "days": 45}),
+            "2026-10-17 + 45 days",
+            "2026-12-01 (Tuesday)",
+        ),
+        (
+            json!({"kind": "weekday", "date": "2028-02-29"}),
+            "weekday(2028-02-29)",
+            "Tuesday",
+        ),
+        (
+            json!({"kind": "arithmetic", "expression": "1284 * 6 * 13"}),
+            "1284 * 6 * 13",
+            "100152",
+        ),
+    ];
+    for (reply, expr, shown) in cases {
+        assert_eq!(calculation::expression(&reply).as_deref(), Some(expr));
+        let out = output(expr).expect("evaluates");
+        assert!(out.contains(shown), "{expr} gave {out}");
+    }
+    assert_eq!(calculation::expression(&json!({"kind": "none"})), None);
+    assert_eq!(
+        calculation::expression(&json!({"kind": "convert", "amount": 3})),
+        None
+    );
+}
+
+fn calculated(lm: &mut Scripted, task: &str, context: &str, optional: bool) -> Option<Value> {
+    calculation::write_calculation(
+        lm,
+        &SamplingParams::default(),
+        task,
+        context,
+        optional,
+        &CancelToken::new(),
+    )
+    .expect("no error")
+    .map(|(args, _)| args)
+}
+
+#[test]
+fn the_calculation_is_the_models_and_a_span_from_a_date_to_itself_is_asked_again() {
+    let context = "lease.yaml (2 lines):\n1: start_date: 2026-02-01\n2: end_date: 2027-07-31";
+    let task = "what weekday does the lease end on?";
+    let mut lm = Scripted::new(&[
+        r#"{"kind": "days_between", "start": "2027-07-31", "end": "2027-07-31"}"#,
+        r#"{"kind": "weekday", "date": "2027-07-31"}"#,
+    ]);
+    let args = calculated(&mut lm, task, context, false);
+    assert_eq!(args, Some(json!({"expression": "weekday(2027-07-31)"})));
+    assert_eq!(lm.requests.len(), 2);
+    assert!(!kinds_of(schema_of(&lm.requests[1])).contains(&"days_between".to_string()));
+    // No calculation, a reply that is none, and one the calculator cannot evaluate leave the
+    // planner's step.
+    let mut lm = Scripted::new(&[r#"{"kind": "none"}"#]);
+    assert_eq!(calculated(&mut lm, task, context, true), None);
+    let mut lm = Scripted::new(&[r#"{"kind": "arithmetic", "expression": "end_date - )"}"#]);
+    assert_eq!(calculated(&mut lm, task, context, false), None);
+    let mut lm = Scripted::new(&["not json"]);
+    assert_eq!(calculated(&mut lm, task, context, false), None);
+}
+
+#[test]
+fn only_a_first_calculator_call_and_an_answer_after_reads_without_one_ask_for_a_calculation() {
+    let args = json!({"expression": "2 + 2"});
+    let read = step(
+        1,
+        "read_file",
+        json!({"path": "lease.yaml"}),
+        "lease.yaml (1 lines):\n1: end_date: 2027-07-31",
+    );
+    match rewrites(CALCULATOR, &args, std::slice::from_ref(&read)) {
+        Some(Rewrite::Calculation { context, optional }) => {
+            assert!(context.contains("end_date: 2027-07-31"));
+            assert!(!optional);
+        }
+        other => panic!("expected a calculation, got {other:?}"),
+    }
+    let calc = step(2, CALCULATOR, args.clone(), "4");
+    let both = [read.clone(), calc];
+    assert_eq!(rewrites(CALCULATOR, &args, &both), None);
+    // Before the answer: only after a file was read and while no calculation was made.
+    assert_eq!(calculation_before_answer(&[]), None);
+    let listing = step(1, "list_dir", json!({"path": "."}), "lease.yaml (40 bytes)");
+    assert_eq!(calculation_before_answer(&[listing]), None);
+    assert!(matches!(
+        calculation_before_answer(std::slice::from_ref(&read)),
+        Some(Rewrite::Calculation { optional: true, .. })
+    ));
+    assert_eq!(calculation_before_answer(&both), None);
 }

@@ -9,6 +9,7 @@
 mod acting;
 mod observing;
 mod orienting;
+mod rewrite;
 mod skip;
 
 use std::io::Write;
@@ -192,6 +193,8 @@ pub(super) struct Driver<'a, 'e> {
     /// The final answer the answer step already wrote for the chosen final answer (when only
     /// the final answer was left and no Decide call was made).
     prewritten: Option<(String, AnswerBy)>,
+    /// Set when a calculation was proposed before the answer: the next Decide is the answer.
+    answer_next: bool,
     /// Tools left out of the next Decide's constraint after refused proposals.
     exclude: Vec<String>,
     /// The action waiting for approval, when the session stops for one.
@@ -278,6 +281,7 @@ impl<'a, 'e> Driver<'a, 'e> {
             session_cycles: 0,
             decide_failures: 0,
             prewritten: None,
+            answer_next: false,
             exclude: Vec::new(),
             pending: None,
             answer: None,
@@ -455,38 +459,12 @@ impl<'a, 'e> Driver<'a, 'e> {
         self.guided_decision(cycle, suggestion)
     }
 
-    /// A first `table` call on a file gets its query from a focused request (`agent::query`);
-    /// the candidate's thought says so. A failed request leaves the decider's query.
-    fn write_queries(&mut self, proposal: &mut Proposal) -> Result<(), PlannerError> {
-        let Some(ws) = self.ctx.workspace.as_ref() else {
-            return Ok(());
-        };
-        for c in proposal.candidates.iter_mut() {
-            let crate::agent::types::Action::ToolCall { name, args } = &mut c.action else {
-                continue;
-            };
-            let Some(path) = crate::agent::query::rewrites(name, args, &self.steps) else {
-                continue;
-            };
-            let decider = self.ooda.phases.decider();
-            match decider.query(&self.s.task, ws, &path, &self.ooda.cancel) {
-                Ok(Some((written, used))) => {
-                    *args = written;
-                    proposal.usage.add(&used);
-                    c.thought = format!("{} [the query: {}]", c.thought, crate::agent::query::HOW);
-                }
-                Ok(None) => {}
-                Err(PlannerError::Cancelled) => return Err(PlannerError::Cancelled),
-                Err(e) => tracing::warn!("table query request failed ({e})"),
-            }
-        }
-        Ok(())
-    }
-
     /// A decision from the decider's proposal.
     fn model_decision(&mut self, cycle: usize) -> Result<DecisionRecord, PlannerError> {
         let tools = self.ooda.tools;
-        let allowed = if self.ooda.config.narrow {
+        let allowed = if std::mem::take(&mut self.answer_next) {
+            Some(self.tools.only(FINAL_ANSWER))
+        } else if self.ooda.config.narrow {
             narrow::narrow_step(&self.tools, &self.s.task, &self.named_paths, &self.steps)
         } else {
             None
@@ -501,7 +479,13 @@ impl<'a, 'e> Driver<'a, 'e> {
             .is_some_and(|a| a.iter().all(|t| t.name() == FINAL_ANSWER))
             && self.ooda.config.answer.from_observations()
             && self.steps.iter().any(crate::agent::outputs::usable);
-        let written = if answer_only {
+        // Before the answer, a calculation the outputs call for (`query::calculation_before_answer`).
+        let calculation = if answer_only {
+            self.calculation_before_answer()?
+        } else {
+            None
+        };
+        let written = if answer_only && calculation.is_none() {
             match self.ooda.phases.decider().answer(
                 &self.s.task,
                 &self.steps,
@@ -519,7 +503,15 @@ impl<'a, 'e> Driver<'a, 'e> {
         } else {
             None
         };
-        let proposal = if let Some(o) = written {
+        let proposal = if let Some(c) = calculation {
+            Proposal {
+                candidates: vec![c.0],
+                raw: String::new(),
+                usage: c.1,
+                parse_error: None,
+                parse_failures: 0,
+            }
+        } else if let Some(o) = written {
             self.prewritten = Some((o.answer.clone(), o.by));
             Proposal {
                 candidates: vec![Candidate {

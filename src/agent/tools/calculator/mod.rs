@@ -17,6 +17,9 @@ use super::{parse_args, PromptHint, Tool, ToolContext, ToolError, Verification};
 /// units the evaluator drops), spaces and the operators the lexer reads; no `=`.
 pub const EXPRESSION_PATTERN: &str = r"^[0-9A-Za-z .,_+*/^%()\[\]-]+$";
 
+/// The calculator tool's name.
+pub const CALCULATOR: &str = "calculator";
+
 /// The calculator tool.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Calculator;
@@ -27,9 +30,27 @@ struct Args {
     expression: String,
 }
 
+/// What the calculator shows for `expression`: the value with its unit or date when the
+/// units matter, else the number (and the units it dropped).
+pub fn output(expression: &str) -> Result<String, ToolError> {
+    let failed = |e: CalcError| ToolError::invalid(format!("cannot evaluate {expression:?}: {e}."));
+    if let Some(r) = units::evaluate(expression) {
+        return r.map_err(failed);
+    }
+    evaluate_noting(expression)
+        .map(|(n, units)| {
+            if units.is_empty() {
+                n.to_string()
+            } else {
+                format!("{n} (units ignored: {})", units.join(", "))
+            }
+        })
+        .map_err(failed)
+}
+
 impl Tool for Calculator {
     fn name(&self) -> &str {
-        "calculator"
+        CALCULATOR
     }
     fn description(&self) -> &str {
         "Evaluate an arithmetic expression exactly. Operators: + - * / % ^ and parentheses; functions: sqrt(x) abs(x) round(x) floor(x) ceil(x) ln(x) log10(x) exp(x) min(a, b) max(a, b) pow(a, b). Numbers may carry units (km, mi, m/s, km/h, mph, s, min, h, days, kg, lb, GB, GiB, MB/s, Mbit/s, W, kWh); end with in <unit> to convert. Dates are written YYYY-MM-DD: date - date gives days, date + <n> days gives a date, weekday(date) its weekday. All arithmetic goes through it, even a sum of two numbers read from files: write the numbers, not words."
@@ -46,20 +67,7 @@ impl Tool for Calculator {
     }
     fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, ToolError> {
         let a: Args = parse_args(args)?;
-        if let Some(r) = units::evaluate(&a.expression) {
-            return r.map_err(|e| {
-                ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression))
-            });
-        }
-        evaluate_noting(&a.expression)
-            .map(|(n, units)| {
-                if units.is_empty() {
-                    n.to_string()
-                } else {
-                    format!("{n} (units ignored: {})", units.join(", "))
-                }
-            })
-            .map_err(|e| ToolError::invalid(format!("cannot evaluate {:?}: {e}.", a.expression)))
+        output(&a.expression)
     }
     /// The output is a finite number (with its unit, when it has one) or a date.
     fn verify(&self, _args: &serde_json::Value, output: &str, _ctx: &ToolContext) -> Verification {

@@ -13,7 +13,9 @@ use super::dates::day_number;
 use super::CalcError;
 use crate::units::{civil_from_days, MONTH_NAMES, WEEKDAYS_FROM_EPOCH};
 
+mod mentions;
 mod table;
+pub use mentions::{mentions, unit_choices, Mentions};
 use table::{Dims, Unit, DEFAULTS, NONE, TIME, UNITS};
 
 /// Words that are not units: functions, conversion words, "of" and "x".

@@ -112,3 +112,16 @@ fn civil_dates_round_trip() {
         assert_eq!(civil_from_days(n), (y, m, d));
     }
 }
+
+#[test]
+fn a_text_mentions_the_dates_and_amounts_the_calculator_reads() {
+    let m = mentions("Release 2026-10-01, freeze on 14 September 2026.\nPython 3.12.3 on 2030-01-01\nthe backup is 3.2GB");
+    // The line the lexer cannot read (`3.12.3`) is skipped, its date with it.
+    assert_eq!(m.dates, ["2026-10-01", "2026-09-14"]);
+    assert_eq!(m.amounts, 1);
+    let none = mentions("We may ship in the spring; 12 people signed up.");
+    assert!(none.dates.is_empty());
+    assert_eq!(none.amounts, 0);
+    assert_eq!(mentions("3.2GB over a 40 Mbit/s line").amounts, 2);
+    assert!(unit_choices().contains(&"GiB") && unit_choices().contains(&"kph"));
+}
