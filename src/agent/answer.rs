@@ -365,17 +365,11 @@ pub fn says_nothing(task: &str, answer: &str) -> Option<&'static str> {
     header.then_some("is the header of a file the tools read")
 }
 
-/// Byte units a tool may show a size in twice ("34.2 GB (31.84 GiB)").
 /// The output lines of a call when `answer` is a copy of one of its text arguments (the
 /// calculator's expression `95 kph in m/s`) that its output does not hold: what the tool was
 /// asked, not what it returned.
 pub fn repeats_call(answer: &str, steps: &[Step]) -> Option<Vec<String>> {
-    let norm = |t: &str| -> String {
-        t.chars()
-            .filter(|c| !c.is_whitespace())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
+    let norm = hints::squeeze;
     let a = norm(answer);
     if a.is_empty() {
         return None;
@@ -424,6 +418,7 @@ fn span_grammar(lines: &[String]) -> String {
     )
 }
 
+/// Byte units a tool may show a size in twice ("34.2 GB (31.84 GiB)").
 const BYTE_UNITS: &[&str] = &["TiB", "TB", "GiB", "GB", "MiB", "MB", "KiB", "KB"];
 
 /// Positions of `unit` written after a number in `text`, as (number, unit) strings: "31.84 GiB"

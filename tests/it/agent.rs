@@ -757,6 +757,19 @@ struct FakeLm {
     context: usize,
 }
 
+impl FakeLm {
+    /// A model that answers `replies` in turn, with a context of `context` tokens.
+    fn new(replies: &[&str], context: usize) -> Self {
+        Self {
+            replies: replies.iter().map(|s| s.to_string()).collect(),
+            requests: Vec::new(),
+            calculations: Vec::new(),
+            cache: String::new(),
+            context,
+        }
+    }
+}
+
 fn template(messages: &[ChatMessage]) -> String {
     let mut s = String::new();
     for m in messages {
@@ -848,13 +861,7 @@ fn the_calculation_request_writes_the_first_calculator_call_and_the_answer_comes
         r#"{"thought": "done", "tool": "final_answer", "args": {"answer": "Saturday"}}"#,
         "Saturday",
     ];
-    let mut lm = FakeLm {
-        replies: replies.iter().map(|s| s.to_string()).collect(),
-        requests: Vec::new(),
-        calculations: Vec::new(),
-        cache: String::new(),
-        context: 1_000_000,
-    };
+    let mut lm = FakeLm::new(&replies, 1_000_000);
     let tools = Toolset::builtin(None);
     let out = {
         let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default());
@@ -910,13 +917,7 @@ fn lm_planner_prompts_extend_each_other_and_prefill_only_new_tokens() {
         // The answer step's reply (a plain line over the tool outputs).
         "42",
     ];
-    let mut lm = FakeLm {
-        replies: replies.iter().map(|s| s.to_string()).collect(),
-        requests: Vec::new(),
-        calculations: Vec::new(),
-        cache: String::new(),
-        context: 1_000_000,
-    };
+    let mut lm = FakeLm::new(&replies, 1_000_000);
     let tools = Toolset::builtin(None);
     let mut streamed = String::new();
     let out = {

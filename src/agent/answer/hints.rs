@@ -290,6 +290,15 @@ fn file_name(w: &str, letters: usize) -> bool {
         })
 }
 
+/// `text` without whitespace, lowercased: how terms and answers are compared with outputs
+/// ("3.2GB" is found in "3.2 GB").
+pub(super) fn squeeze(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 /// The exact terms the task names — identifiers (`LOG_LEVEL`, `max_conn`, `MaxBatchSize`),
 /// quoted phrases (`'hex bolt M8'`) and file names — that appear in none of `found` (compared
 /// without case). Told so, the model may answer that the thing asked for was not found.
@@ -312,12 +321,6 @@ pub fn absent_terms(task: &str, found: &str) -> Vec<String> {
         }
     }
     // Compared without case and without spaces: "3.2GB" is found in "3.2 GB".
-    let squeeze = |s: &str| -> String {
-        s.chars()
-            .filter(|c| !c.is_whitespace())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
     let hay = squeeze(found);
     let mut out: Vec<String> = Vec::new();
     for t in terms {
