@@ -261,9 +261,10 @@ const CALCULATION_CONTEXT_CHARS: usize = 2400;
 fn file_outputs(steps: &[Step]) -> String {
     let mut parts: Vec<&str> = Vec::new();
     let mut used = 0;
+    use super::tools::files::{FILE_READERS, LIST_DIR};
     for s in steps.iter().rev().filter(|s| super::outputs::usable(s)) {
         let read = matches!(&s.action, Some(Action::ToolCall { name, .. })
-            if name == "read_file" || name == "search_text" || name == TABLE);
+            if name != LIST_DIR && FILE_READERS.contains(&name.as_str()));
         let text = s.observation.text.trim_end();
         if !read || used + text.len() > CALCULATION_CONTEXT_CHARS {
             continue;
@@ -275,13 +276,25 @@ fn file_outputs(steps: &[Step]) -> String {
     parts.join("\n\n")
 }
 
+/// Whether a step called the calculator.
+fn calculates(step: &Step) -> bool {
+    matches!(&step.action, Some(Action::ToolCall { name, .. }) if name == CALCULATOR)
+}
+
+/// Whether `action` ends the run with an answer (`final_answer` as a tool call or as the
+/// answer itself): where [`calculation_before_answer`] is asked, in both loops.
+pub fn is_answer(action: &Action) -> bool {
+    match action {
+        Action::Final { .. } => true,
+        Action::ToolCall { name, .. } => name == super::tools::FINAL_ANSWER,
+    }
+}
+
 /// What a call of `name` with `args` is when a focused request writes its arguments: a first
 /// `table` call on a file, or a first `calculator` call.
 pub fn rewrites(name: &str, args: &Value, steps: &[Step]) -> Option<Rewrite> {
     if name == CALCULATOR {
-        let first = !steps.iter().any(
-            |s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == CALCULATOR),
-        );
+        let first = !steps.iter().any(calculates);
         return first.then(|| Rewrite::Calculation {
             context: file_outputs(steps),
             optional: false,
@@ -297,10 +310,9 @@ pub fn rewrites(name: &str, args: &Value, steps: &[Step]) -> Option<Rewrite> {
 /// `none` offered; a calculation it writes runs as a calculator call instead of the answer.
 /// (After a table query, the request added a date to the count the table had answered.)
 pub fn calculation_before_answer(steps: &[Step]) -> Option<Rewrite> {
-    let calculated = steps.iter().any(|s| {
-        matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == CALCULATOR)
-            || super::outputs::table_answer_path(s).is_some()
-    });
+    let calculated = steps
+        .iter()
+        .any(|s| calculates(s) || super::outputs::table_answer_path(s).is_some());
     let context = file_outputs(steps);
     (!calculated && !context.is_empty()).then_some(Rewrite::Calculation {
         context,

@@ -25,8 +25,6 @@ use super::guard::{fingerprint, repeat_message, repeat_success_message, ActionCa
 use super::parse::ActionParseError;
 use super::planner::{render_action, schema_signature, Planner, PlannerError, PlannerInput};
 use super::query;
-
-mod steps;
 use super::rundir::{utc_timestamp, Record, RunDir, RunDirError};
 use super::tools::{
     FinalAnswer, Sandbox, Tool, ToolContext, ToolError, ToolErrorKind, Toolset, FINAL_ANSWER,
@@ -35,6 +33,8 @@ use super::types::AnswerBy;
 use super::types::{
     Action, Observation, ObservationKind, RunOutcome, Step, StepTimings, StopReason, UsageTotals,
 };
+
+mod steps;
 use steps::{allowed_tools, answer_step, answered_step, offered_tools};
 
 /// Observations shorter than this are never collapsed (the preview would be as long).
@@ -412,11 +412,7 @@ pub fn run(
         let mut call_note: Option<String> = None;
         // A final answer after files were read and no calculation: the calculation request
         // may turn it into a calculator call first (`query::calculation_before_answer`).
-        let ends = match &out.action {
-            Ok(Action::Final { .. }) => true,
-            Ok(Action::ToolCall { name, .. }) => name == FINAL_ANSWER,
-            Err(_) => false,
-        };
+        let ends = out.action.as_ref().is_ok_and(query::is_answer);
         let room = steps.len() + 2 < limits.max_steps;
         if let (true, Some(rewrite), Some(ws)) = (
             ends && room && limits.answer.from_observations(),

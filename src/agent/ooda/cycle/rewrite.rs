@@ -2,7 +2,6 @@
 //! file, a first `calculator` call, and the calculation that may come before the answer.
 
 use crate::agent::planner::PlannerError;
-use crate::agent::tools::FINAL_ANSWER;
 use crate::lm::Usage;
 
 use super::super::decide::{Candidate, Proposal};
@@ -79,10 +78,7 @@ impl Driver<'_, '_> {
         let answers = proposal
             .candidates
             .first()
-            .is_some_and(|c| match &c.action {
-                crate::agent::types::Action::Final { .. } => true,
-                crate::agent::types::Action::ToolCall { name, .. } => name == FINAL_ANSWER,
-            });
+            .is_some_and(|c| crate::agent::query::is_answer(&c.action));
         if answers && self.ooda.config.answer.from_observations() {
             if let Some((c, used)) = self.calculation_before_answer()? {
                 proposal.candidates.insert(0, c);
