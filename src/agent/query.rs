@@ -33,6 +33,7 @@ use super::tools::Sandbox;
 use super::types::{Action, PlannerError, Step};
 
 pub mod calculation;
+pub mod listing;
 
 pub use super::tools::calculator::CALCULATOR;
 
@@ -241,6 +242,8 @@ pub enum Rewrite {
         /// Whether `none` is a choice.
         optional: bool,
     },
+    /// A first `list_dir` call, of the folder the planner named if any (see [`listing`]).
+    Listing(Option<String>),
 }
 
 impl Rewrite {
@@ -249,6 +252,21 @@ impl Rewrite {
         match self {
             Rewrite::Table(_) => format!("[the query: {HOW}]"),
             Rewrite::Calculation { .. } => format!("[the calculation: {}]", calculation::HOW),
+            Rewrite::Listing(_) => format!("[the listing: {}]", listing::HOW),
+        }
+    }
+}
+
+impl Rewrite {
+    /// Whether the call the request wrote (`args`) answers the question, so that only the
+    /// answer is offered next: a calculation (the planner went on adding 45 days to each
+    /// date it got back), or a listing the request filtered by extension or to folders (the
+    /// planner went on listing each subfolder and answered from the last).
+    pub fn answers(&self, args: &Value) -> bool {
+        match self {
+            Rewrite::Calculation { .. } => true,
+            Rewrite::Listing(_) => args.get("ext").is_some() || args.get("kind").is_some(),
+            Rewrite::Table(_) => false,
         }
     }
 }
@@ -291,8 +309,16 @@ pub fn is_answer(action: &Action) -> bool {
 }
 
 /// What a call of `name` with `args` is when a focused request writes its arguments: a first
-/// `table` call on a file, or a first `calculator` call.
+/// `table` call on a file, a first `calculator` call, or a first `list_dir` call.
 pub fn rewrites(name: &str, args: &Value, steps: &[Step]) -> Option<Rewrite> {
+    use super::tools::files::LIST_DIR;
+    if name == LIST_DIR {
+        let first = !steps
+            .iter()
+            .any(|s| matches!(&s.action, Some(Action::ToolCall { name, .. }) if name == LIST_DIR));
+        let path = args.get("path").and_then(Value::as_str).map(str::to_string);
+        return first.then_some(Rewrite::Listing(path));
+    }
     if name == CALCULATOR {
         let first = !steps.iter().any(calculates);
         return first.then(|| Rewrite::Calculation {
@@ -334,6 +360,9 @@ pub fn write(
         Rewrite::Table(path) => write_query(model, sampling, task, ws, path, cancel),
         Rewrite::Calculation { context, optional } => {
             calculation::write_calculation(model, sampling, task, context, *optional, cancel)
+        }
+        Rewrite::Listing(path) => {
+            listing::write_listing(model, sampling, task, ws, path.as_deref(), cancel)
         }
     }
 }

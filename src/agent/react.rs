@@ -514,9 +514,9 @@ pub fn run(
                 }
             }
             Ok(Action::ToolCall { name, mut args }) => {
-                // A first `table` call on a file or first `calculator` call: its arguments are
-                // written by a focused request (`agent::query`), and the transcript shows the
-                // call that ran.
+                // A first `table` call on a file, first `calculator` call or first `list_dir`
+                // call: its arguments are written by a focused request (`agent::query`), and
+                // the transcript shows the call that ran.
                 let ws = ctx.workspace.as_ref();
                 if let (Some(rewrite), Some(ws)) = (query::rewrites(&name, &args, &steps), ws) {
                     match planner.query(original_task, ws, &rewrite, cancel) {
@@ -530,10 +530,9 @@ pub fn run(
                             };
                             raw = Some(render_action(&out.thought, &call));
                             call_note = Some(rewrite.tag());
-                            // The calculation the request wrote answers the question: what
-                            // is left is the answer (the planner went on adding 45 days to
-                            // each date it got back).
-                            answer_next = matches!(rewrite, query::Rewrite::Calculation { .. });
+                            // A calculation or a filtered listing answers the question:
+                            // what is left is the answer.
+                            answer_next = rewrite.answers(&args);
                         }
                         Ok(None) => {}
                         Err(PlannerError::Cancelled) => break StopReason::Cancelled,

@@ -790,13 +790,14 @@ impl LanguageModel for FakeLm {
         // when that is a calculation (`{"kind": …}`), else gets none, so the planner's own call
         // runs; it is kept apart and not cached (the prompts these tests follow are the
         // planner's).
+        // The listing request (`agent::query::listing`) likewise, its scripted reply a
+        // listing (`{"path": …}`).
         use boyd::agent::query::calculation::{SYSTEM_HEAD, SYSTEM_HEAD_OPTIONAL};
         let system = req.messages.first().map_or("", |m| m.content.as_str());
-        if system.starts_with(SYSTEM_HEAD) || system.starts_with(SYSTEM_HEAD_OPTIONAL) {
-            let scripted = self
-                .replies
-                .front()
-                .is_some_and(|r| r.starts_with("{\"kind\""));
+        let listing = system == boyd::agent::query::listing::SYSTEM;
+        if listing || system.starts_with(SYSTEM_HEAD) || system.starts_with(SYSTEM_HEAD_OPTIONAL) {
+            let head = if listing { "{\"path\"" } else { "{\"kind\"" };
+            let scripted = self.replies.front().is_some_and(|r| r.starts_with(head));
             let text = if scripted {
                 self.replies.pop_front().unwrap_or_default()
             } else {
@@ -893,6 +894,63 @@ fn the_calculation_request_writes_the_first_calculator_call_and_the_answer_comes
         .content
         .contains("2027-07-31"));
     let Some(Constraint::JsonSchema(schema)) = &lm.requests[2].constraint else {
+        panic!("no JSON schema constraint");
+    };
+    let names: Vec<&str> = schema["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .filter_map(|b| b["properties"]["tool"]["const"].as_str())
+        .collect();
+    assert_eq!(names, ["final_answer"]);
+}
+
+#[test]
+fn the_listing_request_writes_the_first_list_dir_call_and_a_filtered_listing_is_answered() {
+    let e = env();
+    std::fs::create_dir_all(e.ws.path().join("docs/guide")).expect("mkdir");
+    for f in ["docs/index.md", "docs/guide/intro.md", "docs/logo.png"] {
+        std::fs::write(e.ws.path().join(f), "x").expect("write");
+    }
+    let replies = [
+        r#"{"thought": "look", "tool": "list_dir", "args": {"path": "docs"}}"#,
+        r#"{"path": "docs/", "depth": "all", "show": "files", "ext": ".md"}"#,
+        r#"{"thought": "done", "tool": "final_answer", "args": {"answer": "2"}}"#,
+        "2",
+    ];
+    let mut lm = FakeLm::new(&replies, 1_000_000);
+    let tools = Toolset::builtin(None);
+    let out = {
+        let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default());
+        run_with(
+            &e,
+            &mut planner,
+            &tools,
+            &Limits::default(),
+            &CancelToken::new(),
+        )
+    };
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.answer.as_deref(), Some("2"));
+    let steps = steps_of(&out);
+    assert_eq!(
+        steps[0].action,
+        Some(Action::ToolCall {
+            name: "list_dir".into(),
+            args: json!({"path": "docs/", "recursive": true, "ext": "md"})
+        })
+    );
+    assert!(
+        steps[0]
+            .observation
+            .text
+            .starts_with("total: 2 .md files in docs and its subfolders\n"),
+        "{}",
+        steps[0].observation.text
+    );
+    assert!(steps[0].thought.contains("[the listing:"));
+    // The listing the request filtered answers: the next step allowed only the answer.
+    let Some(Constraint::JsonSchema(schema)) = &lm.requests[1].constraint else {
         panic!("no JSON schema constraint");
     };
     let names: Vec<&str> = schema["anyOf"]

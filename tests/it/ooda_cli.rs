@@ -37,16 +37,19 @@ fn completion(content: &str) -> Value {
     })
 }
 
-/// Whether a completion request is the answer step's (its system prompt).
-/// Whether `body` is the calculation request (`agent::query::calculation`): the script
-/// answers it with no calculation, so the decider's own call runs.
-fn is_calculation_request(body: &Value) -> bool {
+/// Whether `body` is the calculation request (`agent::query::calculation`) or the listing
+/// request (`agent::query::listing`): the script answers it with nothing to write, so the
+/// decider's own call runs.
+fn is_focused_request(body: &Value) -> bool {
     use boyd::agent::query::calculation::{SYSTEM_HEAD, SYSTEM_HEAD_OPTIONAL};
-    body["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|c| c.starts_with(SYSTEM_HEAD) || c.starts_with(SYSTEM_HEAD_OPTIONAL))
+    body["messages"][0]["content"].as_str().is_some_and(|c| {
+        c.starts_with(SYSTEM_HEAD)
+            || c.starts_with(SYSTEM_HEAD_OPTIONAL)
+            || c == boyd::agent::query::listing::SYSTEM
+    })
 }
 
+/// Whether a completion request is the answer step's (its system prompt).
 fn is_answer_step(body: &Value) -> bool {
     body["messages"][0]["content"]
         .as_str()
@@ -131,7 +134,7 @@ impl ScriptedServer {
                 let content = {
                     let mut g = s.lock().expect("script");
                     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-                    if is_calculation_request(&body) {
+                    if is_focused_request(&body) {
                         drop(g);
                         respond(&mut stream, &completion("{}").to_string());
                         continue;

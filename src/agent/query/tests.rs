@@ -371,3 +371,33 @@ fn only_a_first_calculator_call_and_an_answer_after_reads_without_one_ask_for_a_
     ));
     assert_eq!(calculation_before_answer(&both), None);
 }
+
+#[test]
+fn only_a_first_list_dir_call_is_rewritten_and_a_filtered_listing_answers() {
+    let first = rewrites(LIST_DIR_NAME, &json!({"path": "docs/"}), &[]);
+    assert_eq!(first, Some(Rewrite::Listing(Some("docs/".to_string()))));
+    let listed = [step(
+        1,
+        LIST_DIR_NAME,
+        json!({"path": "."}),
+        "total: 1 file",
+    )];
+    assert_eq!(
+        rewrites(LIST_DIR_NAME, &json!({"path": "docs/"}), &listed),
+        None
+    );
+    // What comes next: only the answer after a listing the request filtered, or a
+    // calculation; the planner's choice after a plain listing or a table query.
+    let listing = Rewrite::Listing(None);
+    assert!(listing.answers(&json!({"path": "docs/", "ext": "md"})));
+    assert!(listing.answers(&json!({"path": "docs/", "kind": "dirs"})));
+    assert!(!listing.answers(&json!({"path": "docs/", "recursive": true})));
+    assert!(!Rewrite::Table("a.csv".into()).answers(&json!({})));
+    let calc = Rewrite::Calculation {
+        context: String::new(),
+        optional: false,
+    };
+    assert!(calc.answers(&json!({"expression": "1 + 1"})));
+}
+
+const LIST_DIR_NAME: &str = crate::agent::tools::files::LIST_DIR;

@@ -41,8 +41,8 @@ impl Driver<'_, '_> {
         }
     }
 
-    /// A first `table` call on a file and a first `calculator` call get their arguments from a
-    /// focused request (`agent::query`); the candidate's thought says so. A failed request
+    /// A first `table` call on a file, a first `calculator` call and a first `list_dir` call
+    /// get their arguments from a focused request (`agent::query`); the candidate's thought says so. A failed request
     /// leaves the decider's arguments.
     pub(super) fn write_queries(&mut self, proposal: &mut Proposal) -> Result<(), PlannerError> {
         let Some(ws) = self.ctx.workspace.as_ref() else {
@@ -61,10 +61,8 @@ impl Driver<'_, '_> {
                     *args = written;
                     proposal.usage.add(&used);
                     c.thought = format!("{} {}", c.thought, rewrite.tag());
-                    // A calculation that answers the question: the answer is next (ReAct's
-                    // rule).
-                    if i == 0 && matches!(rewrite, crate::agent::query::Rewrite::Calculation { .. })
-                    {
+                    // A call that answers the question: the answer is next (ReAct's rule).
+                    if i == 0 && rewrite.answers(args) {
                         self.answer_next = true;
                     }
                 }

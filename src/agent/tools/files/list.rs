@@ -430,10 +430,21 @@ fn filtered_listing(
     // What the filter left out is counted too: a filter the model set by mistake (".yml" for
     // ".yaml" files) shows as a total far below everything.
     let (files, dirs) = count_all(ws, dir, 0);
+    // The count at the depth asked comes first, alone on its line: a small model answers
+    // with the first count it sees.
+    let (asked, other) = if recursive {
+        (
+            format!("{} in {shown} and its subfolders", filter.noun(all)),
+            format!("{} directly in {shown}", filter.noun(direct)),
+        )
+    } else {
+        (
+            format!("{} directly in {shown}", filter.noun(direct)),
+            format!("{} counting its subfolders", filter.noun(all)),
+        )
+    };
     let mut out = format!(
-        "total: {} directly in {shown}; {} in {shown} and its subfolders (of {} and {} there in all)",
-        filter.noun(direct),
-        filter.noun(all),
+        "total: {asked}\nalso: {other}; without the filter, {} and {} there in all",
         plural(files, "file", "files"),
         plural(dirs, "folder", "folders")
     );

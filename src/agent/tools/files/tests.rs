@@ -270,39 +270,42 @@ fn list_dir_filters_by_extension_and_kind_and_counts_what_it_keeps() {
     let call = |args: serde_json::Value| ListDir.call(args, &ctx);
     let rs = call(serde_json::json!({"path": "src", "ext": ".rs"})).expect("test value");
     let lines: Vec<&str> = rs.lines().collect();
+    assert_eq!(lines[0], "total: 2 .rs files directly in src", "{rs}");
     assert_eq!(
-        lines[0],
-        "total: 2 .rs files directly in src; 4 .rs files in src and its subfolders (of 6 files and 2 folders there in all)",
-        "{rs}"
+        lines[1],
+        "also: 4 .rs files counting its subfolders; without the filter, 6 files and 2 folders there in all",
     );
-    assert_eq!(lines.len(), 3, "{rs}");
+    assert_eq!(lines.len(), 4, "{rs}");
     assert!(
-        lines[1..]
+        lines[2..]
             .iter()
             .all(|l| l.contains(".rs ") || l.contains(".RS ")),
         "{rs}"
     );
     let tree = call(serde_json::json!({"path": "src", "ext": "*.rs", "recursive": true}))
         .expect("test value");
-    assert_eq!(tree.lines().count(), 5, "{tree}");
+    assert_eq!(tree.lines().count(), 6, "{tree}");
     assert!(tree.contains("src/net/deep/udp.rs"), "{tree}");
     assert!(!tree.contains("src/net/ ("), "folders are left out: {tree}");
     let dirs = call(serde_json::json!({"path": "src", "kind": "dirs", "recursive": true}))
         .expect("test value");
     assert!(
-        dirs.starts_with("total: 1 folder directly in src; 2 folders in src and its subfolders ("),
+        dirs.starts_with(
+            "total: 2 folders in src and its subfolders\nalso: 1 folder directly in src; "
+        ),
         "{dirs}"
     );
     let files = call(serde_json::json!({"path": "src", "kind": "files"})).expect("test value");
     assert!(
-        files.starts_with("total: 4 files directly in src; 6 files in src and its subfolders ("),
+        files
+            .starts_with("total: 4 files directly in src\nalso: 6 files counting its subfolders; "),
         "{files}"
     );
     assert!(!files.contains("net/"), "{files}");
     let none = call(serde_json::json!({"path": "src/net/deep", "ext": "py"})).expect("test value");
     assert_eq!(
         none,
-        "total: 0 .py files directly in src/net/deep; 0 .py files in src/net/deep and its subfolders (of 1 file and 0 folders there in all)"
+        "total: 0 .py files directly in src/net/deep\nalso: 0 .py files counting its subfolders; without the filter, 1 file and 0 folders there in all"
     );
     // Contradictory or empty filters are errors the model can fix, not an empty listing.
     for bad in [
