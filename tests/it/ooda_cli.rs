@@ -25,6 +25,8 @@ struct Script {
     answer_requests: Vec<Value>,
     /// The answer of the last `final_answer` candidate served: what the answer step replies.
     last_answer: Option<String>,
+    /// Replies to the focused requests (`agent::query`), in order; once used up, `{}`.
+    focused: std::collections::VecDeque<String>,
 }
 
 /// A chat completion whose message is `content`.
@@ -115,6 +117,7 @@ impl ScriptedServer {
             hook,
             answer_requests: Vec::new(),
             last_answer: None,
+            focused: Default::default(),
         }));
         let s = script.clone();
         std::thread::spawn(move || {
@@ -135,8 +138,9 @@ impl ScriptedServer {
                     let mut g = s.lock().expect("script");
                     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
                     if is_focused_request(&body) {
+                        let reply = g.focused.pop_front().unwrap_or_else(|| "{}".into());
                         drop(g);
-                        respond(&mut stream, &completion("{}").to_string());
+                        respond(&mut stream, &completion(&reply).to_string());
                         continue;
                     }
                     if is_answer_step(&body) {
@@ -178,6 +182,16 @@ impl ScriptedServer {
     /// The answer-step requests received so far.
     fn answer_requests(&self) -> Vec<Value> {
         self.script.lock().expect("script").answer_requests.clone()
+    }
+
+    /// Reply to the focused requests with `replies`, in order.
+    fn with_focused(self, replies: &[Value]) -> Self {
+        self.script
+            .lock()
+            .expect("script")
+            .focused
+            .extend(replies.iter().map(Value::to_string));
+        self
     }
 }
 
@@ -319,6 +333,57 @@ fn the_cli_runs_a_scripted_model_through_the_builder() {
     // not by its cost plus running time.
     let left = v["budget_left"].as_f64().expect("budget_left");
     assert!((left - (20.0 - 1.1)).abs() < 1e-9, "{left}");
+}
+
+/// The decider's first `list_dir` and first `calculator` calls get their arguments from the
+/// focused requests (`agent::query`): what each wrote is what ran, and the answer step is
+/// asked over its output.
+#[test]
+fn the_focused_requests_write_the_deciders_listing_and_calculation() {
+    let lab = CliLab::new(&[]);
+    std::fs::create_dir_all(lab.ws.join("docs/guide")).expect("mkdir");
+    for f in ["docs/index.md", "docs/guide/intro.md", "docs/logo.png"] {
+        std::fs::write(lab.ws.join(f), "x").expect("write");
+    }
+    let cases = [
+        (
+            proposal(&[("list_dir", json!({"path": "docs"}))]),
+            json!({"path": "docs/", "depth": "all", "show": "files", "ext": ".md"}),
+            "How many .md files are in docs and below?",
+            "total: 2 .md files in docs and its subfolders",
+            "[the listing:",
+        ),
+        (
+            proposal(&[("calculator", json!({"expression": "2 + 2"}))]),
+            json!({"kind": "arithmetic", "expression": "2 * 3"}),
+            "What is two times three?",
+            "2 * 3",
+            "[the calculation:",
+        ),
+    ];
+    for (decided, written, task, shown, tag) in cases {
+        let server = ScriptedServer::start(
+            vec![
+                decided,
+                proposal(&[("final_answer", json!({"answer": "6"}))]),
+            ],
+            None,
+        )
+        .with_focused(&[written]);
+        let out = lab.run_ooda(&server, task, &["--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let (v, dir) = run_dir_of(&out);
+        assert_eq!(v["state"], "completed", "{v}");
+        assert!(phase_log(&dir).contains(tag), "{}", phase_log(&dir));
+        // The answer step was first asked over the output of the call the request wrote.
+        let answers = server.answer_requests();
+        let first = answers.first().expect("an answer request")["messages"][1]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(first.contains(shown), "{first}");
+        assert!(!first.contains("2 + 2"), "{first}");
+    }
 }
 
 /// Rule: every candidate's risk is compared with the budget left; one over it is refused with
