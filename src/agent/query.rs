@@ -255,9 +255,7 @@ impl Rewrite {
             Rewrite::Listing(_) => format!("[the listing: {}]", listing::HOW),
         }
     }
-}
 
-impl Rewrite {
     /// Whether the call the request wrote (`args`) answers the question, so that only the
     /// answer is offered next: a calculation (the planner went on adding 45 days to each
     /// date it got back), or a listing the request filtered by extension or to folders (the

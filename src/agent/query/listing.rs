@@ -3,9 +3,9 @@
 //! `table` call.
 //!
 //! From a long transcript the 0.5B planner listed the right folder but left out the filter
-//! the question states ("how many Markdown files are in docs/" listed every file of docs/ and
-//! answered the count of all of them), or listed one folder after another without ever
-//! counting. `list_dir` can filter by extension and by files or folders and counts what it
+//! the question states ("how many Markdown (.md) files are inside docs/" listed every file of
+//! docs/, then searched for "docs" and answered from that), or listed one subfolder after
+//! another and answered from the last. `list_dir` can filter by extension and by files or folders and counts what it
 //! keeps, and asked with only the question, the folders and the extensions in front of it, the
 //! model sets those arguments. The model still writes the listing; the constraint keeps it to
 //! what the workspace holds: the folder is one of its folders and the extension one its files
@@ -47,12 +47,7 @@ pub struct ListingRequest {
 /// A file's extension as the request offers it (`.md`); `None` for `Makefile` or `.env`.
 fn extension(file: &str) -> Option<String> {
     let name = file.rsplit('/').next().unwrap_or(file);
-    match name.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
-            Some(format!(".{}", ext.to_lowercase()))
-        }
-        _ => None,
-    }
+    crate::agent::tools::files::extension_of(name).map(|e| format!(".{e}"))
 }
 
 /// The listing request for `task` over the workspace `paths`, of the folder `planned` (the

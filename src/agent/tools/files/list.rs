@@ -95,7 +95,7 @@ impl Filter {
 }
 
 /// A file name's extension in lower case without the dot; none for "Makefile" or ".env".
-fn extension_of(name: &str) -> Option<String> {
+pub fn extension_of(name: &str) -> Option<String> {
     match name.rsplit_once('.') {
         Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => Some(ext.to_lowercase()),
         _ => None,

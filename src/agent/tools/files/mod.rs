@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::{rel_display, Sandbox, SandboxError, ToolContext, ToolError};
 
-pub use list::ListDir;
+pub use list::{extension_of, ListDir};
 pub use read::{long_read_preview, read_preview, ReadFile, MIN_WINDOW_LINES};
 pub use search::SearchText;
 
