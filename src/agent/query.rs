@@ -344,6 +344,33 @@ pub fn calculation_before_answer(steps: &[Step]) -> Option<Rewrite> {
     })
 }
 
+/// One focused request: `messages` under the JSON `schema`, its reply parsed as JSON (`None`
+/// when it is not), the tokens it used added to `usage`; `what` names it in the debug log.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ask_json(
+    model: &mut dyn LanguageModel,
+    sampling: &SamplingParams,
+    messages: Vec<ChatMessage>,
+    schema: Value,
+    max_tokens: usize,
+    usage: &mut Usage,
+    cancel: &CancelToken,
+    what: &str,
+) -> Result<Option<Value>, PlannerError> {
+    let gen = GenRequest {
+        messages,
+        sampling: sampling.clone(),
+        max_tokens,
+        stop: Vec::new(),
+        constraint: Some(Constraint::JsonSchema(schema)),
+    };
+    let out = super::answer::generate(model, &gen, cancel)?;
+    usage.add(&out.usage);
+    let prompt = gen.messages.last().map_or("", |m| m.content.as_str());
+    tracing::debug!(prompt = ?prompt, reply = ?out.text, "{what}");
+    Ok(serde_json::from_str::<Value>(&out.text).ok())
+}
+
 /// Write the arguments of the call `rewrite` names for `task`, and the tokens it used; `None`
 /// when the request has nothing to write (the planner's call runs).
 pub fn write(

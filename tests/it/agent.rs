@@ -770,6 +770,36 @@ impl FakeLm {
     }
 }
 
+/// The tools a planner request's schema offers (`anyOf` of `{"tool": {"const": …}}`).
+fn offered_tools(req: &GenRequest) -> Vec<String> {
+    let Some(Constraint::JsonSchema(schema)) = &req.constraint else {
+        panic!("no JSON schema constraint");
+    };
+    schema["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .filter_map(|b| {
+            b["properties"]["tool"]["const"]
+                .as_str()
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Run the ReAct loop in `e` with the built-in tools and an `LmPlanner` over `lm`.
+fn run_lm(e: &Env, lm: &mut FakeLm) -> RunOutcome {
+    let tools = Toolset::builtin(None);
+    let mut planner = LmPlanner::new(lm, LmPlannerConfig::default());
+    run_with(
+        e,
+        &mut planner,
+        &tools,
+        &Limits::default(),
+        &CancelToken::new(),
+    )
+}
+
 fn template(messages: &[ChatMessage]) -> String {
     let mut s = String::new();
     for m in messages {
@@ -863,17 +893,7 @@ fn the_calculation_request_writes_the_first_calculator_call_and_the_answer_comes
         "Saturday",
     ];
     let mut lm = FakeLm::new(&replies, 1_000_000);
-    let tools = Toolset::builtin(None);
-    let out = {
-        let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default());
-        run_with(
-            &e,
-            &mut planner,
-            &tools,
-            &Limits::default(),
-            &CancelToken::new(),
-        )
-    };
+    let out = run_lm(&e, &mut lm);
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("Saturday"));
     let steps = steps_of(&out);
@@ -893,16 +913,7 @@ fn the_calculation_request_writes_the_first_calculator_call_and_the_answer_comes
     assert!(lm.calculations[0].messages[1]
         .content
         .contains("2027-07-31"));
-    let Some(Constraint::JsonSchema(schema)) = &lm.requests[2].constraint else {
-        panic!("no JSON schema constraint");
-    };
-    let names: Vec<&str> = schema["anyOf"]
-        .as_array()
-        .expect("anyOf")
-        .iter()
-        .filter_map(|b| b["properties"]["tool"]["const"].as_str())
-        .collect();
-    assert_eq!(names, ["final_answer"]);
+    assert_eq!(offered_tools(&lm.requests[2]), ["final_answer"]);
 }
 
 #[test]
@@ -919,17 +930,7 @@ fn the_listing_request_writes_the_first_list_dir_call_and_a_filtered_listing_is_
         "2",
     ];
     let mut lm = FakeLm::new(&replies, 1_000_000);
-    let tools = Toolset::builtin(None);
-    let out = {
-        let mut planner = LmPlanner::new(&mut lm, LmPlannerConfig::default());
-        run_with(
-            &e,
-            &mut planner,
-            &tools,
-            &Limits::default(),
-            &CancelToken::new(),
-        )
-    };
+    let out = run_lm(&e, &mut lm);
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.answer.as_deref(), Some("2"));
     let steps = steps_of(&out);
@@ -950,16 +951,7 @@ fn the_listing_request_writes_the_first_list_dir_call_and_a_filtered_listing_is_
     );
     assert!(steps[0].thought.contains("[the listing:"));
     // The listing the request filtered answers: the next step allowed only the answer.
-    let Some(Constraint::JsonSchema(schema)) = &lm.requests[1].constraint else {
-        panic!("no JSON schema constraint");
-    };
-    let names: Vec<&str> = schema["anyOf"]
-        .as_array()
-        .expect("anyOf")
-        .iter()
-        .filter_map(|b| b["properties"]["tool"]["const"].as_str())
-        .collect();
-    assert_eq!(names, ["final_answer"]);
+    assert_eq!(offered_tools(&lm.requests[1]), ["final_answer"]);
 }
 
 #[test]

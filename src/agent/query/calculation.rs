@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 
 use crate::agent::tools::calculator::{self, units};
 use crate::agent::types::PlannerError;
-use crate::lm::{CancelToken, ChatMessage, Constraint, GenRequest, LanguageModel, Role};
+use crate::lm::{CancelToken, ChatMessage, LanguageModel, Role};
 use crate::lm::{SamplingParams, Usage};
 
 /// How a step whose expression the request wrote is marked in the run's record.
@@ -244,17 +244,16 @@ pub fn write_calculation(
     let mut left_out: Vec<&str> = Vec::new();
     let reply = loop {
         let req = calculation_request(task, context, optional, &left_out);
-        let gen = GenRequest {
-            messages: req.messages,
-            sampling: sampling.clone(),
-            max_tokens: MAX_TOKENS,
-            stop: Vec::new(),
-            constraint: Some(Constraint::JsonSchema(req.schema)),
-        };
-        let out = crate::agent::answer::generate(model, &gen, cancel)?;
-        usage.add(&out.usage);
-        tracing::debug!(prompt = ?gen.messages[1].content, reply = ?out.text, "calculation");
-        let reply = serde_json::from_str::<Value>(&out.text).ok();
+        let reply = super::ask_json(
+            model,
+            sampling,
+            req.messages,
+            req.schema,
+            MAX_TOKENS,
+            &mut usage,
+            cancel,
+            "calculation",
+        )?;
         if reply.as_ref().is_some_and(degenerate) && left_out.is_empty() {
             left_out.push(DAYS_BETWEEN);
             continue;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::agent::tools::choices::{same_path, WorkspacePaths};
 use crate::agent::tools::Sandbox;
 use crate::agent::types::PlannerError;
-use crate::lm::{CancelToken, ChatMessage, Constraint, GenRequest, LanguageModel, Role};
+use crate::lm::{CancelToken, ChatMessage, LanguageModel, Role};
 use crate::lm::{SamplingParams, Usage};
 
 /// How a step whose arguments the request wrote is marked in the run's record.
@@ -154,26 +154,25 @@ pub fn write_listing(
         return Ok(None);
     };
     let req = listing_request(task, &paths, planned);
-    let gen = GenRequest {
-        messages: req.messages,
-        sampling: sampling.clone(),
-        max_tokens: MAX_TOKENS,
-        stop: Vec::new(),
-        constraint: Some(Constraint::JsonSchema(req.schema)),
-    };
-    let out = crate::agent::answer::generate(model, &gen, cancel)?;
-    tracing::debug!(prompt = ?gen.messages[1].content, reply = ?out.text, "listing");
-    let args = serde_json::from_str::<Value>(&out.text)
-        .ok()
-        .as_ref()
-        .and_then(arguments);
-    Ok(args.map(|a| (a, out.usage)))
+    let mut usage = Usage::default();
+    let reply = super::ask_json(
+        model,
+        sampling,
+        req.messages,
+        req.schema,
+        MAX_TOKENS,
+        &mut usage,
+        cancel,
+        "listing",
+    )?;
+    Ok(reply.as_ref().and_then(arguments).map(|a| (a, usage)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::answer::tests::Scripted;
+    use crate::lm::Constraint;
 
     fn paths() -> WorkspacePaths {
         WorkspacePaths {
