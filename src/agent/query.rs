@@ -408,19 +408,18 @@ pub fn write_query(
     };
     let mut usage = Usage::default();
     let mut ask = |schema: Value, usage: &mut Usage| -> Result<Option<Value>, PlannerError> {
-        let gen = GenRequest {
-            messages: req.messages.clone(),
-            sampling: sampling.clone(),
-            max_tokens: QUERY_MAX_TOKENS,
-            stop: Vec::new(),
-            constraint: Some(Constraint::JsonSchema(schema)),
-        };
-        let out = super::answer::generate(model, &gen, cancel)?;
-        usage.add(&out.usage);
-        tracing::debug!(prompt = ?gen.messages[1].content, reply = ?out.text, "table query");
-        Ok(serde_json::from_str::<Value>(&out.text)
-            .ok()
-            .filter(Value::is_object))
+        let messages = req.messages.clone();
+        let reply = ask_json(
+            model,
+            sampling,
+            messages,
+            schema,
+            QUERY_MAX_TOKENS,
+            usage,
+            cancel,
+            "table query",
+        )?;
+        Ok(reply.filter(Value::is_object))
     };
     let Some(mut query) = ask(query_schema(&req.fields, &req.conditions), &mut usage)? else {
         return Ok(None);
